@@ -1,0 +1,11 @@
+"""bsvm: Bayesian support vector machines as scikit-learn estimators.
+
+Methods: SBSVM (Wenzel et al. 2017) and the PlattSVM baseline; MSBPM, SubgradientHMC, GibbsSVM and
+SeegerARD follow the same contract (``fit``, ``fit_iter``, ``predict_proba``, ``history_``).
+"""
+
+from .base import Progress
+from .platt import PlattSVM
+
+__all__ = ["Progress", "PlattSVM"]
+__version__ = "0.1.0"

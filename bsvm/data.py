@@ -1,0 +1,183 @@
+"""Input validation and CSV loading shared by every estimator.
+
+Every check raises ``ValueError`` with a message that says what to do, so scripts and the dashboard
+can show it as is (the dashboard never shows a traceback).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+MULTICLASS_HINT = (
+    "use bsvm.MSBPM or bsvm.SubgradientHMC, which are multi-class natively, or wrap this estimator in "
+    "scikit-learn's OneVsRestClassifier"
+)
+
+
+def _reject_non_numeric(X, what: str = "X") -> None:
+    """Name the offending columns of a DataFrame instead of letting numpy fail on a string."""
+    if isinstance(X, pd.DataFrame):
+        bad = [str(c) for c in X.columns
+               if not (pd.api.types.is_numeric_dtype(X[c].dtype) or pd.api.types.is_bool_dtype(X[c].dtype))]
+        if bad:
+            raise ValueError(
+                f"{what} has non-numeric columns {bad}: encode them as numbers "
+                "(e.g. pandas.get_dummies) or drop them before fitting."
+            )
+    else:
+        arr = np.asarray(X) if not hasattr(X, "toarray") else None
+        if arr is not None and arr.dtype.kind in "OUS":
+            try:
+                arr.astype(np.float64)
+            except ValueError as exc:  # strings; a TypeError (dicts, objects) is a programming error
+                raise ValueError(
+                    f"{what} contains non-numeric values ({exc}): encode categorical columns as numbers "
+                    "or drop them before fitting."
+                ) from None
+
+
+def _reject_nonfinite(X: np.ndarray, what: str = "X") -> None:
+    if not np.all(np.isfinite(X)):
+        n_nan = int(np.isnan(X).sum())
+        n_inf = int(np.isinf(X).sum())
+        raise ValueError(
+            f"{what} contains {n_nan} NaN and {n_inf} infinite values: drop or impute those rows "
+            "(e.g. sklearn.impute.SimpleImputer) before fitting."
+        )
+
+
+def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class: int = 2):
+    """Validate training data for a classifier and set ``classes_`` and ``n_features_in_``.
+
+    Returns ``(X, y_index)`` with ``X`` a C-contiguous float64 array and ``y_index`` the position of each
+    label in ``classes_`` (0..K-1).
+    """
+    name = type(estimator).__name__
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None: pass the labels.")
+    _reject_non_numeric(X)
+    try:
+        X, y = validate_data(estimator, X, y, ensure_all_finite=False, dtype=np.float64, order="C",
+                             ensure_min_samples=1, y_numeric=False)
+    except ValueError as exc:
+        msg = str(exc)
+        if "inconsistent numbers of samples" in msg:
+            raise ValueError(f"X and y have different numbers of rows ({msg}): pass one label per row of X.") \
+                from None
+        raise
+    _reject_nonfinite(X)
+    target = type_of_target(y, input_name="y")
+    if target in ("continuous", "continuous-multioutput", "multilabel-indicator", "multiclass-multioutput"):
+        raise ValueError(
+            f"Unknown label type: {target}. {name} needs one discrete class label per row "
+            "(integers or strings); for a continuous target use a regressor."
+        )
+    classes, y_index = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise ValueError(
+            f"y has only 1 class ({classes[0]!r}): a classifier needs examples of at least two classes."
+        )
+    if binary_only and len(classes) > 2:
+        raise ValueError(
+            f"{name} is a binary classifier but y has {len(classes)} classes: {MULTICLASS_HINT}."
+        )
+    counts = np.bincount(y_index, minlength=len(classes))
+    if counts.min() < min_per_class:
+        few = [classes[k] for k in np.flatnonzero(counts < min_per_class)]
+        raise ValueError(
+            f"Class(es) {few} have fewer than {min_per_class} rows (1 sample is not enough): "
+            f"provide at least {min_per_class} examples per class."
+        )
+    estimator.classes_ = classes
+    return X, y_index.astype(np.intp)
+
+
+def check_predict_data(estimator, X) -> np.ndarray:
+    """Validate inputs at predict time: fitted, numeric, finite, same number of features."""
+    check_is_fitted(estimator)
+    _reject_non_numeric(X)
+    X = validate_data(estimator, X, reset=False, ensure_all_finite=False, dtype=np.float64, order="C")
+    _reject_nonfinite(X)
+    return X
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CSV loading
+
+
+@dataclass
+class LoadedCSV:
+    """A table split into numeric features and a label column."""
+
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: list[str]
+    label_name: str
+    frame: pd.DataFrame = field(repr=False)
+
+
+MAX_CSV_BYTES = 200 * 1024 * 1024
+
+
+def read_csv_table(source) -> pd.DataFrame:
+    """Read a CSV (path, bytes or file-like) into a DataFrame with a clear error for unreadable files."""
+    if isinstance(source, (bytes, bytearray)):
+        if len(source) > MAX_CSV_BYTES:
+            raise ValueError(f"The file is larger than {MAX_CSV_BYTES // 2**20} MB: subsample it first.")
+        source = io.BytesIO(source)
+    elif isinstance(source, (str, os.PathLike)) and not os.path.exists(source):
+        raise ValueError(f"No such file: {source}. Check the path.")
+    try:
+        frame = pd.read_csv(source)
+    except pd.errors.EmptyDataError:
+        raise ValueError("The file is empty: it needs a header row and at least a few data rows.") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"The file could not be read as CSV ({exc}): save it as comma-separated text "
+                         "with a header row.") from None
+    if frame.shape[1] < 2:
+        raise ValueError("The CSV has fewer than two columns: it needs a label column and at least one "
+                         "feature column, separated by commas.")
+    return frame
+
+
+def load_csv(source, label: str = "label", features: list[str] | None = None) -> LoadedCSV:
+    """Load a CSV and pick the label column by name.
+
+    ``features`` defaults to every numeric column other than the label. Raises ``ValueError`` for a missing
+    label column, no numeric feature columns, missing values, or a single class.
+    """
+    frame = read_csv_table(source)
+    if label not in frame.columns:
+        matches = [c for c in frame.columns if str(c).strip().lower() == label.strip().lower()]
+        if not matches:
+            raise ValueError(f"Label column {label!r} not found; the columns are {list(map(str, frame.columns))}. "
+                             "Pass label= one of them.")
+        label = matches[0]
+    if features is None:
+        features = [c for c in frame.columns if c != label and pd.api.types.is_numeric_dtype(frame[c])]
+        if not features:
+            raise ValueError("The CSV has no numeric feature columns besides the label: encode features "
+                             "as numbers.")
+    else:
+        missing = [f for f in features if f not in frame.columns]
+        if missing:
+            raise ValueError(f"Feature columns {missing} not found; the columns are "
+                             f"{list(map(str, frame.columns))}.")
+    sub = frame[list(features)]
+    _reject_non_numeric(sub)
+    if sub.isna().any().any() or frame[label].isna().any():
+        cols = [str(c) for c in [*features, label] if frame[c].isna().any()]
+        raise ValueError(f"Missing values in columns {cols}: drop or impute those rows first.")
+    y = frame[label].to_numpy()
+    if len(np.unique(y)) < 2:
+        raise ValueError(f"The label column {label!r} has only one class: a classifier needs two or more.")
+    X = sub.to_numpy(dtype=np.float64)
+    _reject_nonfinite(X)
+    return LoadedCSV(X=X, y=y, feature_names=[str(f) for f in features], label_name=str(label), frame=frame)
