@@ -1,0 +1,188 @@
+"""The population MCMC engine of MS-BPM (Vogt & Ostermann, sec. 4.3), BlackJAX style: ``init`` and
+``step`` over an immutable :class:`PopulationState`.
+
+Parameters: one block per non-anchor class, beta[c] in R^P with P = N + 1 (a weight per kernel column and
+a bias), so class c + 1 scores ``phi(x) @ beta[c]`` and the anchor class 0 scores 0 (sec. 3.1). Prior:
+isotropic N(0, prior_scale^2 I) (eq. 5). Likelihood: eq. 4 on the confusion counts of the argmax rule.
+
+Each chain moves along a line with the exact sampler of :mod:`.line`. Directions:
+
+* ``"ads"``: with probability ``ads_prob`` the difference of two other chains (parallel adaptive
+  direction sampling, Gilks et al. 1994), otherwise a uniformly random direction (hit-and-run).
+  The population is split at random into two halves; one half moves using differences of chains from
+  the other half, which stay fixed meanwhile, then the roles swap. Given the fixed half the direction does
+  not depend on the moving chain, so the exact line draw leaves the product posterior invariant, and a
+  whole half moves in one batch of matrix products.
+* ``"hit_and_run"``: uniformly random directions for every chain.
+* ``"gibbs"``: a random coordinate axis for every chain (one kernel weight or bias of one class).
+
+The scores ``phi @ beta`` of every chain on the training set are cached and updated by ``u * (phi @ d)``,
+so a move costs one O(N P K) product per chain (all chains in one GEMM) plus an O(N K log N) sweep.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .likelihood import confusion_counts, count_table, dirichlet_alpha, log_likelihood, log_likelihood_offset
+from .line import interval_distribution, sample_line
+
+DIRECTIONS = ("ads", "hit_and_run", "gibbs")
+ADS, HIT_AND_RUN, GIBBS = 0, 1, 2
+
+
+class Problem(NamedTuple):
+    """Everything fixed during sampling."""
+
+    phi: np.ndarray      # (N, P) features of the training points: kernel columns and the bias column
+    y: np.ndarray        # (N,) class index 0..K-1
+    n_classes: int
+    alpha: np.ndarray    # (K, K) Dirichlet parameters of eq. 4
+    table: np.ndarray    # lgamma(m + alpha) per confusion cell, m = 0..N
+    offset: float        # constant term of eq. 4
+    prior_scale: float
+
+
+class PopulationState(NamedTuple):
+    beta: np.ndarray      # (S, K - 1, P)
+    scores: np.ndarray    # (S, N, K - 1) = phi @ beta[c] for every chain and class
+    counts: np.ndarray    # (S, K, K) confusion counts M of every chain
+    log_lik: np.ndarray   # (S,) eq. 4
+    sq_norm: np.ndarray   # (S,) ||beta||^2
+
+
+class StepInfo(NamedTuple):
+    u: np.ndarray         # (S,) the distance moved along each chain's direction
+    kind: np.ndarray      # (S,) ADS, HIT_AND_RUN or GIBBS
+    n_breaks: np.ndarray  # (S,) number of discontinuities found on each line
+
+
+def make_problem(phi, y, n_classes: int, nu: float = 1.0, prior_scale: float = 1.0) -> Problem:
+    phi = np.ascontiguousarray(phi, dtype=float)
+    y = np.asarray(y, dtype=np.intp)
+    n = len(y)
+    alpha = dirichlet_alpha(n_classes, n, nu)
+    offset = log_likelihood_offset(np.bincount(y, minlength=n_classes), alpha)
+    return Problem(phi, y, int(n_classes), alpha, count_table(alpha, n), offset, float(prior_scale))
+
+
+def log_posterior(problem: Problem, state: PopulationState) -> np.ndarray:
+    """Unnormalised log posterior of every chain: eq. 4 plus the log of the normal prior (eq. 5)."""
+    return state.log_lik - 0.5 * state.sq_norm / problem.prior_scale**2
+
+
+def _with_anchor(scores: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.zeros((*scores.shape[:-1], 1)), scores], axis=-1)
+
+
+def _evaluate(problem: Problem, beta: np.ndarray, scores: np.ndarray) -> PopulationState:
+    assigned = np.argmax(_with_anchor(scores), axis=-1)
+    counts = confusion_counts(problem.y, assigned, problem.n_classes)
+    return PopulationState(beta, scores, counts, log_likelihood(counts, problem.alpha),
+                           np.einsum("skp,skp->s", beta, beta))
+
+
+def direction_scores(problem: Problem, d: np.ndarray) -> np.ndarray:
+    """phi @ d[c] for every chain and class: (S, K-1, P) -> (S, N, K-1), one GEMM."""
+    S, km1, P = d.shape
+    return (d.reshape(S * km1, P) @ problem.phi.T).reshape(S, km1, -1).transpose(0, 2, 1)
+
+
+def init(rng: np.random.Generator, problem: Problem, n_chains: int) -> PopulationState:
+    """Start every chain from an independent prior draw."""
+    km1, P = problem.n_classes - 1, problem.phi.shape[1]
+    beta = problem.prior_scale * rng.standard_normal((n_chains, km1, P))
+    return _evaluate(problem, beta, direction_scores(problem, beta))
+
+
+def move(rng: np.random.Generator, problem: Problem, state: PopulationState, d: np.ndarray,
+         g: np.ndarray | None = None) -> tuple[PopulationState, np.ndarray, np.ndarray]:
+    """Draw every chain of ``state`` exactly from the posterior restricted to its line beta + u d.
+
+    ``d``: (S, K-1, P) directions; ``g``: their training scores if already known. Returns the new state,
+    u and the number of breaks per chain.
+    """
+    if g is None:
+        g = direction_scores(problem, d)
+    dd = np.einsum("skp,skp->s", d, d)
+    ok = dd > 0  # a zero direction (two identical chains) cannot move its chain
+    dd_safe = np.where(ok, dd, 1.0)
+    mean = -np.einsum("skp,skp->s", state.beta, d) / dd_safe
+    sd = problem.prior_scale / np.sqrt(dd_safe)
+    dist = interval_distribution(_with_anchor(state.scores), _with_anchor(g), problem.y, problem.table,
+                                 problem.offset, mean, sd)
+    u, _ = sample_line(rng, dist)
+    u = np.where(ok, u, 0.0)
+    beta = state.beta + u[:, None, None] * d
+    scores = state.scores + u[:, None, None] * g
+    n_breaks = np.count_nonzero(np.isfinite(dist.hi[:, :-1]), axis=1)
+    return _evaluate(problem, beta, scores), u, n_breaks
+
+
+def _take(state: PopulationState, idx: np.ndarray) -> PopulationState:
+    return PopulationState(*(x[idx] for x in state))
+
+
+def _put(state: PopulationState, idx: np.ndarray, part: PopulationState) -> PopulationState:
+    out = []
+    for whole, sub in zip(state, part):
+        whole = whole.copy()
+        whole[idx] = sub
+        out.append(whole)
+    return PopulationState(*out)
+
+
+def _random_directions(rng, shape) -> np.ndarray:
+    return rng.standard_normal(shape)  # isotropic; the line sampler does not care about the length
+
+
+def _gibbs_directions(rng, problem: Problem, n: int):
+    km1, P = problem.n_classes - 1, problem.phi.shape[1]
+    c = rng.integers(km1, size=n)
+    p = rng.integers(P, size=n)
+    d = np.zeros((n, km1, P))
+    d[np.arange(n), c, p] = 1.0
+    g = np.zeros((n, problem.phi.shape[0], km1))
+    g[np.arange(n), :, c] = problem.phi[:, p].T
+    return d, g
+
+
+def step(rng: np.random.Generator, problem: Problem, state: PopulationState, direction: str = "ads",
+         ads_prob: float = 0.85) -> tuple[PopulationState, StepInfo]:
+    """One sweep: every chain makes one exact line move."""
+    S = state.beta.shape[0]
+    if direction == "gibbs":
+        d, g = _gibbs_directions(rng, problem, S)
+        new, u, nb = move(rng, problem, state, d, g)
+        return new, StepInfo(u, np.full(S, GIBBS), nb)
+    if direction == "hit_and_run":
+        new, u, nb = move(rng, problem, state, _random_directions(rng, state.beta.shape))
+        return new, StepInfo(u, np.full(S, HIT_AND_RUN), nb)
+    if direction != "ads":
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}.")
+    perm = rng.permutation(S)
+    halves = (perm[: S // 2], perm[S // 2:])
+    u_all, kind_all, nb_all = np.zeros(S), np.zeros(S, dtype=np.intp), np.zeros(S, dtype=np.intp)
+    for moving, fixed in (halves, halves[::-1]):
+        m, f = len(moving), len(fixed)
+        i1 = rng.integers(f, size=m)
+        i2 = (i1 + 1 + rng.integers(f - 1, size=m)) % f  # a second, different chain of the fixed half
+        d = state.beta[fixed[i1]] - state.beta[fixed[i2]]
+        use_ads = rng.random(m) < ads_prob
+        # an ADS direction's training scores are a difference of cached scores: no product needed
+        g = state.scores[fixed[i1]] - state.scores[fixed[i2]]
+        hr = np.flatnonzero(~use_ads)
+        if hr.size:
+            d[hr] = _random_directions(rng, (hr.size, *d.shape[1:]))
+            g[hr] = direction_scores(problem, d[hr])
+        part, u, nb = move(rng, problem, _take(state, moving), d, g)
+        state = _put(state, moving, part)
+        u_all[moving], kind_all[moving], nb_all[moving] = u, np.where(use_ads, ADS, HIT_AND_RUN), nb
+    return state, StepInfo(u_all, kind_all, nb_all)
+
+
+def refresh(problem: Problem, state: PopulationState) -> PopulationState:
+    """Recompute the cached scores from beta, removing the rounding drift of many additive updates."""
+    return _evaluate(problem, state.beta, direction_scores(problem, state.beta))

@@ -1,0 +1,164 @@
+"""The S-BSVM inference engine: ``init`` and ``step`` over a small immutable state (Algorithm 1).
+
+One step draws a minibatch S, sets alpha_i = B_i for i in S (eq. 11), forms the natural-gradient targets
+with the minibatch scale s = n / |S| (NOTES.md item 2; the paper omits s)
+
+    eta1_hat = s phi_S^T Y_S (1 + alpha_S^-1/2),   P_hat = -2 eta2_hat = I + s phi_S^T diag(alpha_S^-1/2) phi_S
+
+(in whitened coordinates, where Kmm^-1 becomes I; see ``geometry``) and moves eta <- (1 - rho) eta + rho eta_hat.
+Every ``hyper_every`` steps the kernel hyperparameters take an Adam step up the ELBO gradient (sec. 4.3)
+holding q(u) fixed, after which q is re-expressed in the new whitened coordinates. The batch variant is
+the same step with all points as inducing inputs, the full data as the batch and rho = 1 (exact
+coordinate ascent, sec. 4.1); the linear variant uses primal features (sec. 4.5) and an exact
+empirical-Bayes update of the prior variances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import solve_triangular
+
+from . import elbo as E
+from .geometry import Geometry, features, linear_geometry, sparse_geometry
+from .schedules import Adam, AdaptiveRate, adam_ascent, adam_init, adaptive_init, adaptive_step, robbins_monro
+
+THETA_BOUNDS = (np.log(1e-3), np.log(1e4))
+
+
+class SVIState(NamedTuple):
+    t: int                      # steps taken
+    eta1: np.ndarray            # P m, whitened
+    P: np.ndarray               # precision of q(v)
+    geom: Geometry              # kernel, inducing inputs and their Cholesky factor
+    rate: AdaptiveRate | None   # adaptive learning-rate state (Ranganath et al.)
+    adam: Adam | None           # hyperparameter optimiser state
+
+
+class StepInfo(NamedTuple):
+    rho: float
+    batch_elbo: float           # minibatch estimate of the ELBO before the step
+    hyper_step: bool
+
+
+@dataclass(frozen=True)
+class SVIConfig:
+    batch_size: int
+    schedule: str = "robbins_monro"     # "robbins_monro" | "adaptive" | "constant"
+    rho0: float = 1.0                   # constant rate
+    tau: float = 1.0                    # Robbins-Monro delay
+    kappa: float = 0.6                  # Robbins-Monro forgetting rate
+    optimize_hyper: bool = True
+    hyper_every: int = 5
+    hyper_lr: float = 0.05
+    elbo_batch_size: int | None = 10000  # rows of the fixed subset the reported ELBO is computed on
+
+
+class SVIEngine:
+    """Holds the data and configuration; ``init``/``step`` are pure in the state (plus an RNG)."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, geom: Geometry, config: SVIConfig, rng):
+        self.X, self.y, self.config = X, y, config
+        self.n = X.shape[0]
+        self.full_batch = config.batch_size >= self.n
+        nb = config.elbo_batch_size
+        # A fixed subset keeps successive ELBO values comparable, so they can drive the convergence test.
+        self.elbo_idx = None if (nb is None or nb >= self.n) else np.sort(rng.choice(self.n, nb, replace=False))
+        self._geom0 = geom
+        self._cache = (None, None)  # features of the full data for the current geometry (full-batch runs)
+
+    # -- features, cached when every step uses all the data (batch variant: an n x n matrix per step)
+    def _full_features(self, geom):
+        if self._cache[0] is not geom:
+            self._cache = (geom, features(geom, self.X))
+        return self._cache[1]
+
+    def init(self, rng=None) -> SVIState:
+        p = self._geom0.size
+        adam = adam_init(self._geom0.kernel.theta.size) if self._geom0.kind == "sparse" else None
+        state = SVIState(0, np.zeros(p), np.eye(p), self._geom0, None, adam)
+        if self.config.schedule == "adaptive":
+            # Seed the running averages with natural gradients from a few minibatches at the prior.
+            grads = [self._natural_gradient(state, self._batch(rng))[0] for _ in range(5)]
+            state = state._replace(rate=adaptive_init(grads))
+        return state
+
+    def _batch(self, rng):
+        if self.full_batch:
+            return None
+        return rng.integers(0, self.n, self.config.batch_size)
+
+    def _natural_gradient(self, state: SVIState, idx):
+        X, y = (self.X, self.y) if idx is None else (self.X[idx], self.y[idx])
+        phi, t, Knm = self._full_features(state.geom) if idx is None else features(state.geom, X)
+        s = self.n / X.shape[0]
+        post = E.moments(state.eta1, state.P)
+        a, c = E.marginals(phi, post)
+        B = E.b_terms(y, a, c, t)
+        w = 1.0 / np.sqrt(B)  # E_q[1 / lambda_i] with alpha_i = B_i
+        eta1_hat = s * (phi.T @ (y * (1.0 + w)))
+        P_hat = s * (phi.T @ (w[:, None] * phi))
+        P_hat[np.diag_indices_from(P_hat)] += 1.0
+        g = np.concatenate([eta1_hat - state.eta1, (state.P - P_hat).ravel() * 0.5])
+        batch_elbo = s * float(np.sum(-1.0 + y * a - np.sqrt(B))) - E.kl_to_standard_normal(post)
+        return g, eta1_hat, P_hat, (X, y, phi, t, Knm, s), batch_elbo
+
+    def step(self, state: SVIState, rng) -> tuple[SVIState, StepInfo]:
+        cfg = self.config
+        g, eta1_hat, P_hat, batch, batch_elbo = self._natural_gradient(state, self._batch(rng))
+        rate = state.rate
+        if cfg.schedule == "adaptive":
+            rho, rate = adaptive_step(rate, g)
+        elif cfg.schedule == "constant":
+            rho = cfg.rho0
+        else:
+            rho = robbins_monro(state.t, cfg.tau, cfg.kappa)
+        eta1 = (1.0 - rho) * state.eta1 + rho * eta1_hat
+        P = (1.0 - rho) * state.P + rho * P_hat
+        state = SVIState(state.t + 1, eta1, P, state.geom, rate, state.adam)
+        hyper = cfg.optimize_hyper and state.t % cfg.hyper_every == 0
+        if hyper:
+            state = self._hyper_step(state, batch)
+        return state, StepInfo(rho, batch_elbo, hyper)
+
+    def _hyper_step(self, state: SVIState, batch) -> SVIState:
+        geom = state.geom
+        post = E.moments(state.eta1, state.P)
+        if geom.kind == "linear":
+            # Exact maximiser of the ELBO over the prior variances (weights share one, the bias has its
+            # own) with q(beta) fixed: sigma^2 = mean_j E_q[beta_j^2].
+            S = E.covariance(post)
+            second = geom.prior_std**2 * (np.diag(S) + post.m**2)
+            new_var = np.append(np.full(second.size - 1, second[:-1].mean()), second[-1])
+            new_std = np.sqrt(np.clip(new_var, 1e-6, 1e6))
+            # beta = std v = std' v'  =>  v' = R v, R = std / std'; with Q = R^-1: P' = Q P Q, eta1' = Q eta1.
+            Q = new_std / geom.prior_std
+            return state._replace(eta1=Q * state.eta1, P=Q[:, None] * state.P * Q[None, :],
+                                  geom=linear_geometry(new_std))
+        X, y, phi, t, Knm, s = batch
+        grad = E.hyper_gradient(geom, X, y, phi, Knm, t, post, s)
+        step, adam = adam_ascent(state.adam, grad, self.config.hyper_lr)
+        theta = np.clip(geom.kernel.theta + step, *THETA_BOUNDS)
+        new = sparse_geometry(geom.kernel.with_theta(theta), geom.inducing)
+        # Keep q(u) fixed: u = L v = L' v'  =>  v' = R v with R^-1 = Q = L^-1 L'; P' = Q^T P Q, eta1' = Q^T eta1.
+        Q = solve_triangular(geom.L, new.L, lower=True, check_finite=False)
+        P = Q.T @ state.P @ Q
+        return state._replace(eta1=Q.T @ state.eta1, P=0.5 * (P + P.T), geom=new, adam=adam)
+
+    def elbo(self, state: SVIState, chunk: int = 20000) -> float:
+        """Closed-form ELBO (optimal alpha) on the full data or on the fixed evaluation subset, scaled
+        to n points."""
+        post = E.moments(state.eta1, state.P)
+        if self.full_batch:
+            phi, t, _ = self._full_features(state.geom)
+            return E.elbo(self.y, phi, t, post)
+        idx = np.arange(self.n) if self.elbo_idx is None else self.elbo_idx
+        total = 0.0
+        for start in range(0, idx.size, chunk):
+            rows = idx[start:start + chunk]
+            phi, t, _ = features(state.geom, self.X[rows])
+            a, c = E.marginals(phi, post)
+            total += float(np.sum(E.data_terms(self.y[rows], a, c, t)))
+        return self.n / idx.size * total - E.kl_to_standard_normal(post)

@@ -1,0 +1,238 @@
+"""``SBSVM``: the scikit-learn estimator around the S-BSVM engine."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.cluster import KMeans
+
+from ..base import BayesianClassifier, binary_proba
+from ..data import check_predict_data
+from ..kernels import make_kernel, sq_dist
+from . import elbo as E
+from .engine import SVIConfig, SVIEngine
+from .geometry import features, linear_geometry, sparse_geometry
+from .predictive import hinge_quadrature, probit
+
+MAX_BATCH_VARIANT_ROWS = 4000
+
+
+class SBSVM(BayesianClassifier):
+    """Bayesian nonlinear SVM by stochastic variational inference with inducing points
+    (Wenzel, Galy-Fajou, Deutsch & Kloft 2017).
+
+    Binary only. Labels may be any two values; +1 in the model means ``classes_[1]``.
+
+    Parameters
+    ----------
+    variant : "svi" (sec. 4.2, inducing points and minibatches), "batch" (sec. 4.1, every training point
+        is an inducing point, full-data coordinate ascent; n <= 4000) or "linear" (sec. 4.5, primal
+        weights and bias, O(d^3) per step).
+    kernel : "rbf", "ard" (one length scale per feature), "linear", or a ``bsvm.kernels.Kernel``.
+    lengthscale : initial length scale; None uses the median pairwise distance of (a sample of) X.
+    variance : initial kernel variance (the prior scale of f, meaningful because the hinge has margin 1).
+    n_inducing : number of inducing points (int), or a fraction of n if a float in (0, 1].
+    inducing : "kmeans" (k-means with k-means++ seeding on at most 20,000 rows; best in sec. 5.5) or
+        "random" (a random subset of the rows), or an (m, d) array.
+    batch_size : minibatch size |S|; a batch of at least n rows means full-batch updates.
+    max_iter : cap on steps.
+    learning_rate : "auto" (rho = 1 for full batches, else Robbins-Monro), "robbins_monro"
+        (rho_t = (t + tau)^-kappa), "adaptive" (Ranganath et al. 2013), or a float (constant rho).
+    tau, kappa : Robbins-Monro delay and forgetting rate.
+    optimize_hyperparameters : take an ELBO gradient step on the kernel's log-hyperparameters every
+        ``hyper_every`` steps (sec. 4.3; Adam with rate ``hyper_lr``). For the linear variant this is an
+        exact empirical-Bayes update of the prior variances.
+    prior_variance : linear variant: initial prior variance of the weights and the bias.
+    elbo_every : compute the reported ELBO every this many steps (on the full data, or on a fixed random
+        subset of ``elbo_batch_size`` rows scaled to n).
+    tol : stop when the relative change of successive ELBO values is below tol (after 2 * elbo_every steps).
+    predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
+        likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
+    progress_every : steps between progress records of ``fit_iter``.
+    random_state : seed for inducing points, minibatches and the ELBO subset.
+
+    Attributes
+    ----------
+    kernel_ : the (possibly tuned) kernel.  inducing_points_ : (m, d) array (None for "linear").
+    mean_, cov_ : q(u) = N(mean_, cov_) in the paper's coordinates (primal weights+bias for "linear").
+    elbo_ : last computed ELBO.  converged_ : whether the tolerance test stopped the run.
+    coef_, intercept_ : posterior mean weights (linear variant only).
+    """
+
+    _binary_only = True
+
+    def __init__(self, variant="svi", kernel="rbf", lengthscale=None, variance=1.0, n_inducing=100,
+                 inducing="kmeans", batch_size=256, max_iter=1000, learning_rate="auto", tau=1.0, kappa=0.6,
+                 optimize_hyperparameters=True, hyper_every=5, hyper_lr=0.05, prior_variance=1.0,
+                 elbo_every=10, elbo_batch_size=10000, tol=1e-5, predictive="probit", progress_every=10,
+                 random_state=None):
+        self.variant = variant
+        self.kernel = kernel
+        self.lengthscale = lengthscale
+        self.variance = variance
+        self.n_inducing = n_inducing
+        self.inducing = inducing
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.tau = tau
+        self.kappa = kappa
+        self.optimize_hyperparameters = optimize_hyperparameters
+        self.hyper_every = hyper_every
+        self.hyper_lr = hyper_lr
+        self.prior_variance = prior_variance
+        self.elbo_every = elbo_every
+        self.elbo_batch_size = elbo_batch_size
+        self.tol = tol
+        self.predictive = predictive
+        self.progress_every = progress_every
+        self.random_state = random_state
+
+    # -- set-up ---------------------------------------------------------------------------------------------
+    def _check_params(self, n):
+        if self.variant not in ("svi", "batch", "linear"):
+            raise ValueError(f"variant={self.variant!r}: use 'svi', 'batch' or 'linear'.")
+        if self.predictive not in ("probit", "hinge"):
+            raise ValueError(f"predictive={self.predictive!r}: use 'probit' or 'hinge'.")
+        if self.variant == "batch" and n > MAX_BATCH_VARIANT_ROWS:
+            raise ValueError(f"variant='batch' builds {n} x {n} matrices; with more than "
+                             f"{MAX_BATCH_VARIANT_ROWS} rows use variant='svi'.")
+        for name in ("max_iter", "elbo_every", "progress_every", "hyper_every", "batch_size"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, np.integer)) and v >= 1):
+                raise ValueError(f"{name}={v!r} must be a positive integer.")
+
+    def _initial_kernel(self, X, rng):
+        if not isinstance(self.kernel, str):
+            return make_kernel(self.kernel, X.shape[1])
+        ls = self.lengthscale
+        if ls is None:
+            # Median heuristic on a sample: a length scale on the scale of the data, whatever its units.
+            sub = X[rng.choice(X.shape[0], min(X.shape[0], 1000), replace=False)]
+            d = np.sqrt(sq_dist(sub, sub)[np.triu_indices(len(sub), 1)])
+            ls = float(np.median(d[d > 0])) if np.any(d > 0) else 1.0
+        return make_kernel(self.kernel, X.shape[1], float(ls), float(self.variance))
+
+    def _select_inducing(self, X, rng):
+        n = X.shape[0]
+        if self.variant == "batch":
+            return X.copy()
+        if not isinstance(self.inducing, str):
+            Z = np.asarray(self.inducing, dtype=float)
+            if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
+                raise ValueError(f"inducing must be an (m, {X.shape[1]}) array, got shape {Z.shape}.")
+            return Z
+        m = self.n_inducing
+        m = int(np.ceil(m * n)) if isinstance(m, float) and 0 < m <= 1 else int(m)
+        n_unique = len(np.unique(X, axis=0)) if n <= 20000 else n
+        m = max(1, min(m, n_unique))
+        if self.inducing == "random":
+            return X[np.sort(rng.choice(n, m, replace=False))].copy()
+        if self.inducing != "kmeans":
+            raise ValueError(f"inducing={self.inducing!r}: use 'kmeans', 'random' or an array.")
+        sub = X if n <= 20000 else X[rng.choice(n, 20000, replace=False)]
+        km = KMeans(n_clusters=m, init="k-means++", n_init=1, max_iter=50,
+                    random_state=int(rng.integers(2**31 - 1))).fit(sub)
+        return km.cluster_centers_
+
+    def _config(self, n):
+        full = self.variant == "batch" or self.batch_size >= n
+        lr = self.learning_rate
+        kw = {}
+        if lr == "auto":
+            kw = {"schedule": "constant", "rho0": 1.0} if full else {"schedule": "robbins_monro"}
+        elif lr in ("robbins_monro", "adaptive"):
+            kw = {"schedule": lr}
+        elif isinstance(lr, (float, int)) and 0 < lr <= 1:
+            kw = {"schedule": "constant", "rho0": float(lr)}
+        else:
+            raise ValueError(f"learning_rate={lr!r}: use 'auto', 'robbins_monro', 'adaptive' or a number in (0, 1].")
+        return SVIConfig(batch_size=n if full else int(self.batch_size), tau=float(self.tau),
+                         kappa=float(self.kappa), optimize_hyper=bool(self.optimize_hyperparameters),
+                         hyper_every=int(self.hyper_every), hyper_lr=float(self.hyper_lr),
+                         elbo_batch_size=self.elbo_batch_size, **kw)
+
+    # -- fitting --------------------------------------------------------------------------------------------
+    def _iterate(self, X, y_index):
+        n = X.shape[0]
+        self._check_params(n)
+        y = self._encode_binary(y_index)
+        rng = np.random.default_rng(self.random_state)
+        if self.variant == "linear":
+            geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(self.prior_variance))))
+        else:
+            geom = sparse_geometry(self._initial_kernel(X, rng), self._select_inducing(X, rng))
+        engine = SVIEngine(X, y, geom, self._config(n), rng)
+        state = engine.init(rng)
+        elbo = engine.elbo(state)
+        self.converged_ = False
+        self._store(state, elbo)
+        yield 0, self._metrics(state, elbo, rho=np.nan), self._snapshot()
+        last_elbo, checks = elbo, 0
+        for it in range(1, self.max_iter + 1):
+            state, info = engine.step(state, rng)
+            if it % self.elbo_every == 0 or it == self.max_iter:
+                elbo = engine.elbo(state)
+                checks += 1
+                if checks >= 2 and abs(elbo - last_elbo) <= self.tol * abs(elbo):
+                    self.converged_ = True
+                last_elbo = elbo
+            if it % self.progress_every == 0 or self.converged_ or it == self.max_iter:
+                self._store(state, elbo)
+                yield it, self._metrics(state, elbo, info.rho, info.batch_elbo), self._snapshot()
+            if self.converged_:
+                break
+
+    def _store(self, state, elbo):
+        """Expose the state reached as fitted attributes (called before every yield)."""
+        geom = state.geom
+        post = E.moments(state.eta1, state.P)
+        S = E.covariance(post)
+        self.geometry_, self.posterior_ = geom, post
+        self.elbo_ = float(elbo)
+        if geom.kind == "linear":
+            self.kernel_, self.inducing_points_ = None, None
+            self.mean_ = geom.prior_std * post.m
+            self.cov_ = geom.prior_std[:, None] * S * geom.prior_std[None, :]
+            self.coef_, self.intercept_ = self.mean_[:-1].copy(), float(self.mean_[-1])
+            self.prior_variance_ = geom.prior_std**2
+        else:
+            self.kernel_, self.inducing_points_ = geom.kernel, geom.inducing
+            self.mean_ = geom.L @ post.m
+            self.cov_ = geom.L @ S @ geom.L.T
+
+    def _metrics(self, state, elbo, rho, batch_elbo=np.nan):
+        out = {"elbo": float(elbo), "rho": float(rho), "batch_elbo": float(batch_elbo)}
+        if state.geom.kind == "sparse":
+            out.update(state.geom.kernel.describe())
+        else:
+            out["prior_variance"] = float(state.geom.prior_std[0] ** 2)
+            out["bias_prior_variance"] = float(state.geom.prior_std[-1] ** 2)
+        return out
+
+    def _snapshot(self):
+        return {"mean": self.mean_[:5].copy()}
+
+    # -- prediction -----------------------------------------------------------------------------------------
+    def _latent(self, X, chunk=20000):
+        means, variances = [], []
+        for start in range(0, X.shape[0], chunk):
+            phi, t, _ = features(self.geometry_, X[start:start + chunk])
+            a, c = E.marginals(phi, self.posterior_)
+            means.append(a)
+            variances.append(c + t)
+        if not means:
+            return np.zeros(0), np.zeros(0)
+        return np.concatenate(means), np.concatenate(variances)
+
+    def predict_latent(self, X):
+        """Mean and variance of the latent predictive q(f* | x*) (corrected eq. 13): for uncertainty maps."""
+        return self._latent(check_predict_data(self, X))
+
+    def decision_function(self, X):
+        """Latent predictive mean m*; positive means ``classes_[1]``."""
+        return self.predict_latent(X)[0]
+
+    def _predict_proba(self, X):
+        mean, var = self._latent(X)
+        p1 = probit(mean, var) if self.predictive == "probit" else hinge_quadrature(mean, var)
+        return binary_proba(p1)

@@ -1,0 +1,81 @@
+"""Whitened feature maps that turn every S-BSVM variant into one set of updates.
+
+With inducing inputs Z_ind, u ~ N(0, Kmm) and Kmm = L L^T, write u = L v with v ~ N(0, I). Then
+f_i | v ~ N(phi_i v, t_i) with phi_i = K_im L^-T (the whitened kappa) and t_i = k_ii - ||phi_i||^2
+(Ktilde_ii). Natural-gradient SVI is invariant to this linear reparametrisation (the natural parameters
+map linearly), so the iterates are those of Algorithm 1, but the precision I + phi^T W phi is never worse
+conditioned than the identity, whereas Kmm^-1 in the paper's parametrisation blows up for smooth kernels.
+
+* sparse (sec. 4.2):  phi = K(X, Z_ind) L^-T, t = k(x, x) - ||phi||^2.
+* batch (sec. 4.1):   the sparse map with Z_ind = all training inputs, so t = 0 and kappa = I.
+* linear (sec. 4.5):  phi = [x, 1] * prior_std, t = 0: q(beta) over primal weights and bias, prior
+                      N(0, diag(prior_std^2)), whitened by prior_std.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import LinAlgError, cholesky, solve_triangular
+
+from ..kernels import Kernel
+
+
+class Geometry(NamedTuple):
+    kind: str                       # "sparse" or "linear"
+    kernel: Kernel | None
+    inducing: np.ndarray | None     # (m, d) inducing inputs (sparse)
+    L: np.ndarray | None            # lower Cholesky factor of Kmm + jitter I (sparse)
+    jitter: float
+    prior_std: np.ndarray | None    # (d + 1,) prior standard deviations of weights and bias (linear)
+
+    @property
+    def size(self) -> int:
+        return self.L.shape[0] if self.kind == "sparse" else self.prior_std.size
+
+
+def stable_cholesky(K: np.ndarray, base_jitter: float = 1e-8, max_jitter: float = 1e-2) -> tuple[np.ndarray, float]:
+    """Lower Cholesky of K + jitter I, adding jitter only when needed (relative to the mean diagonal)."""
+    scale = float(np.mean(np.diag(K))) if K.size else 1.0
+    if not np.isfinite(scale) or scale <= 0:
+        raise ValueError("The kernel matrix has a non-positive or non-finite diagonal: check the kernel "
+                         "hyperparameters (variance must be positive) and that X has no NaN or inf.")
+    jitter = 0.0
+    while True:
+        try:
+            A = K if jitter == 0.0 else K + (jitter * scale) * np.eye(K.shape[0])
+            return cholesky(A, lower=True, check_finite=False), jitter * scale
+        except LinAlgError:
+            jitter = base_jitter if jitter == 0.0 else jitter * 10.0
+            if jitter > max_jitter:
+                raise ValueError(
+                    "The kernel matrix of the inducing points is singular even with jitter "
+                    f"{max_jitter:g} x its mean diagonal: use fewer inducing points, remove duplicate rows, "
+                    "shorten the length scale, or standardise the features."
+                ) from None
+
+
+def sparse_geometry(kernel: Kernel, inducing: np.ndarray) -> Geometry:
+    L, jitter = stable_cholesky(kernel(inducing))
+    return Geometry("sparse", kernel, inducing, L, jitter, None)
+
+
+def linear_geometry(prior_std: np.ndarray) -> Geometry:
+    return Geometry("linear", None, None, None, 0.0, np.asarray(prior_std, dtype=float))
+
+
+def with_bias(X: np.ndarray) -> np.ndarray:
+    return np.hstack([X, np.ones((X.shape[0], 1))])
+
+
+def features(geom: Geometry, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Whitened features phi (n, m), residual variances t (n,), and the raw cross-kernel K(X, Z_ind)
+    (sparse only; reused by the hyperparameter gradient)."""
+    if geom.kind == "linear":
+        return with_bias(X) * geom.prior_std, np.zeros(X.shape[0]), None
+    Knm = geom.kernel(X, geom.inducing)
+    phi = solve_triangular(geom.L, Knm.T, lower=True, check_finite=False).T
+    t = geom.kernel.diag(X) - np.einsum("ij,ij->i", phi, phi)
+    np.maximum(t, 0.0, out=t)
+    return phi, t, Knm

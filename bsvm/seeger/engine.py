@@ -1,0 +1,121 @@
+"""Nested optimisation of the free energy (Seeger 2000, sec. 2) as ``init`` / ``step``.
+
+Inner loop: conjugate gradients (scipy.optimize, method "CG") over the variational parameters for fixed
+theta, warm-started from the current q. Outer loop: one quasi-Newton (BFGS) step on theta per ``step``,
+the objective being F*(theta) = min_q F(q, theta) and its gradient dF/dtheta at fixed q (envelope
+theorem). The line search is backtracking Armijo; each trial theta warm-starts the inner loop from the
+accepted q kept fixed *in y-space*, so F(q_old, theta) already decreases along the search direction for
+small steps and the inner loop can only lower it further. The BFGS inverse-Hessian update is skipped when
+the curvature condition s'y > 0 fails (inexact inner solutions can break it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .free_energy import JITTER, Prior, QParams, make_prior, objective, pack, theta_gradient, unpack, whiten
+
+
+class Config(NamedTuple):
+    loss: str = "svc"
+    inner_maxiter: int = 200
+    inner_gtol: float = 1e-4
+    max_step: float = 2.0          # largest change of any log-parameter in one outer step
+    armijo: float = 1e-4
+    max_backtracks: int = 8
+    jitter: float = JITTER
+
+
+class SeegerState(NamedTuple):
+    theta: np.ndarray              # log kernel parameters (log w_1..log w_d, log C, log v)
+    q: QParams                     # variational posterior in y-space
+    F: float                       # free energy at (q, theta)
+    grad: np.ndarray               # dF/dtheta at fixed q
+    H: np.ndarray                  # BFGS inverse-Hessian approximation
+    prior: Prior                   # Cholesky etc. of K(theta)
+
+
+class StepInfo(NamedTuple):
+    F: float
+    inner_iterations: int          # CG iterations summed over all inner runs of this step
+    step_size: float
+    n_trials: int                  # kernel settings tried by the line search
+    grad_norm: float
+    accepted: bool
+
+
+def optimise_q(prior: Prior, t, q: QParams, cfg: Config):
+    """Inner loop: CG over (a, log D, B) from the warm start q. Returns (q, F, iterations)."""
+    n, M = q.Cf.shape
+    a, B = whiten(prior, q)
+    res = minimize(objective, pack(a, q.log_d, B), args=(prior, t, cfg.loss, M), jac=True, method="CG",
+                   options={"maxiter": cfg.inner_maxiter, "gtol": cfg.inner_gtol})
+    a, log_d, B = unpack(res.x, n, M)
+    return QParams(prior.L @ a, log_d.copy(), prior.L @ B), float(res.fun), int(res.nit)
+
+
+def _evaluate(kernel, X, t, theta, q0: QParams, cfg: Config):
+    k = kernel.with_theta(theta)
+    prior = make_prior(k, X, cfg.jitter)
+    q, F, nit = optimise_q(prior, t, q0, cfg)
+    return prior, q, F, nit, k
+
+
+def init(kernel, X, t, cfg: Config, n_factors: int = 2, rng=None):
+    """Initial q (mu = 0, D = diag K / 2, small random factors: Cf = 0 is a stationary point of F in Cf,
+    so the factors must start off zero) and its inner optimum at the initial theta."""
+    rng = np.random.default_rng(rng)
+    n = X.shape[0]
+    prior0 = make_prior(kernel, X, cfg.jitter)
+    D0 = 0.5 * np.diag(prior0.K)
+    Cf0 = 0.1 * np.sqrt(D0)[:, None] * rng.standard_normal((n, n_factors))
+    q0 = QParams(np.zeros(n), np.log(D0), Cf0)
+    q, F, nit = optimise_q(prior0, t, q0, cfg)
+    grad = theta_gradient(kernel, X, prior0, q, cfg.jitter)
+    theta = kernel.theta
+    state = SeegerState(theta, q, F, grad, np.eye(theta.size), prior0)
+    return state, StepInfo(F, nit, 0.0, 1, float(np.linalg.norm(grad)), True)
+
+
+def step(state: SeegerState, kernel, X, t, cfg: Config):
+    """One outer quasi-Newton step on theta (with its inner CG runs)."""
+    g = state.grad
+    p = -state.H @ g
+    if p @ g >= 0:                       # not a descent direction: restart from steepest descent
+        p, H = -g, np.eye(g.size)
+    else:
+        H = state.H
+    big = np.max(np.abs(p))
+    if big > cfg.max_step:
+        p *= cfg.max_step / big
+    slope = float(p @ g)
+    alpha, total_nit = 1.0, 0
+    for trial in range(1, cfg.max_backtracks + 1):
+        theta_new = state.theta + alpha * p
+        try:
+            prior, q, F, nit, k = _evaluate(kernel, X, t, theta_new, state.q, cfg)
+        except np.linalg.LinAlgError:   # a kernel too ill-conditioned even with jitter: shorten the step
+            alpha *= 0.3
+            continue
+        total_nit += nit
+        if np.isfinite(F) and F <= state.F + cfg.armijo * alpha * slope:
+            break
+        alpha *= 0.3
+    else:
+        # no decrease found: keep theta, reset the curvature estimate (the next step is steepest descent)
+        new = state._replace(H=np.eye(g.size))
+        return new, StepInfo(state.F, total_nit, 0.0, cfg.max_backtracks, float(np.linalg.norm(g)), False)
+    grad = theta_gradient(k, X, prior, q, cfg.jitter)
+    s, y = theta_new - state.theta, grad - g
+    sy = float(s @ y)
+    if sy > 1e-10:
+        if np.allclose(H, np.eye(g.size)):
+            H = np.eye(g.size) * sy / float(y @ y)   # Nocedal & Wright (6.20) initial scaling
+        rho = 1.0 / sy
+        V = np.eye(g.size) - rho * np.outer(s, y)
+        H = V @ H @ V.T + rho * np.outer(s, s)
+    new = SeegerState(theta_new, q, F, grad, H, prior)
+    return new, StepInfo(F, total_nit, alpha, trial, float(np.linalg.norm(grad)), True)

@@ -1,0 +1,131 @@
+"""The variational free energy of Seeger (2000), sec. 2, and its analytic gradients.
+
+Model: y ~ N(0, K_theta) (eq. 8 kernel plus a relative jitter), loss g(t_i, y_i) (``losses``).
+Variational family (sec. 2): q(y) = N(mu, Sigma), Sigma = D + sum_{j<=M} c_j c_j^T, D diagonal positive.
+
+    F(q, theta) = sum_i E_q[g(t_i, y_i)] + KL(q || N(0, K))                                    (eq. 5)
+    KL = 1/2 [ tr(K^-1 Sigma) + mu' K^-1 mu - n + log|K| - log|Sigma| ]
+
+Matrix algebra (one Cholesky K = L L' per theta, the rest O(n^2 M)):
+* log|Sigma| = sum_i log D_i + log|A|, A = I_M + Cf' D^-1 Cf (matrix determinant lemma);
+* Sigma^-1 = D^-1 - D^-1 Cf A^-1 Cf' D^-1 (Woodbury), so Sigma^-1 Cf = D^-1 Cf A^-1 and
+  diag(Sigma^-1)_i = 1/D_i - (D^-1 Cf)_i A^-1 (D^-1 Cf)_i';
+* marginal variances s_i^2 = D_i + sum_j Cf_ij^2.
+
+Parametrisation for the inner optimisation: mu = L a and Cf = L B (``whitened``; the same family, but
+the KL's quadratic terms become ||a||^2 and ||B||^2, so conjugate gradients is well conditioned however
+ill-conditioned K is), and log D. The gradient w.r.t. theta is taken with q fixed in y-space
+(mu, D, Cf): dF/dK = 1/2 [K^-1 - K^-1 (Sigma + mu mu') K^-1], contracted with dK/dtheta. At the inner
+optimum this is the total derivative of min_q F (envelope theorem), which is what the outer loop needs.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, cholesky, solve_triangular
+from scipy.linalg.lapack import dpotri
+
+from .losses import expected_loss
+
+JITTER = 1e-6   # relative to the prior variance C (1 + v): keeps the Cholesky of a smooth kernel stable
+
+
+class Prior(NamedTuple):
+    """Everything F needs from one kernel setting: computed once per theta."""
+
+    K: np.ndarray           # n x n prior covariance (jitter included)
+    L: np.ndarray           # lower Cholesky factor
+    Kinv: np.ndarray        # K^-1 (full; for diag(K^-1), the theta gradient and predictions)
+    logdet: float           # log|K|
+
+
+class QParams(NamedTuple):
+    """q in y-space: mean, log of the diagonal D, factor loadings Cf (n x M)."""
+
+    mu: np.ndarray
+    log_d: np.ndarray
+    Cf: np.ndarray
+
+
+def prior_covariance(kernel, X, jitter=JITTER) -> np.ndarray:
+    K = kernel(X)
+    K[np.diag_indices_from(K)] += jitter * kernel.diag(X)
+    return K
+
+
+def make_prior(kernel, X, jitter=JITTER) -> Prior:
+    K = prior_covariance(kernel, X, jitter)
+    L = cholesky(K, lower=True, check_finite=False)
+    inv, info = dpotri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dpotri failed with info={info}")
+    Kinv = np.tril(inv) + np.tril(inv, -1).T
+    return Prior(K, L, Kinv, 2.0 * float(np.sum(np.log(np.diag(L)))))
+
+
+def whiten(prior: Prior, q: QParams):
+    """(a, B) with mu = L a, Cf = L B."""
+    a = solve_triangular(prior.L, q.mu, lower=True, check_finite=False)
+    B = solve_triangular(prior.L, q.Cf, lower=True, check_finite=False)
+    return a, B
+
+
+def pack(a, log_d, B) -> np.ndarray:
+    return np.concatenate([a, log_d, B.ravel()])
+
+
+def unpack(z, n, M):
+    return z[:n], z[n:2 * n], z[2 * n:].reshape(n, M)
+
+
+def _factor_terms(D, Cf):
+    """log|A| and Sigma^-1 Cf (= D^-1 Cf A^-1), diag(Sigma^-1), via the determinant lemma and Woodbury."""
+    M = Cf.shape[1]
+    DiC = Cf / D[:, None]
+    if M == 0:
+        return 0.0, DiC, 1.0 / D
+    A = np.eye(M) + Cf.T @ DiC
+    cf = cho_factor(A, lower=True, check_finite=False)
+    logdet_A = 2.0 * float(np.sum(np.log(np.diag(cf[0]))))
+    SinvC = cho_solve(cf, DiC.T, check_finite=False).T
+    sinv_diag = 1.0 / D - np.einsum("ij,ij->i", DiC, SinvC)
+    return logdet_A, SinvC, sinv_diag
+
+
+def objective(z, prior: Prior, t, loss: str, M: int):
+    """F and its gradient w.r.t. the whitened variational vector z = (a, log D, B). O(n^2 M)."""
+    n = t.size
+    a, log_d, B = unpack(z, n, M)
+    L = prior.L
+    mu = L @ a
+    Cf = L @ B
+    D = np.exp(log_d)
+    s2 = D + np.einsum("ij,ij->i", Cf, Cf)
+    e, dm, dv = expected_loss(loss, t, mu, s2)
+    logdet_A, SinvC, sinv_diag = _factor_terms(D, Cf)
+    kinv_diag = np.diag(prior.Kinv)
+    F = float(np.sum(e)) + 0.5 * (kinv_diag @ D + np.sum(B * B) + a @ a - n + prior.logdet
+                                  - np.sum(log_d) - logdet_A)
+    g_a = L.T @ dm + a
+    g_logd = D * (dv + 0.5 * kinv_diag - 0.5 * sinv_diag)
+    g_B = L.T @ (2.0 * dv[:, None] * Cf - SinvC) + B
+    return F, pack(g_a, g_logd, g_B)
+
+
+def free_energy(prior: Prior, q: QParams, t, loss: str) -> float:
+    a, B = whiten(prior, q)
+    return objective(pack(a, q.log_d, B), prior, t, loss, q.Cf.shape[1])[0]
+
+
+def theta_gradient(kernel, X, prior: Prior, q: QParams, jitter=JITTER) -> np.ndarray:
+    """dF/dtheta (log parameters) with q fixed in y-space: sum_ab G_ab dK_ab/dtheta,
+    G = 1/2 [K^-1 - K^-1 (Sigma + mu mu') K^-1]."""
+    Kinv = prior.Kinv
+    D = np.exp(q.log_d)
+    alpha = Kinv @ q.mu
+    P = Kinv @ q.Cf
+    G = Kinv - (Kinv * D) @ Kinv - P @ P.T - np.outer(alpha, alpha)
+    G *= 0.5
+    return kernel.grad_contract(X, X, G) + jitter * kernel.grad_diag_contract(X, np.diag(G))

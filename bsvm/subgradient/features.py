@@ -1,0 +1,37 @@
+"""Feature maps that let the linear samplers draw curved decision boundaries.
+
+``features=None`` keeps the raw inputs (parameters = raw weights then the bias). ``"nystroem"`` uses
+scikit-learn's Nystroem approximation of the RBF kernel, ``"rff"`` random Fourier features
+(``RBFSampler``); the bias is always separate (see ``potential.py``), never a column of the map.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.kernel_approximation import Nystroem, RBFSampler
+
+FEATURE_MAPS = (None, "nystroem", "rff")
+
+
+def fit_feature_map(features, X: np.ndarray, n_components: int, gamma, random_state):
+    """A fitted transformer for ``features`` (or None for raw inputs). ``gamma=None`` means
+    1 / (d Var(X)), scikit-learn's ``gamma="scale"``."""
+    if features is None:
+        return None
+    if features not in FEATURE_MAPS:
+        raise ValueError(f"features must be one of {FEATURE_MAPS}, got {features!r}")
+    if gamma is None:
+        var = float(X.var())
+        gamma = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    if not (isinstance(n_components, int | np.integer) and n_components >= 1):
+        raise ValueError(f"n_components must be a positive integer, got {n_components!r}")
+    if features == "nystroem":
+        fmap = Nystroem(kernel="rbf", gamma=gamma, n_components=int(min(n_components, X.shape[0])),
+                        random_state=random_state)
+    else:
+        fmap = RBFSampler(gamma=gamma, n_components=int(n_components), random_state=random_state)
+    return fmap.fit(X)
+
+
+def transform(fmap, X: np.ndarray) -> np.ndarray:
+    return X if fmap is None else np.ascontiguousarray(fmap.transform(X), dtype=float)

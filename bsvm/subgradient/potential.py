@@ -1,0 +1,132 @@
+"""Potential energies of the Bayesian SVM posteriors and their subgradients (Hu, Zhu & Zhang 2016).
+
+Parameters are stored per chain as rows of ``theta`` with shape (n_chains, n_params). A linear score is
+``f(x) = w^T x + b`` with the bias LAST in each block: binary models have ``n_params = d + 1``; multi-class
+models have ``K`` blocks ``[w_k, b_k]`` (class-major), ``n_params = K (d + 1)``. The bias is never added to
+``X`` as a column, so the data are never copied (a minibatch is gathered by row indices only).
+
+Binary (sec. 3.3, eq. 15), with standard normal prior and per-datum pseudo-likelihood
+``psi(y | x, theta) = exp(-c max(0, l - y f(x)))``:
+
+    U(theta) = ||theta||^2 / 2 + c * s * sum_{d in batch} max(0, l - y_d f(x_d)),   s = n / |batch|.
+
+Multi-class (eq. 20-21): ``psi(y_d | x_d) = exp(-c max(0, l + max_{y != y_d} f_y(x_d) - f_{y_d}(x_d)))``;
+where the hinge is active, the subgradient of U is ``+c x_d`` in block ``y*`` (the best wrong class) and
+``-c x_d`` in block ``y_d`` (eq. 21 gives the signs of log psi = -U's data term).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class HingeModel(NamedTuple):
+    """The posterior's constants: cost ``c``, margin ``l``, number of classes (2 means the binary model)."""
+
+    c: float
+    l: float
+    n_classes: int
+    n_features: int
+
+    @property
+    def n_blocks(self) -> int:
+        return 1 if self.n_classes == 2 else self.n_classes
+
+    @property
+    def n_params(self) -> int:
+        return self.n_blocks * (self.n_features + 1)
+
+
+def _linear(theta_blocks: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Scores (C, m, B) for theta_blocks (C, B, d + 1) and X (m, d) shared or (C, m, d) per chain."""
+    W, b = theta_blocks[..., :-1], theta_blocks[..., -1]
+    if X.ndim == 2:
+        F = np.einsum("md,cbd->cmb", X, W, optimize=True)
+    else:
+        F = np.matmul(X, np.swapaxes(W, -1, -2))
+    return F + b[:, None, :]
+
+
+def _contract(G: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """sum_m G[c, m, b] [x_m, 1]  -> (C, B, d + 1): the chain rule through the linear score."""
+    if X.ndim == 2:
+        gw = np.einsum("cmb,md->cbd", G, X, optimize=True)
+    else:
+        gw = np.matmul(np.swapaxes(G, -1, -2), X)
+    return np.concatenate([gw, G.sum(axis=1)[..., None]], axis=-1)
+
+
+def scores(model: HingeModel, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """Linear scores (C, m, n_blocks)."""
+    theta = np.atleast_2d(theta)
+    return _linear(theta.reshape(theta.shape[0], model.n_blocks, model.n_features + 1), X)
+
+
+def hinge_losses(model: HingeModel, F: np.ndarray, y: np.ndarray):
+    """Per-datum hinge ``max(0, .)`` (C, m), and for multi-class the best wrong class y* (C, m).
+
+    ``y`` is -1/+1 for the binary model, class indices 0..K-1 otherwise (shape (m,) or (C, m))."""
+    if model.n_classes == 2:
+        return np.maximum(0.0, model.l - y * F[..., 0]), None
+    y_idx = np.broadcast_to(y, F.shape[:-1])
+    f_true = np.take_along_axis(F, y_idx[..., None], axis=-1)[..., 0]
+    wrong = F.copy()
+    np.put_along_axis(wrong, y_idx[..., None], -np.inf, axis=-1)
+    y_star = np.argmax(wrong, axis=-1)
+    f_star = np.take_along_axis(F, y_star[..., None], axis=-1)[..., 0]
+    return np.maximum(0.0, model.l + f_star - f_true), y_star
+
+
+def potential_and_grad(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray,
+                       scale: float = 1.0):
+    """U(theta) and a subgradient, for every chain: returns (U (C,), grad (C, n_params)).
+
+    ``X``/``y`` are the full data (scale 1) or a minibatch with ``scale = n / |batch|`` (eq. 7), given
+    either shared by all chains ((m, d), (m,)) or one per chain ((C, m, d), (C, m)). At a kink the
+    subgradient chosen is the one-sided value with the hinge inactive (eq. 15's convention)."""
+    theta = np.atleast_2d(theta)
+    C = theta.shape[0]
+    B, p = model.n_blocks, model.n_features + 1
+    blocks = theta.reshape(C, B, p)
+    F = _linear(blocks, X)
+    loss, y_star = hinge_losses(model, F, y)
+    active = loss > 0.0
+    cs = model.c * scale
+    U = 0.5 * np.einsum("cp,cp->c", theta, theta) + cs * loss.sum(axis=1)
+    if model.n_classes == 2:
+        G = (-cs * active * y)[..., None]
+    else:
+        y_idx = np.broadcast_to(y, F.shape[:-1])
+        k = np.arange(B)
+        G = (cs * active)[..., None] * ((y_star[..., None] == k).astype(float) - (y_idx[..., None] == k))
+    grad = theta + _contract(G, X).reshape(C, B * p)
+    return U, grad
+
+
+def potential(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """U(theta) on the full data, (C,)."""
+    return potential_and_grad(model, theta, X, y)[0]
+
+
+def normalised_likelihood(model: HingeModel, F: np.ndarray) -> np.ndarray:
+    """psi(y | x) / sum_y' psi(y' | x) for every class, (..., m, n_classes).
+
+    Binary: p(+1) = psi(+1) / (psi(+1) + psi(-1)) (the rule of the paper's sec. 5.1.1 data generator).
+    Multi-class: a softmax over classes of -c max(0, l + max_{y' != y} f_y' - f_y), which equals the binary
+    rule when K = 2 and f = f_1 - f_0."""
+    if model.n_classes == 2:
+        f = F[..., 0]
+        lp = -model.c * np.maximum(0.0, model.l - f)
+        lm = -model.c * np.maximum(0.0, model.l + f)
+        p1 = 1.0 / (1.0 + np.exp(lm - lp))
+        return np.stack([1.0 - p1, p1], axis=-1)
+    K = F.shape[-1]
+    logits = np.empty_like(F)
+    for k in range(K):  # K is small; each pass is vectorised over chains, samples and points
+        others = np.delete(F, k, axis=-1).max(axis=-1)
+        logits[..., k] = -model.c * np.maximum(0.0, model.l + others - F[..., k])
+    logits -= logits.max(axis=-1, keepdims=True)
+    e = np.exp(logits)
+    return e / e.sum(axis=-1, keepdims=True)
