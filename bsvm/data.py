@@ -86,7 +86,8 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
         )
     if binary_only and len(classes) > 2:
         raise ValueError(
-            f"{name} is a binary classifier but y has {len(classes)} classes: {MULTICLASS_HINT}."
+            f"Only binary classification is supported. {name} is a binary classifier but y has "
+            f"{len(classes)} classes: {MULTICLASS_HINT}."
         )
     counts = np.bincount(y_index, minlength=len(classes))
     if counts.min() < min_per_class:

@@ -1,7 +1,35 @@
-"""bsvm dashboard entry point: streamlit run dashboard/app.py"""
+"""bsvm dashboard entry point: ``streamlit run dashboard/app.py``.
 
-import streamlit as st
+A multipage app (``st.navigation``): Data, Train, Calibration, Diagnostics, Compare. Settings live in
+``st.session_state`` and are mirrored in the URL query string (see ``dashboard/state.py``).
+"""
 
-st.set_page_config(page_title="bsvm explorer", layout="wide")
-st.title("bsvm: the Bayesian SVM explorer")
-st.info("The dashboard is being built. Meanwhile, use the estimators from Python: see the README.")
+import sys
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only dashboard/ on the path
+    sys.path.insert(0, str(_ROOT))
+
+import streamlit as st  # noqa: E402
+
+from dashboard import state  # noqa: E402
+
+st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
+state.init()
+
+_PAGES = Path(__file__).resolve().parent / "pages"
+pages = [
+    st.Page(_PAGES / "data.py", title="Data", icon=":material/table:", url_path="data", default=True),
+    st.Page(_PAGES / "train.py", title="Train", icon=":material/play_circle:", url_path="train"),
+    st.Page(_PAGES / "calibration.py", title="Calibration", icon=":material/tune:", url_path="calibration"),
+    st.Page(_PAGES / "diagnostics.py", title="Diagnostics", icon=":material/monitoring:",
+            url_path="diagnostics"),
+    st.Page(_PAGES / "compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
+]
+page = st.navigation(pages)
+with st.sidebar:
+    st.caption("bsvm: Bayesian SVMs as scikit-learn estimators. Settings are kept in the URL, so the link "
+               "in the address bar reopens this demo.")
+page.run()
+state.sync_url()

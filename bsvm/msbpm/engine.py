@@ -17,7 +17,8 @@ Each chain moves along a line with the exact sampler of :mod:`.line`. Directions
 * ``"gibbs"``: a random coordinate axis for every chain (one kernel weight or bias of one class).
 
 The scores ``phi @ beta`` of every chain on the training set are cached and updated by ``u * (phi @ d)``,
-so a move costs one O(N P K) product per chain (all chains in one GEMM) plus an O(N K log N) sweep.
+so a move costs one O(N P K) product per chain (all chains in one GEMM) plus an O(N K log N) sweep;
+``refresh`` recomputes them from beta now and then to remove the accumulated rounding.
 """
 
 from __future__ import annotations
@@ -171,13 +172,11 @@ def step(rng: np.random.Generator, problem: Problem, state: PopulationState, dir
         i2 = (i1 + 1 + rng.integers(f - 1, size=m)) % f  # a second, different chain of the fixed half
         d = state.beta[fixed[i1]] - state.beta[fixed[i2]]
         use_ads = rng.random(m) < ads_prob
-        # an ADS direction's training scores are a difference of cached scores: no product needed
-        g = state.scores[fixed[i1]] - state.scores[fixed[i2]]
         hr = np.flatnonzero(~use_ads)
-        if hr.size:
-            d[hr] = _random_directions(rng, (hr.size, *d.shape[1:]))
-            g[hr] = direction_scores(problem, d[hr])
-        part, u, nb = move(rng, problem, _take(state, moving), d, g)
+        d[hr] = _random_directions(rng, (hr.size, *d.shape[1:]))
+        # g = phi @ d by a fresh product: differencing cached scores instead would feed each chain's
+        # rounding error into others, multiplied by u, and that error grows geometrically over sweeps
+        part, u, nb = move(rng, problem, _take(state, moving), d)
         state = _put(state, moving, part)
         u_all[moving], kind_all[moving], nb_all[moving] = u, np.where(use_ads, ADS, HIT_AND_RUN), nb
     return state, StepInfo(u_all, kind_all, nb_all)

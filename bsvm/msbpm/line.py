@@ -61,15 +61,29 @@ def upper_envelope(a: np.ndarray, g: np.ndarray):
 
 def log_normal_mass(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """log(Phi(hi) - Phi(lo)) for standardised bounds, accurate in both tails (-inf for empty intervals)."""
-    flip = lo > 0  # then both bounds are in the upper tail: use Phi(-lo) - Phi(-hi)
-    a = np.where(flip, -hi, lo)
-    b = np.where(flip, -lo, hi)
-    la, lb = log_ndtr(a), log_ndtr(b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x = la - lb  # <= 0
-        log1mexp = np.where(x > -np.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
-        out = lb + log1mexp
-    return np.where(b > a, out, -np.inf)
+    return _log_mass_from_tails(lo, hi, log_ndtr(-np.abs(lo)), log_ndtr(-np.abs(hi)))
+
+
+def _log1mexp(x):
+    """log(1 - exp(x)) for x <= 0, accurate for x near 0 and for very negative x."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(x > -np.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+
+
+def _log_mass_from_tails(lo, hi, tail_lo, tail_hi):
+    """The mass of [lo, hi] from the log tail probabilities log Phi(-|z|) of its ends: one log_ndtr per end.
+
+    Both ends on one side of 0: difference of the two tails (the nearer end's tail is the larger).
+    Straddling 0: one minus both tails. Both forms avoid subtracting numbers close to 1.
+    """
+    same_side = (lo >= 0) | (hi <= 0)
+    near = np.where(lo >= 0, tail_lo, tail_hi)
+    far = np.where(lo >= 0, tail_hi, tail_lo)
+    with np.errstate(invalid="ignore"):
+        one_side = near + _log1mexp(far - near)  # NaN only for empty intervals, masked below
+    straddle = np.log1p(-np.minimum(np.exp(tail_lo) + np.exp(tail_hi), 1.0))
+    out = np.where(same_side, one_side, straddle)
+    return np.where(hi > lo, out, -np.inf)
 
 
 def sample_truncated_normal(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -129,10 +143,12 @@ def interval_distribution(a, g, y, table, offset, mean, sd) -> IntervalDistribut
         np.cumsum(inc, axis=1, out=run[:, 1:])
         run[:, 1:] += m0[:, None]
         log_lik += table[q][run]
-    lo = np.concatenate([np.full((S, 1), -np.inf), u], axis=1)
-    hi = np.concatenate([u, np.full((S, 1), np.inf)], axis=1)
+    bounds = np.concatenate([np.full((S, 1), -np.inf), u, np.full((S, 1), np.inf)], axis=1)
     with np.errstate(invalid="ignore"):
-        log_mass = log_normal_mass((lo - mean[:, None]) / sd[:, None], (hi - mean[:, None]) / sd[:, None])
+        z = (bounds - mean[:, None]) / sd[:, None]
+    tails = log_ndtr(-np.abs(z))  # one log-CDF evaluation per breakpoint, shared by its two intervals
+    lo, hi = bounds[:, :-1], bounds[:, 1:]
+    log_mass = _log_mass_from_tails(z[:, :-1], z[:, 1:], tails[:, :-1], tails[:, 1:])
     return IntervalDistribution(lo, hi, log_lik, log_mass, mean, sd)
 
 

@@ -108,7 +108,7 @@ def hyper_gradient(geom: Geometry, X, y, phi, Knm, t, post: Posterior, scale: fl
             + kern.grad_diag_contract(X, g))
 
 
-def reference_elbo_unwhitened(kernel, X, y, inducing, mu, Zcov, jitter=0.0, alpha=None) -> float:
+def reference_elbo_unwhitened(kernel, X, y, inducing, mu, Zcov, jitter=0.0, alpha=None, scale=1.0) -> float:
     """Direct transcription of the closed form in the paper's coordinates (q(u) = N(mu, Z)), with
     explicit solves. Slow and less stable; used by the tests as an independent check."""
     Kmm = kernel(inducing) + jitter * np.eye(len(inducing))
@@ -122,4 +122,4 @@ def reference_elbo_unwhitened(kernel, X, y, inducing, mu, Zcov, jitter=0.0, alph
     _, logdet_Z = np.linalg.slogdet(Zcov)
     Kinv_mu = np.linalg.solve(Kmm, mu)
     kl = 0.5 * (np.trace(np.linalg.solve(Kmm, Zcov)) + mu @ Kinv_mu - m + logdet_K - logdet_Z)
-    return float(np.sum(data_terms(y, a, c, t, alpha)) - kl)
+    return float(scale * np.sum(data_terms(y, a, c, t, alpha)) - kl)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg import eigh
 from scipy.optimize import minimize
 
 from .free_energy import JITTER, Prior, QParams, make_prior, objective, pack, theta_gradient, unpack, whiten
@@ -64,16 +65,24 @@ def _evaluate(kernel, X, t, theta, q0: QParams, cfg: Config):
     return prior, q, F, nit, k
 
 
-def init(kernel, X, t, cfg: Config, n_factors: int = 2, rng=None):
-    """Initial q (mu = 0, D = diag K / 2, small random factors: Cf = 0 is a stationary point of F in Cf,
-    so the factors must start off zero) and its inner optimum at the initial theta."""
-    rng = np.random.default_rng(rng)
-    n = X.shape[0]
+def initial_q(prior: Prior, n_factors: int) -> QParams:
+    """A start near the prior: mu = 0, D = diag(K) / 2, factors along K's leading eigenvectors carrying half
+    their prior variance. (Cf = 0 is a stationary point of F in Cf, and factors started against the prior's
+    correlations can collapse onto it, leaving a diagonal q.)"""
+    n = prior.K.shape[0]
+    M = min(int(n_factors), n)
+    D0 = 0.5 * np.diag(prior.K)
+    Cf0 = np.zeros((n, int(n_factors)))
+    if M > 0:
+        lam, U = eigh(prior.K, subset_by_index=(n - M, n - 1))
+        Cf0[:, :M] = U * np.sqrt(0.5 * np.maximum(lam, 0.0))
+    return QParams(np.zeros(n), np.log(D0), Cf0)
+
+
+def init(kernel, X, t, cfg: Config, n_factors: int = 2):
+    """Initial q (``initial_q``) optimised by the inner loop at the initial theta."""
     prior0 = make_prior(kernel, X, cfg.jitter)
-    D0 = 0.5 * np.diag(prior0.K)
-    Cf0 = 0.1 * np.sqrt(D0)[:, None] * rng.standard_normal((n, n_factors))
-    q0 = QParams(np.zeros(n), np.log(D0), Cf0)
-    q, F, nit = optimise_q(prior0, t, q0, cfg)
+    q, F, nit = optimise_q(prior0, t, initial_q(prior0, n_factors), cfg)
     grad = theta_gradient(kernel, X, prior0, q, cfg.jitter)
     theta = kernel.theta
     state = SeegerState(theta, q, F, grad, np.eye(theta.size), prior0)
@@ -93,7 +102,9 @@ def step(state: SeegerState, kernel, X, t, cfg: Config):
         p *= cfg.max_step / big
     slope = float(p @ g)
     alpha, total_nit = 1.0, 0
-    for trial in range(1, cfg.max_backtracks + 1):
+    trial = 0
+    while trial < cfg.max_backtracks:
+        trial += 1
         theta_new = state.theta + alpha * p
         try:
             prior, q, F, nit, k = _evaluate(kernel, X, t, theta_new, state.q, cfg)

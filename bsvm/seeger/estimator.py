@@ -36,13 +36,14 @@ class SeegerARD(BayesianClassifier):
     w_init, C_init, v_init : initial kernel parameters (w_init for every feature).
     standardize : scale every input column to zero mean, unit variance first (as the paper did); the
         ARD weights then refer to standardised columns.
-    random_state : seeds the initial factor loadings (they must start off zero, a stationary point).
+
+    The method is deterministic (no random_state): q starts from the prior's leading eigenvectors.
     """
 
     _binary_only = True
 
     def __init__(self, loss="svc", n_factors=2, predict_with="mean", max_iter=50, tol=1e-5,
-                 inner_maxiter=200, w_init=1.0, C_init=1.0, v_init=0.1, standardize=True, random_state=None):
+                 inner_maxiter=200, w_init=1.0, C_init=1.0, v_init=0.1, standardize=True):
         self.loss = loss
         self.n_factors = n_factors
         self.predict_with = predict_with
@@ -53,7 +54,6 @@ class SeegerARD(BayesianClassifier):
         self.C_init = C_init
         self.v_init = v_init
         self.standardize = standardize
-        self.random_state = random_state
 
     # -- validation --------------------------------------------------------------------------------------
     def _check_params(self):
@@ -95,7 +95,7 @@ class SeegerARD(BayesianClassifier):
         labels = self._feature_labels(d)
         kernel = SeegerKernel(w=np.full(d, float(self.w_init)), C=float(self.C_init), v=float(self.v_init))
         cfg = engine.Config(loss=self.loss, inner_maxiter=int(self.inner_maxiter), jitter=JITTER)
-        state, info = engine.init(kernel, Xs, t, cfg, int(self.n_factors), self.random_state)
+        state, info = engine.init(kernel, Xs, t, cfg, int(self.n_factors))
         self._store(state, kernel, labels)
         yield 0, self._metrics(info, labels), self._snapshot()
         quiet = 0

@@ -76,9 +76,9 @@ def gibbs_step(rng: np.random.Generator, state: GibbsState, X: np.ndarray, y: np
         P[np.diag_indices(p)] += 1.0
         v = y * (0.5 * c * (0.5 * c * l * inv_lam + 1.0))
         rhs = np.append(X.T @ v, v.sum())
-        R, lower = cho_factor(P, lower=True)
-        mu = cho_solve((R, lower), rhs)
-        beta = mu + solve_triangular(R, rng.standard_normal(p), lower=True, trans="T")
+        R, lower = cho_factor(P, lower=True, check_finite=False)
+        mu = cho_solve((R, lower), rhs, check_finite=False)
+        beta = mu + solve_triangular(R, rng.standard_normal(p), lower=True, trans="T", check_finite=False)
         thetas[k], inv_lams[k] = beta, inv_lam
         f = X @ beta[:d] + beta[d]
         U[k] = 0.5 * beta @ beta + c * np.maximum(0.0, l - y * f).sum()

@@ -20,13 +20,12 @@ from scipy.linalg import cholesky, solve_triangular
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from .potential import HingeModel, _contract, _linear
+from .potential import HingeModel, _contract, _linear, data_terms
 
 
 class Pilot(NamedTuple):
     mode: np.ndarray  # (p,)
     factor: np.ndarray  # (p, p) lower-triangular-free factor L with L L^T = H^-1
-    noise_per_datum: float  # mean over z-coordinates of Var_i of the per-datum whitened gradient
 
 
 def _arguments(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray):
@@ -89,8 +88,26 @@ def laplace_pilot(model: HingeModel, X: np.ndarray, y: np.ndarray, max_points: i
                 H[b * p1:(b + 1) * p1, a * p1:(a + 1) * p1] += blk.T
     R = cholesky(H, lower=True)
     factor = solve_triangular(R, np.eye(model.n_params), lower=True).T  # L = R^-T, L L^T = H^-1
-    # per-datum data-term subgradients at the mode, whitened: c 1[m_i > 0] E_i (x) [x_i, 1], mapped by L^T
-    j = slice(0, min(len(m), 2000))  # the noise level needs only a rough estimate
-    active = (m[j] > 0).astype(float) * model.c
-    grads = (active[:, None, None] * E[j, :, None] * Xt[j, None, :]).reshape(len(active), -1) @ factor
-    return Pilot(mode, factor, float(grads.var(axis=0).mean()))
+    return Pilot(mode, factor)
+
+
+def per_datum_noise(model: HingeModel, X: np.ndarray, y: np.ndarray, factor, thetas: np.ndarray,
+                    reference: np.ndarray | None = None, max_points: int = 2000,
+                    rng: np.random.Generator | None = None) -> float:
+    """Variance over data points of the whitened per-datum data-term subgradient L^T g_d(theta) (or of
+    g_d(theta) - g_d(reference) with a control variate), averaged over coordinates and over ``thetas``.
+    A minibatch of size m then adds noise of variance about n^2 / m times this to each z-coordinate."""
+    n = X.shape[0]
+    if n > max_points:
+        idx = (rng or np.random.default_rng(0)).choice(n, max_points, replace=False)
+        X, y = X[idx], y[idx]
+    _, G = data_terms(model, thetas, X, y)
+    if reference is not None:
+        G = G - data_terms(model, reference[None], X, y)[1]
+    Xt = np.hstack([X, np.ones((X.shape[0], 1))])
+    out = 0.0
+    for Gk in G:  # a few thetas
+        grads = (Gk[:, :, None] * Xt[:, None, :]).reshape(len(Gk), -1)
+        grads = grads if factor is None else grads @ factor
+        out += grads.var(axis=0).mean()
+    return float(out / len(G))

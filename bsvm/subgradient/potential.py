@@ -43,7 +43,8 @@ def _linear(theta_blocks: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Scores (C, m, B) for theta_blocks (C, B, d + 1) and X (m, d) shared or (C, m, d) per chain."""
     W, b = theta_blocks[..., :-1], theta_blocks[..., -1]
     if X.ndim == 2:
-        F = np.einsum("md,cbd->cmb", X, W, optimize=True)
+        C, B, d = W.shape
+        F = (X @ W.reshape(C * B, d).T).reshape(X.shape[0], C, B).transpose(1, 0, 2)
     else:
         F = np.matmul(X, np.swapaxes(W, -1, -2))
     return F + b[:, None, :]
@@ -52,7 +53,8 @@ def _linear(theta_blocks: np.ndarray, X: np.ndarray) -> np.ndarray:
 def _contract(G: np.ndarray, X: np.ndarray) -> np.ndarray:
     """sum_m G[c, m, b] [x_m, 1]  -> (C, B, d + 1): the chain rule through the linear score."""
     if X.ndim == 2:
-        gw = np.einsum("cmb,md->cbd", G, X, optimize=True)
+        C, m, B = G.shape
+        gw = (G.transpose(0, 2, 1).reshape(C * B, m) @ X).reshape(C, B, X.shape[1])
     else:
         gw = np.matmul(np.swapaxes(G, -1, -2), X)
     return np.concatenate([gw, G.sum(axis=1)[..., None]], axis=-1)
@@ -79,6 +81,24 @@ def hinge_losses(model: HingeModel, F: np.ndarray, y: np.ndarray):
     return np.maximum(0.0, model.l + f_star - f_true), y_star
 
 
+def data_terms(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray):
+    """Per-datum c * hinge (C, m) and the per-datum subgradient coefficients G (C, m, n_blocks): the
+    data-term subgradient of point d is sum_b G[:, d, b] e_b (x) [x_d, 1] (eq. 15 / 21, sign of U)."""
+    theta = np.atleast_2d(theta)
+    C = theta.shape[0]
+    B, p = model.n_blocks, model.n_features + 1
+    F = _linear(theta.reshape(C, B, p), X)
+    loss, y_star = hinge_losses(model, F, y)
+    active = loss > 0.0
+    if model.n_classes == 2:
+        G = (-model.c * active * y)[..., None]
+    else:
+        y_idx = np.broadcast_to(y, F.shape[:-1])
+        k = np.arange(B)
+        G = (model.c * active)[..., None] * ((y_star[..., None] == k).astype(float) - (y_idx[..., None] == k))
+    return model.c * loss, G
+
+
 def potential_and_grad(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray,
                        scale: float = 1.0):
     """U(theta) and a subgradient, for every chain: returns (U (C,), grad (C, n_params)).
@@ -87,21 +107,39 @@ def potential_and_grad(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: n
     either shared by all chains ((m, d), (m,)) or one per chain ((C, m, d), (C, m)). At a kink the
     subgradient chosen is the one-sided value with the hinge inactive (eq. 15's convention)."""
     theta = np.atleast_2d(theta)
-    C = theta.shape[0]
-    B, p = model.n_blocks, model.n_features + 1
-    blocks = theta.reshape(C, B, p)
-    F = _linear(blocks, X)
-    loss, y_star = hinge_losses(model, F, y)
-    active = loss > 0.0
-    cs = model.c * scale
-    U = 0.5 * np.einsum("cp,cp->c", theta, theta) + cs * loss.sum(axis=1)
-    if model.n_classes == 2:
-        G = (-cs * active * y)[..., None]
-    else:
-        y_idx = np.broadcast_to(y, F.shape[:-1])
-        k = np.arange(B)
-        G = (cs * active)[..., None] * ((y_star[..., None] == k).astype(float) - (y_idx[..., None] == k))
-    grad = theta + _contract(G, X).reshape(C, B * p)
+    loss, G = data_terms(model, theta, X, y)
+    U = 0.5 * np.einsum("cp,cp->c", theta, theta) + scale * loss.sum(axis=1)
+    grad = theta + scale * _contract(G, X).reshape(theta.shape)
+    return U, grad
+
+
+class ControlVariate(NamedTuple):
+    """Data-term values at a fixed point theta_hat (the mode): full sums and per-datum pieces."""
+
+    theta_hat: np.ndarray  # (p,)
+    loss_sum: float  # sum_d c * hinge_d(theta_hat)
+    grad_sum: np.ndarray  # (p,) data-term subgradient at theta_hat, full data
+    loss: np.ndarray  # (n,) per-datum c * hinge at theta_hat
+    G: np.ndarray  # (n, n_blocks) per-datum coefficients at theta_hat
+
+
+def control_variate(model: HingeModel, theta_hat: np.ndarray, X: np.ndarray, y: np.ndarray) -> ControlVariate:
+    loss, G = data_terms(model, theta_hat[None], X, y)
+    grad = _contract(G, X).reshape(-1)
+    return ControlVariate(np.asarray(theta_hat, float), float(loss.sum()), grad, loss[0], G[0])
+
+
+def potential_and_grad_cv(model: HingeModel, cv: ControlVariate, theta: np.ndarray, X: np.ndarray,
+                          y: np.ndarray, idx: np.ndarray, scale: float):
+    """Minibatch estimate with a control variate (Baker et al. 2019, "Control variates for stochastic
+    gradient MCMC"): data term = full sum at theta_hat + scale * sum_{d in batch} [term_d(theta) -
+    term_d(theta_hat)]. Unbiased like eq. 7; for the hinge the bracket is zero except for points whose
+    hinge changed activity between theta_hat and theta, so the noise is far smaller near the posterior."""
+    theta = np.atleast_2d(theta)
+    loss, G = data_terms(model, theta, X, y)
+    U = (0.5 * np.einsum("cp,cp->c", theta, theta) + cv.loss_sum
+         + scale * (loss - cv.loss[idx]).sum(axis=1))
+    grad = theta + cv.grad_sum + scale * _contract(G - cv.G[idx], X).reshape(theta.shape)
     return U, grad
 
 

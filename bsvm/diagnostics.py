@@ -1,0 +1,101 @@
+"""MCMC diagnostics for draws stored as (n_chains, n_draws) or (n_chains, n_draws, n_params).
+
+Split rank-normalised R-hat, bulk and tail ESS and MCSE come from arviz-stats (Vehtari et al. 2021,
+"Rank-normalization, folding, and localization: an improved R-hat"), through its numpy ``array_stats``
+interface; here they are only reshaped to our layout. Autocorrelation, acceptance summaries and rank-plot
+histograms are small helpers for the dashboard.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from arviz_stats.base import array_stats
+
+
+def _params_first(samples) -> np.ndarray:
+    """(C, D) -> (C, D); (C, D, P) -> (P, C, D), the (..., chain, draw) layout arviz-stats expects."""
+    x = np.asarray(samples, dtype=float)
+    if x.ndim == 2:
+        return x
+    if x.ndim == 3:
+        return np.moveaxis(x, -1, 0)
+    raise ValueError(f"samples must have shape (n_chains, n_draws[, n_params]), got {x.shape}")
+
+
+def _check_draws(x: np.ndarray, minimum: int = 4) -> None:
+    if x.shape[-1] < minimum:
+        raise ValueError(f"need at least {minimum} draws per chain for this diagnostic, got {x.shape[-1]}")
+
+
+def rhat(samples) -> np.ndarray | float:
+    """Split rank-normalised R-hat (max of bulk and folded), per parameter. ~1 means the chains agree;
+    above 1.01 (strictly) or 1.1 (loosely) means they have not mixed."""
+    x = _params_first(samples)
+    _check_draws(x)
+    return array_stats.rhat(x, method="rank")
+
+
+def ess_bulk(samples) -> np.ndarray | float:
+    """Bulk effective sample size (rank-normalised split chains), summed over chains."""
+    x = _params_first(samples)
+    _check_draws(x)
+    return array_stats.ess(x, method="bulk")
+
+
+def ess_tail(samples, prob=(0.05, 0.95)) -> np.ndarray | float:
+    """Tail ESS: the smaller of the ESS of the indicator draws <= q_0.05 and <= q_0.95."""
+    x = _params_first(samples)
+    _check_draws(x)
+    return array_stats.ess(x, method="tail", prob=prob)
+
+
+def mcse(samples, method: str = "mean") -> np.ndarray | float:
+    """Monte Carlo standard error of the posterior mean (``method="mean"``) or sd (``"sd"``)."""
+    x = _params_first(samples)
+    _check_draws(x)
+    return array_stats.mcse(x, method=method)
+
+
+def autocorrelation(samples, max_lag: int | None = None) -> np.ndarray:
+    """Autocorrelation by lag averaged over chains: shape (max_lag + 1,) or (n_params, max_lag + 1)."""
+    x = _params_first(samples)
+    rho = array_stats.autocorr(x, axis=-1).mean(axis=-2)
+    return rho if max_lag is None else rho[..., :max_lag + 1]
+
+
+def acceptance_summary(accept_prob) -> dict:
+    """Mean Metropolis-Hastings acceptance probability overall and per chain (from ``accept_prob_``)."""
+    a = np.asarray(accept_prob, dtype=float)
+    if a.ndim != 2 or a.shape[1] == 0:
+        raise ValueError("accept_prob must have shape (n_chains, n_draws) with at least one draw")
+    per_chain = a.mean(axis=1)
+    return {"mean": float(a.mean()), "per_chain": per_chain, "min_chain": float(per_chain.min()),
+            "max_chain": float(per_chain.max())}
+
+
+def rank_plot_data(samples, n_bins: int = 20) -> np.ndarray:
+    """Histogram counts of each chain's draws' ranks among all draws (Vehtari et al.'s rank plot):
+    shape (n_chains, n_bins) or (n_params, n_chains, n_bins). Uniform bars mean the chains mixed."""
+    x = _params_first(samples)
+    ranks = array_stats.compute_ranks(x, axis=(-2, -1))
+    n_total = x.shape[-1] * x.shape[-2]
+    bins = np.minimum((ranks - 1) * n_bins // n_total, n_bins - 1).astype(int)
+    onehot = bins[..., None] == np.arange(n_bins)
+    return onehot.sum(axis=-2)
+
+
+def summary(samples, names=None) -> pd.DataFrame:
+    """One row per parameter: mean, sd, mcse_mean, mcse_sd, ess_bulk, ess_tail, r_hat."""
+    x = np.asarray(samples, dtype=float)
+    if x.ndim == 2:
+        x = x[..., None]
+    flat = x.reshape(-1, x.shape[-1])
+    table = pd.DataFrame({
+        "mean": flat.mean(axis=0), "sd": flat.std(axis=0, ddof=1),
+        "mcse_mean": np.atleast_1d(mcse(x)), "mcse_sd": np.atleast_1d(mcse(x, "sd")),
+        "ess_bulk": np.atleast_1d(ess_bulk(x)), "ess_tail": np.atleast_1d(ess_tail(x)),
+        "r_hat": np.atleast_1d(rhat(x)),
+    })
+    table.index = list(names) if names is not None else [f"theta[{j}]" for j in range(x.shape[-1])]
+    return table

@@ -1,0 +1,1 @@
+"""The bsvm Streamlit dashboard (``streamlit run dashboard/app.py``)."""

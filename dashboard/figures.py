@@ -1,0 +1,410 @@
+"""Pure Plotly figure builders: arrays, progress records or fitted results in, ``go.Figure`` out.
+
+No Streamlit here, so each builder is tested on its own. Long histories are thinned to a fixed number
+of points, which keeps a redraw's cost flat however long a run lasts.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .analysis import Grid, thin_index
+
+MAX_CURVE_POINTS = 600
+CLASS_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
+PROBA_SCALE = "RdBu_r"
+
+#: metrics that are the run's objective (one is plotted as "the" learning curve)
+OBJECTIVES = ("elbo", "free_energy", "neg_free_energy", "log_posterior", "log_joint", "potential", "U")
+_HYPER = re.compile(r"(lengthscale|variance|amplitude|offset|relevance|^w\[|ard|^C$|^v$)", re.IGNORECASE)
+_SAMPLER = re.compile(r"(step_size|acceptance|accept|xi|thermostat|energy|train_error)", re.IGNORECASE)
+
+
+def _layout(fig: go.Figure, title: str, height: int = 320, **kw) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", font=dict(size=15)), height=height,
+                      margin=dict(l=50, r=20, t=45, b=40), uirevision="keep", **kw)
+    return fig
+
+
+def empty_figure(message: str, height: int = 260) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                       font=dict(size=14, color="#666"))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, "", height)
+
+
+# ----------------------------------------------------------------------------------------- Data page
+
+
+def data_scatter(X2: np.ndarray, y: np.ndarray, classes, axis_titles=("x1", "x2"), title="Training data"):
+    fig = go.Figure()
+    for k, c in enumerate(classes):
+        m = np.asarray(y) == c
+        fig.add_trace(go.Scattergl(x=X2[m, 0], y=X2[m, 1], mode="markers", name=f"class {c}",
+                                   marker=dict(size=6, color=CLASS_COLOURS[k % len(CLASS_COLOURS)],
+                                               line=dict(width=0.5, color="white"))))
+    fig.update_xaxes(title=axis_titles[0])
+    fig.update_yaxes(title=axis_titles[1])
+    return _layout(fig, title, 420)
+
+
+def class_balance(y: np.ndarray, classes, title="Class balance"):
+    counts = [int(np.sum(np.asarray(y) == c)) for c in classes]
+    fig = go.Figure(go.Bar(x=[str(c) for c in classes], y=counts, text=counts, textposition="auto",
+                           marker_color=[CLASS_COLOURS[k % len(CLASS_COLOURS)] for k in range(len(classes))]))
+    fig.update_xaxes(title="class", type="category")
+    fig.update_yaxes(title="rows")
+    return _layout(fig, title, 300)
+
+
+# ----------------------------------------------------------------------------------------- live curves
+
+
+def metric_names(history) -> list[str]:
+    names: dict[str, None] = {}
+    for rec in history[-50:] + history[:1]:
+        for k, v in rec.metrics.items():
+            if np.isscalar(v):
+                names[k] = None
+    return list(names)
+
+
+def split_metrics(names) -> dict[str, list[str]]:
+    """Sort metric names into the objective, hyperparameters, sampler statistics and the rest."""
+    out = {"objective": [], "hyper": [], "sampler": [], "other": []}
+    for n in names:
+        if n in OBJECTIVES:
+            out["objective"].append(n)
+        elif _HYPER.search(n):
+            out["hyper"].append(n)
+        elif _SAMPLER.search(n):
+            out["sampler"].append(n)
+        else:
+            out["other"].append(n)
+    return out
+
+
+def _series(history, name: str, idx: np.ndarray):
+    it = np.array([history[i].iteration for i in idx], dtype=float)
+    v = np.array([history[i].metrics.get(name, np.nan) for i in idx], dtype=float)
+    v = np.where(np.isfinite(v), v, np.nan)
+    return it, v
+
+
+def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300):
+    """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line)."""
+    if not history or not names:
+        return empty_figure(f"{title}: nothing recorded yet", height)
+    idx = thin_index(len(history), MAX_CURVE_POINTS)
+    fig = go.Figure()
+    for name in names:
+        it, v = _series(history, name, idx)
+        fig.add_trace(go.Scatter(x=it, y=v, mode="lines", name=name))
+    fig.update_xaxes(title="iteration")
+    if log_y:
+        fig.update_yaxes(type="log")
+    return _layout(fig, title, height, legend=dict(orientation="h", y=-0.25))
+
+
+def objective_curve(history, height: int = 300):
+    """The learning curve: the ELBO (variational methods) or free energy / log posterior."""
+    names = split_metrics(metric_names(history))["objective"]
+    if not names:
+        return empty_figure("This method reports no objective (ELBO / free energy)", height)
+    name = names[0]
+    labels = {"elbo": "ELBO (higher is better)", "free_energy": "free energy F (lower is better)"}
+    label = labels.get(name, name)
+    return metric_curves(history, [name], label, height=height)
+
+
+def snapshot_traces(history, key: str | None = None, max_series: int = 8, height: int = 300):
+    """Trace plot of the small arrays in progress snapshots (per-chain values or a few coordinates).
+
+    Each snapshot array is flattened; series j is element j over iterations. For samplers whose snapshot
+    is (chains,) or (chains, k) this draws one line per chain (per coordinate).
+    """
+    if not history:
+        return empty_figure("Traces: nothing recorded yet", height)
+    keys = [k for k in history[-1].snapshot if np.size(history[-1].snapshot[k]) > 0]
+    if not keys:
+        return empty_figure("This method's progress records carry no trace values", height)
+    key = key if key in keys else keys[0]
+    idx = thin_index(len(history), MAX_CURVE_POINTS)
+    rows = [(history[i].iteration, np.ravel(history[i].snapshot.get(key, []))) for i in idx]
+    width = max(len(r[1]) for r in rows)
+    n_series = min(width, max_series)
+    it = np.array([r[0] for r in rows], dtype=float)
+    M = np.full((len(rows), n_series), np.nan)
+    for i, (_, v) in enumerate(rows):
+        k = min(len(v), n_series)
+        M[i, :k] = v[:k]
+    fig = go.Figure()
+    for j in range(n_series):
+        fig.add_trace(go.Scatter(x=it, y=M[:, j], mode="lines", name=f"{key}[{j}]"))
+    fig.update_xaxes(title="iteration")
+    more = f" (first {n_series} of {width})" if width > n_series else ""
+    return _layout(fig, f"Trace of '{key}'{more}", height, legend=dict(orientation="h", y=-0.25))
+
+
+# ----------------------------------------------------------------------------------------- maps
+
+
+def _points(fig, X, y, classes, name_prefix="", row=None, col=None, showlegend=True):
+    for k, c in enumerate(classes):
+        m = np.asarray(y) == c
+        tr = go.Scatter(x=X[m, 0], y=X[m, 1], mode="markers", name=f"{name_prefix}class {c}",
+                        legendgroup=f"class{k}", showlegend=showlegend,
+                        marker=dict(size=5, color=CLASS_COLOURS[k % len(CLASS_COLOURS)],
+                                    symbol=["circle", "x", "diamond", "square"][k % 4],
+                                    line=dict(width=0.6, color="white")))
+        fig.add_trace(tr, row=row, col=col) if row else fig.add_trace(tr)
+
+
+def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, overlay=None,
+                  overlay_name: str = "", truth=None, title: str = "p(y = 1 | x)",
+                  colorbar_title: str = "p", height: int = 430, axis_titles=("x1", "x2")):
+    """A map of probabilities on a fixed 0..1 colour scale with the training points on top.
+
+    overlay: (m, 2) points learned by the method (inducing points, support vectors), drawn as black crosses.
+    truth: the true p(y|x) on the same grid, drawn as contour lines at 0.1, 0.25, 0.5, 0.75, 0.9.
+    """
+    fig = go.Figure(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(p), zmin=0.0, zmax=1.0,
+                               colorscale=PROBA_SCALE, colorbar=dict(title=colorbar_title, len=0.8),
+                               hovertemplate="x1=%{x:.2f}<br>x2=%{y:.2f}<br>p=%{z:.3f}<extra></extra>"))
+    if truth is not None:
+        fig.add_trace(go.Contour(x=grid.xs, y=grid.ys, z=grid.reshape(truth), showscale=False,
+                                 contours=dict(coloring="none", showlabels=True, start=0.1, end=0.9,
+                                               size=0.2, labelfont=dict(size=10, color="black")),
+                                 line=dict(color="black", width=1.2, dash="dot"), name="true p(y|x)",
+                                 showlegend=True, hoverinfo="skip"))
+    if X is not None:
+        _points(fig, X, y, classes)
+    if overlay is not None and len(overlay):
+        fig.add_trace(go.Scatter(x=overlay[:, 0], y=overlay[:, 1], mode="markers", name=overlay_name,
+                                 marker=dict(symbol="x-thin", size=9, line=dict(width=2, color="black"))))
+    fig.update_xaxes(title=axis_titles[0], range=[grid.xs[0], grid.xs[-1]])
+    fig.update_yaxes(title=axis_titles[1], range=[grid.ys[0], grid.ys[-1]])
+    return _layout(fig, title, height, legend=dict(orientation="h", y=-0.18))
+
+
+def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *, title: str,
+                  colorbar_title: str = "", height: int = 430, zmax=None, axis_titles=("x1", "x2")):
+    """A map of a non-negative quantity (latent variance, entropy) on its own colour scale."""
+    fig = go.Figure(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(values), colorscale="Viridis", zmin=0.0,
+                               zmax=zmax, colorbar=dict(title=colorbar_title, len=0.8)))
+    if X is not None:
+        _points(fig, X, y, classes)
+    fig.update_xaxes(title=axis_titles[0], range=[grid.xs[0], grid.xs[-1]])
+    fig.update_yaxes(title=axis_titles[1], range=[grid.ys[0], grid.ys[-1]])
+    return _layout(fig, title, height, legend=dict(orientation="h", y=-0.18))
+
+
+# ----------------------------------------------------------------------------------------- calibration
+
+
+def reliability_figure(curves: dict, height: int = 420):
+    """Reliability diagrams for several models: observed frequency vs mean prediction per bin, with the
+    bin counts as bars underneath. ``curves`` maps a model name to ``bsvm.metrics.ReliabilityBins``."""
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.06)
+    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
+                             line=dict(color="grey", dash="dash")), row=1, col=1)
+    for k, (name, b) in enumerate(curves.items()):
+        colour = CLASS_COLOURS[(k + 2) % len(CLASS_COLOURS)]
+        ok = b.count > 0
+        fig.add_trace(go.Scatter(x=b.mean_pred[ok], y=b.frac_pos[ok], mode="lines+markers", name=name,
+                                 line=dict(color=colour), customdata=b.count[ok],
+                                 hovertemplate="mean p=%{x:.3f}<br>observed=%{y:.3f}<br>n=%{customdata}"),
+                      row=1, col=1)
+        centres = 0.5 * (b.edges[:-1] + b.edges[1:])
+        fig.add_trace(go.Bar(x=centres, y=b.count, name=f"{name}: bin counts", marker_color=colour,
+                             opacity=0.6, showlegend=False, width=np.diff(b.edges) * 0.45,
+                             offset=(k - 0.5) * 0.045 if len(curves) > 1 else None), row=2, col=1)
+    fig.update_xaxes(range=[0, 1], row=1, col=1)
+    fig.update_xaxes(title="predicted probability", range=[0, 1], row=2, col=1)
+    fig.update_yaxes(title="observed frequency", range=[0, 1], row=1, col=1)
+    fig.update_yaxes(title="count", row=2, col=1)
+    return _layout(fig, "Reliability diagram (test set)", height, legend=dict(orientation="h", y=-0.2))
+
+
+def proba_histograms(probas: dict, title="Predicted probabilities (test set)", height: int = 320):
+    fig = go.Figure()
+    for k, (name, p) in enumerate(probas.items()):
+        fig.add_trace(go.Histogram(x=np.asarray(p), name=name, xbins=dict(start=0, end=1, size=0.05),
+                                   opacity=0.6, marker_color=CLASS_COLOURS[(k + 2) % len(CLASS_COLOURS)]))
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title="predicted probability", range=[0, 1])
+    fig.update_yaxes(title="count")
+    return _layout(fig, title, height, legend=dict(orientation="h", y=-0.25))
+
+
+METRIC_LABELS = {"error": "error", "brier": "Brier", "log_loss": "log loss", "ece": "ECE", "auc": "AUC",
+                 "mad_true": "mean |p - p_true|"}
+
+
+def metrics_table(reports: dict, fit_times: dict | None = None) -> pd.DataFrame:
+    """One row per model: its metrics (and fit time in seconds when given)."""
+    rows = []
+    for name, rep in reports.items():
+        row = {"method": name, **{METRIC_LABELS.get(k, k): float(v) for k, v in rep.items()}}
+        if fit_times is not None and name in fit_times:
+            row["fit time (s)"] = float(fit_times[name])
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("method")
+
+
+# ----------------------------------------------------------------------------------------- chains
+
+
+def _as_chains(samples) -> np.ndarray:
+    S = np.asarray(samples, dtype=float)
+    if S.ndim == 2:  # draws x params from a single chain
+        S = S[None]
+    if S.ndim != 3:
+        raise ValueError(f"samples_ must be (chains, draws, params), got shape {S.shape}.")
+    return S
+
+
+def chain_traces(samples, param: int, chains=None, name: str = "", height: int = 300):
+    S = _as_chains(samples)
+    chains = range(S.shape[0]) if chains is None else chains
+    fig = go.Figure()
+    idx = thin_index(S.shape[1], 2000)
+    for c in chains:
+        fig.add_trace(go.Scatter(x=idx, y=S[c, idx, param], mode="lines", name=f"chain {c}",
+                                 line=dict(width=1)))
+    fig.update_xaxes(title="draw")
+    return _layout(fig, f"Trace: {name or f'param {param}'}", height, legend=dict(orientation="h", y=-0.25))
+
+
+def running_means(samples, param: int, chains=None, name: str = "", height: int = 300):
+    """Cumulative mean per chain: chains that agree settle on one level."""
+    S = _as_chains(samples)
+    chains = range(S.shape[0]) if chains is None else chains
+    fig = go.Figure()
+    idx = thin_index(S.shape[1], 2000)
+    for c in chains:
+        rm = np.cumsum(S[c, :, param]) / np.arange(1, S.shape[1] + 1)
+        fig.add_trace(go.Scatter(x=idx, y=rm[idx], mode="lines", name=f"chain {c}"))
+    fig.update_xaxes(title="draw")
+    return _layout(fig, f"Running mean: {name or f'param {param}'}", height,
+                   legend=dict(orientation="h", y=-0.25))
+
+
+def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
+    """Sample autocorrelation of a 1-D series at lags 0..max_lag, by FFT."""
+    x = np.asarray(x, dtype=float) - np.mean(x)
+    n = len(x)
+    f = np.fft.rfft(x, 2 * n)
+    acov = np.fft.irfft(f * np.conj(f))[: max_lag + 1] / n
+    return acov / acov[0] if acov[0] > 0 else np.zeros(max_lag + 1)
+
+
+def autocorrelation_figure(samples, param: int, chains=None, max_lag: int = 50, name: str = "",
+                           height: int = 300):
+    S = _as_chains(samples)
+    chains = range(S.shape[0]) if chains is None else chains
+    max_lag = int(min(max_lag, S.shape[1] - 1))
+    fig = go.Figure()
+    for c in chains:
+        fig.add_trace(go.Scatter(x=np.arange(max_lag + 1), y=autocorrelation(S[c, :, param], max_lag),
+                                 mode="lines+markers", marker=dict(size=3), name=f"chain {c}"))
+    fig.update_xaxes(title="lag")
+    fig.update_yaxes(range=[-0.3, 1.05])
+    return _layout(fig, f"Autocorrelation: {name or f'param {param}'}", height,
+                   legend=dict(orientation="h", y=-0.25))
+
+
+def rank_counts(samples, param: int, n_bins: int = 20) -> np.ndarray:
+    """Histogram per chain of the ranks of its draws among all chains' draws (Vehtari et al. 2021)."""
+    S = _as_chains(samples)[:, :, param]
+    ranks = np.argsort(np.argsort(S.ravel(), kind="stable"), kind="stable").reshape(S.shape)
+    edges = np.linspace(0, S.size, n_bins + 1)
+    return np.stack([np.histogram(r, edges)[0] for r in ranks])
+
+
+def rank_figure(samples, param: int, chains=None, n_bins: int = 20, name: str = "", height: int = 300):
+    """Rank plot: flat histograms mean the chains explore the same distribution."""
+    counts = rank_counts(samples, param, n_bins)
+    chains = range(counts.shape[0]) if chains is None else chains
+    fig = go.Figure()
+    for c in chains:
+        fig.add_trace(go.Scatter(x=np.arange(n_bins), y=counts[c], mode="lines", line_shape="hvh",
+                                 name=f"chain {c}"))
+    expected = counts.sum(axis=1).mean() / n_bins
+    fig.add_hline(y=expected, line=dict(color="grey", dash="dash"))
+    fig.update_xaxes(title="rank bin")
+    fig.update_yaxes(title="count", rangemode="tozero")
+    return _layout(fig, f"Rank plot: {name or f'param {param}'}", height,
+                   legend=dict(orientation="h", y=-0.25))
+
+
+RHAT_MAX = 1.01
+ESS_PER_CHAIN_MIN = 100
+
+
+def diagnostics_table(samples, names=None) -> pd.DataFrame:
+    """R-hat (rank-normalised split), bulk and tail ESS and MCSE of the mean per parameter, via
+    arviz-stats (Vehtari et al. 2021), with a flag where Stan's thresholds are passed."""
+    from arviz_stats.base import array_stats
+
+    S = _as_chains(samples)
+    n_chains, n_draws, n_par = S.shape
+    names = list(names) if names is not None else [f"param {j}" for j in range(n_par)]
+    A = np.moveaxis(S, 2, 0)  # params x chains x draws
+    with np.errstate(all="ignore"):
+        rhat = np.asarray(array_stats.rhat(A, chain_axis=-2, draw_axis=-1), dtype=float)
+        bulk = np.asarray(array_stats.ess(A, chain_axis=-2, draw_axis=-1, method="bulk"), dtype=float)
+        tail = np.asarray(array_stats.ess(A, chain_axis=-2, draw_axis=-1, method="tail", prob=(0.05, 0.95)),
+                          dtype=float)
+        mcse = np.asarray(array_stats.mcse(A, chain_axis=-2, draw_axis=-1, method="mean"), dtype=float)
+    min_ess = ESS_PER_CHAIN_MIN * n_chains
+    flags = []
+    for j in range(n_par):
+        bad = []
+        if n_chains > 1 and not (rhat[j] <= RHAT_MAX):
+            bad.append(f"R-hat > {RHAT_MAX}")
+        if not (bulk[j] >= min_ess):
+            bad.append(f"bulk-ESS < {min_ess}")
+        if not (tail[j] >= min_ess):
+            bad.append(f"tail-ESS < {min_ess}")
+        flags.append("; ".join(bad) if bad else "ok")
+    return pd.DataFrame({"parameter": names[:n_par], "mean": S.mean(axis=(0, 1)), "sd": S.std(axis=(0, 1)),
+                         "R-hat": rhat, "bulk-ESS": bulk, "tail-ESS": tail, "MCSE(mean)": mcse,
+                         "flag": flags}).set_index("parameter")
+
+
+def draws_overlay(approx, exact, param: int, names=("approximate", "exact GibbsSVM"), name: str = "",
+                  height: int = 320):
+    """Histograms of one parameter's draws from two samplers on one axis."""
+    fig = go.Figure()
+    for k, (label, S) in enumerate(zip(names, (approx, exact))):
+        v = _as_chains(S)[:, :, param].ravel()
+        fig.add_trace(go.Histogram(x=v, name=label, histnorm="probability density", opacity=0.55, nbinsx=50,
+                                   marker_color=CLASS_COLOURS[k + 2]))
+    fig.update_layout(barmode="overlay")
+    return _layout(fig, f"Posterior draws: {name or f'param {param}'}", height,
+                   legend=dict(orientation="h", y=-0.25))
+
+
+def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_per_row: int = 330,
+                 subtitle: str = "p(y = 1 | x)"):
+    """Several probability maps side by side on one 0..1 colour scale (the Compare page)."""
+    names = list(maps)
+    rows = max(1, int(np.ceil(len(names) / cols)))
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.05,
+                        vertical_spacing=0.1)
+    for k, name in enumerate(names):
+        r, c = k // cols + 1, k % cols + 1
+        fig.add_trace(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(maps[name]), zmin=0, zmax=1,
+                                 colorscale=PROBA_SCALE, showscale=(k == 0),
+                                 colorbar=dict(title="p", len=0.8)), row=r, col=c)
+        _points(fig, X, y, classes, row=r, col=c, showlegend=(k == 0))
+    return _layout(fig, f"{subtitle}, one colour scale", rows * height_per_row,
+                   legend=dict(orientation="h", y=-0.08))

@@ -1,0 +1,231 @@
+"""The methods the dashboard can run: one registry entry each, with option widgets, help and live plots.
+
+An entry names the estimator by module and class and is shown only when that import works, so a
+method appears as soon as its module lands. Options the class does not accept (checked against
+``get_params``) are neither shown nor passed, so an entry never breaks on a renamed parameter.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from functools import cache
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    label: str
+    kind: str  # "int", "float", "select", "bool"
+    default: object
+    help: str
+    choices: tuple = ()
+    min: float | None = None
+    max: float | None = None
+
+    def parse(self, text: str):
+        """Read a value back from the URL query string; None when it does not fit."""
+        try:
+            if self.kind in ("int", "float"):
+                v = int(float(text)) if self.kind == "int" else float(text)
+                inside = (self.min is None or v >= self.min) and (self.max is None or v <= self.max)
+                return v if inside and np.isfinite(v) else None
+            if self.kind == "bool":
+                return str(text).lower() in ("1", "true", "yes", "on")
+            if self.kind == "select":
+                for c in self.choices:
+                    if str(c) == str(text):
+                        return c
+        except (TypeError, ValueError):
+            return None
+        return None
+
+
+@dataclass(frozen=True)
+class Method:
+    key: str
+    label: str
+    module: str
+    cls: str
+    kind: str  # "variational", "sampler", "baseline"
+    summary: str
+    good: str  # what "good" looks like on the live plots
+    options: tuple = ()
+    binary_only: bool = True
+    iter_option: str | None = "max_iter"  # the option that caps the run (for the progress bar)
+    fast: dict = field(default_factory=dict)  # quick settings for the Compare page and tests
+
+    def load(self):
+        return _load(self.module, self.cls)
+
+    @property
+    def available(self) -> bool:
+        return self.load() is not None
+
+    def accepted(self) -> set[str]:
+        cls = self.load()
+        return set(cls().get_params()) if cls is not None else set()
+
+    def visible_options(self) -> list[Option]:
+        ok = self.accepted()
+        return [o for o in self.options if o.name in ok]
+
+    def defaults(self) -> dict:
+        return {o.name: o.default for o in self.visible_options()}
+
+    def make(self, options: dict | None = None, seed: int | None = 0, fast: bool = False):
+        """An estimator with the given options (unknown names dropped) and random_state = seed."""
+        cls = self.load()
+        if cls is None:
+            raise ValueError(f"{self.label} is not available in this installation ({self.module}).")
+        ok = self.accepted()
+        params = {**self.defaults(), **(options or {}), **(self.fast if fast else {})}
+        params = {k: v for k, v in params.items() if k in ok}
+        if "random_state" in ok:
+            params["random_state"] = seed
+        return cls(**params)
+
+    def cap(self, options: dict) -> int | None:
+        if self.iter_option is None:
+            return None
+        v = options.get(self.iter_option, self.defaults().get(self.iter_option))
+        return int(v) if v is not None else None
+
+
+@cache
+def _load(module: str, cls: str):
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except Exception:  # noqa: BLE001 - a half-written module must hide its entry, not break the app
+        return None
+
+
+SEED_HELP = "The seed comes from the Data page, so the same link reproduces the same run."
+
+METHODS: dict[str, Method] = {m.key: m for m in [
+    Method(
+        "sbsvm", "S-BSVM (stochastic variational)", "bsvm.sbsvm", "SBSVM", "variational",
+        "A Bayesian SVM fitted by stochastic variational inference (Wenzel et al. 2017). A small set of "
+        "inducing points (black crosses on the map) summarises the data; each step uses a minibatch and "
+        "moves q(u) along the natural gradient, and every few steps the kernel's length scale and variance "
+        "climb the ELBO.",
+        "The ELBO rises quickly, then flattens; the length scale settles; the heatmap stops changing and its "
+        "white band (p = 0.5) follows the gap between the classes, wider where the data are sparse.",
+        (
+            Option("variant", "Variant", "select", "svi", "svi: inducing points and minibatches (large n); "
+                   "batch: every training point is an inducing point (n <= 4000); linear: a linear SVM.",
+                   ("svi", "batch", "linear")),
+            Option("kernel", "Kernel", "select", "rbf", "rbf: one length scale; ard: one per feature; "
+                   "linear: a straight boundary.", ("rbf", "ard", "linear")),
+            Option("n_inducing", "Inducing points", "int", 30, "How many points summarise the data (k-means "
+                   "centres). More is more accurate and slower; 20-100 is typical.", min=2, max=1000),
+            Option("batch_size", "Minibatch size", "int", 64, "Rows per stochastic step; at least n means "
+                   "full-batch steps.", min=1, max=100000),
+            Option("max_iter", "Max steps", "int", 300, "Stop after this many steps (or earlier when the "
+                   "ELBO stops changing).", min=1, max=1000000),
+            Option("learning_rate", "Step-size schedule", "select", "auto", "auto: 1 for full batches, else "
+                   "Robbins-Monro (t + tau)^-kappa; adaptive: Ranganath et al. (2013).",
+                   ("auto", "robbins_monro", "adaptive")),
+            Option("optimize_hyperparameters", "Tune kernel hyperparameters", "bool", True,
+                   "Climb the ELBO in the kernel's length scale(s) and variance every few steps."),
+            Option("predictive", "Predictive", "select", "probit", "probit: Phi(m / sqrt(1 + v)); hinge: "
+                   "the normalised hinge likelihood averaged over q(f). The Calibration page shows which "
+                   "is better calibrated.", ("probit", "hinge")),
+            Option("progress_every", "Steps per record", "int", 5, "Steps between progress records (points "
+                   "on the live curves).", min=1, max=1000),
+            Option("tol", "Tolerance", "float", 1e-5, "Stop when the ELBO's relative change falls below this "
+                   "(0 = run all steps).", min=0.0, max=1.0),
+        ),
+        fast={"max_iter": 60, "n_inducing": 20},
+    ),
+    Method(
+        "platt", "PlattSVM (SVC + Platt scaling)", "bsvm.platt", "PlattSVM", "baseline",
+        "The frequentist baseline: a standard RBF support vector machine whose scores are squashed into "
+        "probabilities by a sigmoid fitted on cross-validated scores (Platt scaling). It fits in one go, "
+        "so there is no learning curve; the crosses mark the support vectors.",
+        "The probabilities are often over-confident far from the data, where a Bayesian method says "
+        "'I don't know' (p near 0.5).",
+        (
+            Option("C", "C (cost)", "float", 1.0, "Penalty on margin violations: larger fits the training "
+                   "data more tightly.", min=1e-4, max=1e4),
+            Option("gamma", "gamma", "select", "scale", "RBF width: 'scale' = 1 / (d * var(X)).",
+                   ("scale", "auto")),
+            Option("cv", "Folds for the sigmoid", "int", 5, "Internal cross-validation folds used to fit the "
+                   "sigmoid.", min=2, max=20),
+        ),
+        binary_only=False, iter_option=None,
+    ),
+    Method(
+        "msbpm", "MS-BPM (Bayes point machine sampler)", "bsvm.msbpm", "MSBPM", "sampler",
+        "The multi-class soft-margin Bayes point machine (Vogt & Ostermann): a population of chains samples "
+        "kernel expansions exactly along lines (no step size, no rejection). The prediction is the fraction "
+        "of sampled classifiers voting for each class.",
+        "Per-chain traces overlap and wander without trends; on Diagnostics R-hat is below 1.01.",
+        (
+            Option("n_chains", "Chains", "int", 20, "Size of the chain population (ADS needs several).",
+                   min=2, max=500),
+            Option("n_iter", "Iterations", "int", 200, "Sweeps of the population.", min=1, max=100000),
+            Option("max_iter", "Iterations", "int", 200, "Sweeps of the population.", min=1, max=100000),
+            Option("burn_in", "Burn-in", "int", 50, "Draws discarded at the start of each chain.", min=0,
+                   max=100000),
+            Option("nu", "nu", "float", 1.0, "Soft-margin parameter of the likelihood (alpha_cc = 1 + N/nu).",
+                   min=1e-3, max=1e3),
+        ),
+        binary_only=False, iter_option="n_iter", fast={"n_chains": 8, "n_iter": 40, "max_iter": 40},
+    ),
+    Method(
+        "subgradient_hmc", "Subgradient HMC / SGLD / SGNHT", "bsvm.subgradient", "SubgradientHMC", "sampler",
+        "Samples the Bayesian SVM posterior (Hu, Zhu & Zhang 2016) with subgradient Hamiltonian Monte Carlo "
+        "or its stochastic-gradient relatives. Kernel features make curved boundaries possible.",
+        "Acceptance near the target, step size settled, traces of the chains overlapping; compare with the "
+        "exact Gibbs sampler's draws on the Diagnostics page.",
+        (
+            Option("sampler", "Sampler", "select", "hmc", "hmc: full batch with Metropolis-Hastings; sgld / "
+                   "sgnht: minibatch samplers (with decaying step size / a thermostat).",
+                   ("hmc", "sgld", "sgnht")),
+            Option("n_chains", "Chains", "int", 4, "Independent chains from dispersed starts.",
+                   min=1, max=64),
+            Option("n_samples", "Draws per chain", "int", 500, "Kept draws per chain.", min=10, max=100000),
+            Option("max_iter", "Iterations", "int", 500, "Sampler iterations.", min=1, max=1000000),
+            Option("c", "c (cost)", "float", 1.0, "Scale of the hinge pseudo-likelihood.", min=1e-4, max=1e3),
+        ),
+        iter_option="n_samples", fast={"n_samples": 100, "max_iter": 100, "n_chains": 2},
+    ),
+    Method(
+        "gibbs", "GibbsSVM (exact Gibbs sampler)", "bsvm.subgradient", "GibbsSVM", "sampler",
+        "The exact data-augmentation Gibbs sampler of Polson & Scott for the linear Bayesian SVM: slow on "
+        "large data but exact, so it is the reference the approximate samplers are checked against.",
+        "Traces without trends, R-hat below 1.01, ESS above 100 per chain.",
+        (
+            Option("n_chains", "Chains", "int", 4, "Independent chains.", min=1, max=64),
+            Option("n_samples", "Draws per chain", "int", 500, "Kept draws per chain.", min=10, max=100000),
+            Option("c", "c (cost)", "float", 1.0, "Scale of the hinge pseudo-likelihood.", min=1e-4, max=1e3),
+        ),
+        iter_option="n_samples", fast={"n_samples": 100, "n_chains": 2},
+    ),
+    Method(
+        "seeger", "Seeger ARD (variational model selection)", "bsvm.seeger", "SeegerARD", "variational",
+        "Seeger's (2000) variational Bayesian SVM: a Gaussian posterior over the latent function and, in an "
+        "outer loop, the ARD kernel's per-feature weights chosen to lower the free energy F. Irrelevant "
+        "features get weights near zero.",
+        "F falls and flattens; the ARD weights of useless features shrink towards zero.",
+        (
+            Option("loss", "Loss", "select", "svc", "svc: the normalised SVC loss ('Var. SVM'); logistic: GP "
+                   "classification ('Var. GP').", ("svc", "logistic")),
+            Option("n_factors", "Covariance factors", "int", 2, "Rank of the factor-analysed covariance.",
+                   min=0, max=50),
+            Option("max_iter", "Outer steps", "int", 30, "Quasi-Newton steps over the kernel parameters.",
+                   min=1, max=10000),
+            Option("predict_with", "Predict with", "select", "mean", "mean: the GP predictive under q; mode: "
+                   "an SVM trained with the adapted kernel.", ("mean", "mode")),
+        ),
+        fast={"max_iter": 5},
+    ),
+]}
+
+
+def available_methods(binary: bool = True) -> list[Method]:
+    """Entries whose import works and that handle the current number of classes."""
+    return [m for m in METHODS.values() if m.available and (binary or not m.binary_only)]

@@ -1,0 +1,199 @@
+"""Session state shared by the pages, and its mirror in the URL query string.
+
+All settings live in one plain dict, ``st.session_state["cfg"]``. Widgets are bound to it through
+:func:`bind`: a widget's own key is seeded from the dict when the widget (re)appears and its value is
+copied back after every run, so settings survive page switches (Streamlit forgets the state of widgets
+that are not drawn). :func:`sync_url` writes the dict to ``st.query_params`` and :func:`init` reads it
+back on a session's first run, so a shared link opens the same demo.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bsvm.data import LoadedCSV, load_csv
+from bsvm.samples import SAMPLES, sample_path
+
+from .analysis import Prepared, prepare
+from .methods import METHODS
+
+UPLOAD = "upload"
+MAX_UPLOAD_MB = 20
+DEFAULTS = {"sample": "ripley.csv", "label": "label", "features": [], "std": True, "test": 0.3, "seed": 0,
+            "method": "sbsvm"}
+_QP = {"sample": "sample", "label": "label", "features": "features", "std": "std", "test": "test",
+       "seed": "seed", "method": "method"}
+
+
+def cfg() -> dict:
+    if "cfg" not in st.session_state:
+        st.session_state["cfg"] = {**DEFAULTS, "features": [], "opts": {}}
+    return st.session_state["cfg"]
+
+
+def method_options(key: str) -> dict:
+    """The chosen options of one method (its defaults filled in)."""
+    opts = cfg()["opts"].setdefault(key, {})
+    for name, value in METHODS[key].defaults().items():
+        opts.setdefault(name, value)
+    return opts
+
+
+# ------------------------------------------------------------------------------------------- URL sync
+
+
+def _parse(params: dict) -> dict:
+    out: dict = {"opts": {}}
+    if params.get("sample") in SAMPLES:
+        out["sample"] = params["sample"]
+    if "label" in params:
+        out["label"] = str(params["label"])
+    if params.get("features"):
+        out["features"] = [f for f in str(params["features"]).split(",") if f]
+    if "std" in params:
+        out["std"] = str(params["std"]) not in ("0", "false", "False")
+    try:
+        if "test" in params:
+            t = float(params["test"])
+            if 0.05 <= t <= 0.8:
+                out["test"] = t
+        if "seed" in params:
+            out["seed"] = int(params["seed"])
+    except ValueError:
+        pass
+    method = params.get("method")
+    if method in METHODS:
+        out["method"] = method
+        for opt in METHODS[method].options:
+            raw = params.get(f"o.{opt.name}")
+            if raw is not None:
+                v = opt.parse(raw)
+                if v is not None:
+                    out["opts"].setdefault(method, {})[opt.name] = v
+    return out
+
+
+def init() -> None:
+    """On a session's first run, take the settings from the URL query string."""
+    c = cfg()
+    if st.session_state.get("_url_read"):
+        return
+    st.session_state["_url_read"] = True
+    parsed = _parse({k: st.query_params.get(k) for k in st.query_params.keys()})
+    opts = parsed.pop("opts")
+    c.update(parsed)
+    for m, o in opts.items():
+        c["opts"].setdefault(m, {}).update(o)
+
+
+def url_params() -> dict:
+    """The settings as query-string values (method options only where they differ from the default)."""
+    c = cfg()
+    out = {}
+    if c["sample"] != UPLOAD:
+        out["sample"] = c["sample"]
+    for k in ("label", "std", "test", "seed", "method"):
+        v = c[k]
+        out[_QP[k]] = ("1" if v else "0") if isinstance(v, bool) else str(v)
+    if c["features"] and c["sample"] != UPLOAD:
+        out["features"] = ",".join(c["features"])
+    m = METHODS.get(c["method"])
+    if m is not None and m.available:
+        defaults = m.defaults()
+        for name, v in method_options(m.key).items():
+            if name in defaults and v != defaults[name]:
+                out[f"o.{name}"] = str(v)
+    return out
+
+
+def sync_url() -> None:
+    want = url_params()
+    have = {k: st.query_params.get(k) for k in st.query_params.keys()}
+    if want != have:
+        st.query_params.from_dict(want)
+
+
+# ------------------------------------------------------------------------------------------- widgets
+
+
+def bind(widget, name: str, label: str, store: dict | None = None, scope: str = "cfg", **kw):
+    """Draw ``widget(label, key=..., **kw)`` bound to ``store[name]`` (default: the settings dict)."""
+    store = cfg() if store is None else store
+    wkey = f"w:{scope}:{name}"
+    options = kw.get("options")
+    if options is not None and store.get(name) not in list(options) and widget is not st.multiselect:
+        store[name] = list(options)[0] if len(options) else None
+    if options is not None and wkey in st.session_state:
+        have = st.session_state[wkey]
+        stale = (any(v not in options for v in have) if widget is st.multiselect else have not in options)
+        if stale:
+            del st.session_state[wkey]
+    if wkey not in st.session_state:
+        st.session_state[wkey] = store[name]
+    store[name] = widget(label, key=wkey, **kw)
+    return store[name]
+
+
+# ------------------------------------------------------------------------------------------- data
+
+_SAMPLE_CACHE: dict[str, LoadedCSV] = {}
+
+
+def loaded_table(c: dict) -> LoadedCSV | None:
+    if c["sample"] == UPLOAD:
+        up = st.session_state.get("upload")
+        if up is None:
+            return None
+        return load_csv(up["bytes"], label=c["label"], features=c["features"] or None)
+    key = f"{c['sample']}|{c['label']}|{','.join(c['features'])}"
+    if key not in _SAMPLE_CACHE:
+        _SAMPLE_CACHE[key] = load_csv(sample_path(c["sample"]), label=c["label"],
+                                      features=c["features"] or None)
+    return _SAMPLE_CACHE[key]
+
+
+def data_key(c: dict) -> str:
+    src = c["sample"]
+    if src == UPLOAD and st.session_state.get("upload") is not None:
+        src = "upload:" + st.session_state["upload"]["digest"]
+    return f"{src}|{c['label']}|{','.join(c['features'])}|{c['std']}|{c['test']}|{c['seed']}"
+
+
+def current_data() -> Prepared | None:
+    """The prepared split for the current settings, or None (with an st.error) when they do not work."""
+    c = cfg()
+    key = data_key(c)
+    cached = st.session_state.get("data")
+    if cached is not None and cached.key == key:
+        return cached
+    try:
+        loaded = loaded_table(c)
+        if loaded is None:
+            return None
+        truth = SAMPLES[c["sample"]].truth if c["sample"] in SAMPLES else None
+        all_features = not c["features"] or list(c["features"]) == list(loaded.feature_names)
+        data = prepare(loaded, c["features"] or None, c["std"], float(c["test"]), int(c["seed"]),
+                       truth=truth if all_features else None, key=key)
+    except ValueError as exc:
+        st.error(f"The data could not be used: {exc}")
+        return None
+    st.session_state["data"] = data
+    return data
+
+
+def require_data() -> Prepared | None:
+    data = current_data()
+    if data is None:
+        st.info("Choose a data set on the **Data** page first.")
+    return data
+
+
+def method_for(data: Prepared | None):
+    """The chosen method if it can run on this data, else the first that can."""
+    from .methods import available_methods
+
+    ok = available_methods(binary=data.binary if data is not None else True)
+    chosen = METHODS.get(cfg()["method"])
+    if chosen in ok:
+        return chosen, ok
+    return (ok[0] if ok else None), ok

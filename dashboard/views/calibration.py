@@ -1,0 +1,170 @@
+"""Calibration page: the trained model against PlattSVM on the same split."""
+
+import numpy as np
+import streamlit as st
+
+from bsvm.metrics import reliability_bins
+from dashboard import figures, state, ui
+from dashboard.analysis import Prepared, evaluate, make_grid, uncertainty
+from dashboard.methods import METHODS
+from dashboard.runner import DONE, RUNNING, LiveRun
+
+st.title("Calibration")
+st.markdown(
+    "Are the predicted probabilities honest? Among test points given p = 0.8, about 80% should be class 1. "
+    "**Good** looks like: reliability curves near the diagonal, low Brier score, log loss and ECE, and "
+    "(where the truth is known) a small mean deviation from the true p(y|x). Bayesian methods should also "
+    "be *less sure far from the data*: the uncertainty map should light up away from the training points.")
+data = state.require_data()
+if data is None:
+    st.stop()
+c = state.cfg()
+
+
+def fit_full(method, options, d: Prepared, seed: int) -> LiveRun | None:
+    """Fit to the end (when no live run exists, and for the two-feature maps); None on failure."""
+    est = ui.safe(method.make, dict(options), seed, what=f"Setting up {method.label}")
+    if est is None:
+        return None
+    r = LiveRun(est, d.X_train, d.y_train, max_iter=method.cap(options), status=RUNNING)
+    while r.status == RUNNING:
+        r.advance(1.0)
+    if r.error:
+        st.error(f"{method.label} failed: {r.error}")
+        return None
+    return r
+
+
+def platt_for(d: Prepared):
+    cache = st.session_state.setdefault("platt_cache", {})
+    if d.key not in cache:
+        with st.spinner("Fitting PlattSVM on the same split..."):
+            r = fit_full(METHODS["platt"], {}, d, int(c["seed"]))
+        if r is None:
+            return None
+        if len(cache) > 4:
+            cache.clear()
+        cache[d.key] = r.estimator
+    return cache[d.key]
+
+
+run = st.session_state.get("run")
+meta = st.session_state.get("run_meta", {})
+model, label = None, None
+if run is not None and run.fitted and meta.get("data_key") == data.key:
+    model, label = run.estimator, meta["label"]
+    if run.status != DONE:
+        st.caption(f"Using the Train page's run as it stands ({run.status}, iteration {run.iteration}).")
+else:
+    method, _ = state.method_for(data)
+    st.info("No trained model for this data yet: train one on the **Train** page, or fit here with the "
+            "current options.")
+    if method is not None and st.button(f"Fit {method.label} now", type="primary"):
+        opts = state.method_options(method.key)
+        with st.spinner(f"Fitting {method.label}..."):
+            r = fit_full(method, opts, data, int(c["seed"]))
+        if r is not None:
+            st.session_state["run"] = r
+            st.session_state["run_meta"] = {"method": method.key, "label": method.label,
+                                            "options": dict(opts), "data_key": data.key}
+            st.rerun()
+    st.stop()
+
+platt = platt_for(data)
+models = {label: model}
+if platt is not None and meta.get("method") != "platt":
+    models["PlattSVM"] = platt
+
+results = {}
+for name, est in models.items():
+    res = ui.safe(evaluate, est, data, what=f"Evaluating {name}")
+    if res is not None:
+        results[name] = res
+if not results:
+    st.stop()
+
+st.subheader("Metrics on the test set")
+st.dataframe(figures.metrics_table({k: v["report"] for k, v in results.items()}).style.format("{:.4f}"))
+st.caption("error: misclassified fraction; Brier: mean squared error of p; "
+           "log loss: mean -log p(true class); ECE: count-weighted gap between confidence and accuracy "
+           "over 10 bins; AUC: ranking quality"
+           + ("; mean |p - p_true|: deviation from the true probabilities." if data.truth else "."))
+
+
+def maps_for(d: Prepared, fitted: dict, where: str):
+    grid = make_grid(np.vstack([d.X_train, d.X_test]), 60)
+    cols = st.columns(len(fitted))
+    for col, (name, est) in zip(cols, fitted.items()):
+        with col:
+            fig = ui.proba_map(est, d, name, grid=grid)
+            if fig is not None:
+                st.plotly_chart(fig, key=f"cal_map_{where}_{name}")
+    st.caption("Both maps use the same colour scale (blue = class 0, red = class 1, white = 50/50)"
+               + ("; dotted black lines: contours of the true p(y|x) at 0.1, 0.3, 0.5, 0.7, 0.9." if d.truth
+                  else "."))
+    cols = st.columns(len(fitted))
+    for col, (name, est) in zip(cols, fitted.items()):
+        with col:
+            out = ui.safe(uncertainty, est, grid.points, what=f"Uncertainty of {name}")
+            if out is not None:
+                u, what = out
+                X, y = ui.shown_points(d)
+                st.plotly_chart(figures.value_heatmap(grid, u, X, y, d.classes, title=f"{name}: {what}",
+                                                      colorbar_title=what.split(" (")[0],
+                                                      axis_titles=tuple(d.feature_names)),
+                                key=f"cal_unc_{where}_{name}")
+    st.caption("Uncertainty: the latent variance for Gaussian-posterior methods (it grows away from the "
+               "data), otherwise the entropy of the predicted probabilities (largest near the boundary).")
+
+
+st.subheader("Probability maps")
+if data.n_features == 2:
+    maps_for(data, models, "main")
+else:
+    st.caption(f"The data have {data.n_features} features, so there is no single map. Train both models "
+               "on two chosen features to see one:")
+    on = st.checkbox("Train on two chosen features for the heatmaps", key="cal_two")
+    if on:
+        f1, f2 = st.columns(2)
+        names = data.feature_names
+        a = f1.selectbox("First feature", range(len(names)), format_func=lambda j: names[j], key="cal_f1")
+        b = f2.selectbox("Second feature", range(len(names)), index=1, format_func=lambda j: names[j],
+                         key="cal_f2")
+        if a == b:
+            st.error("Choose two different features.")
+        else:
+            sub = data.subset([a, b])
+            method = METHODS.get(meta.get("method"))
+            with st.spinner("Fitting on two features..."):
+                fitted = {}
+                if method is not None and method.key != "platt":
+                    r2 = fit_full(method, meta.get("options", {}), sub, int(c["seed"]))
+                    if r2 is not None:
+                        fitted[label] = r2.estimator
+                p2 = platt_for(sub)
+                if p2 is not None:
+                    fitted["PlattSVM"] = p2
+            if fitted:
+                maps_for(sub, fitted, "two")
+
+st.subheader("Reliability")
+y_idx = next(iter(results.values()))["y_index"]
+curves, probas = {}, {}
+for name, res in results.items():
+    P = res["proba"]
+    if data.binary:
+        curves[name] = reliability_bins(y_idx, P[:, 1], 10)
+        probas[name] = P[:, 1]
+    else:  # top-label reliability: confidence of the predicted class against whether it was right
+        curves[name] = reliability_bins((P.argmax(1) == y_idx).astype(float), P.max(1), 10)
+        probas[name] = P.max(1)
+r1, r2 = st.columns(2)
+with r1:
+    st.plotly_chart(figures.reliability_figure(curves), key="cal_reliability")
+    st.caption("Each point is a bin of test predictions: x = mean predicted probability, y = observed "
+               "frequency; bars below show how many test points fell in each bin."
+               + ("" if data.binary else " (3+ classes: confidence of the predicted class vs accuracy.)"))
+with r2:
+    st.plotly_chart(figures.proba_histograms(probas), key="cal_hist")
+    st.caption("Over-confident models pile up at 0 and 1; a Bayesian model keeps mass in between where the "
+               "classes overlap.")

@@ -1,0 +1,127 @@
+"""Diagnostics page: is the sampler (or the variational fit) trustworthy?
+
+Works from two generic things every method exposes: ``history_`` (progress records) and, for samplers,
+``samples_`` (chains x draws x parameters).
+"""
+
+import numpy as np
+import streamlit as st
+
+from dashboard import figures, state, ui
+from dashboard.methods import METHODS
+from dashboard.runner import RUNNING, LiveRun
+
+st.title("Diagnostics")
+st.markdown(
+    "For **samplers**: several chains started in different places should end up exploring the same "
+    "distribution. **Good** looks like overlapping traces without trends, running means that settle on "
+    "one level, autocorrelation that drops to zero quickly, flat rank histograms, R-hat at most 1.01 and at "
+    "least 100 effective draws per chain (Stan's thresholds; rows past them are flagged). For "
+    "**variational** fits there are no draws: convergence means a flat objective and settled hyperparameters.")
+
+data = state.require_data()
+if data is None:
+    st.stop()
+run = st.session_state.get("run")
+meta = st.session_state.get("run_meta", {})
+if run is None or not run.fitted:
+    st.info("Train a model on the **Train** page first; its diagnostics appear here.")
+    st.stop()
+est = run.estimator
+hist = run.history
+st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}, iteration {run.iteration}, "
+           f"{len(hist)} progress records.")
+
+groups = figures.split_metrics(figures.metric_names(hist))
+st.subheader("Progress records")
+a, b = st.columns(2)
+with a:
+    st.plotly_chart(figures.objective_curve(hist), key="diag_objective")
+with b:
+    if groups["sampler"]:
+        st.plotly_chart(figures.metric_curves(hist, groups["sampler"], "Acceptance, step size, thermostat"),
+                        key="diag_sampler_stats")
+    elif groups["hyper"]:
+        st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True),
+                        key="diag_hyper")
+    else:
+        st.plotly_chart(figures.empty_figure("No sampler statistics or hyperparameters recorded"),
+                        key="diag_none")
+snap_keys = list(hist[-1].snapshot) if hist else []
+if snap_keys:
+    key = st.selectbox("Live trace values", snap_keys, key="diag_snap",
+                       help="Small arrays the method records every few iterations (per-chain values or a "
+                            "few coordinates).")
+    st.plotly_chart(figures.snapshot_traces(hist, key), key="diag_snapshot")
+
+samples = getattr(est, "samples_", None)
+if samples is None:
+    st.info("This method keeps no posterior draws (`samples_`), so chain diagnostics do not apply. For a "
+            "variational fit, check that the objective above has flattened.")
+    st.stop()
+S = np.asarray(samples, dtype=float)
+if S.ndim == 2:
+    S = S[None]
+if S.ndim != 3 or S.shape[1] < 4:
+    st.warning(f"`samples_` has shape {S.shape}: need chains x draws x parameters with at least 4 draws.")
+    st.stop()
+n_chains, n_draws, n_par = S.shape
+names = list(getattr(est, "param_names_", []) or [])
+if len(names) != n_par:
+    names = [f"param {j}" for j in range(n_par)]
+
+st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} parameters")
+c1, c2 = st.columns([1, 2])
+param = c1.selectbox("Parameter", range(n_par), format_func=lambda j: names[j], key="diag_param")
+chains = c2.multiselect("Chains", list(range(n_chains)), default=list(range(min(n_chains, 8))),
+                        key="diag_chains", help="Pick chains to compare; all chains enter the table below.")
+chains = chains or list(range(n_chains))
+t1, t2 = st.columns(2)
+with t1:
+    st.plotly_chart(figures.chain_traces(S, param, chains, names[param]), key="diag_trace")
+    st.plotly_chart(figures.autocorrelation_figure(S, param, chains, name=names[param]), key="diag_acf")
+with t2:
+    st.plotly_chart(figures.running_means(S, param, chains, names[param]), key="diag_running")
+    st.plotly_chart(figures.rank_figure(S, param, chains, name=names[param]), key="diag_rank")
+
+st.subheader("R-hat, ESS and MCSE")
+shown = min(n_par, 200)
+table = ui.safe(figures.diagnostics_table, S[:, :, :shown], names[:shown], what="The diagnostics")
+if table is not None:
+    n_bad = int((table["flag"] != "ok").sum())
+    (st.warning if n_bad else st.success)(
+        f"{n_bad} of {shown} parameters past Stan's thresholds (R-hat > {figures.RHAT_MAX}, "
+        f"ESS < {figures.ESS_PER_CHAIN_MIN} per chain)." if n_bad else
+        f"All {shown} parameters within Stan's thresholds.")
+    st.dataframe(table.style.format({c: "{:.4g}" for c in table.columns if c != "flag"})
+                 .map(lambda v: "color: #c62828; font-weight: bold" if v != "ok" else "", subset=["flag"]))
+
+gibbs = METHODS["gibbs"]
+if meta.get("method") not in ("gibbs", None) and gibbs.available and data.binary:
+    st.subheader("Against the exact sampler")
+    st.caption("GibbsSVM samples the same linear Bayesian SVM exactly; an approximate sampler's draws should "
+               "match its histogram (only when both have the same parameters: raw features and bias).")
+    cache = st.session_state.setdefault("gibbs_cache", {})
+    gkey = (data.key, S.shape[2])
+    if gkey not in cache and st.button("Run GibbsSVM on the same data"):
+        opts = {k: v for k, v in meta.get("options", {}).items() if k in ("c", "n_chains", "n_samples")}
+        with st.spinner("Running the exact Gibbs sampler..."):
+            g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
+            if g is not None:
+                r = LiveRun(g, data.X_train, data.y_train, status=RUNNING)
+                while r.status == RUNNING:
+                    r.advance(1.0)
+                if r.error:
+                    st.error(f"GibbsSVM failed: {r.error}")
+                else:
+                    cache[gkey] = np.asarray(g.samples_, dtype=float)
+    if gkey in cache:
+        G = cache[gkey]
+        G = G[None] if G.ndim == 2 else G
+        if G.shape[2] != n_par:
+            st.info(f"GibbsSVM has {G.shape[2]} parameters and this model {n_par}: they are not comparable "
+                    "(use features=None for the approximate sampler).")
+        else:
+            st.plotly_chart(figures.draws_overlay(S, G, param, (meta.get("label", "approximate"),
+                                                                "exact GibbsSVM"), names[param]),
+                            key="diag_overlay")

@@ -1,0 +1,210 @@
+"""The dashboard through Streamlit's AppTest: every page loads, samples load, runs and errors behave."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from bsvm.base import Progress  # noqa: E402
+from bsvm.metrics import classification_report  # noqa: E402
+from bsvm.samples import SAMPLES  # noqa: E402
+from dashboard.runner import DONE, LiveRun  # noqa: E402
+
+APP = str(ROOT / "dashboard" / "app.py")
+PAGES = ["views/data.py", "views/train.py", "views/calibration.py", "views/diagnostics.py", "views/compare.py"]
+
+
+def _app(**query) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in query.items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _button(at: AppTest, label: str):
+    return next(b for b in at.button if b.label.startswith(label))
+
+
+def _widget(at: AppTest, key: str):
+    return at.get_by_key(key) if hasattr(at, "get_by_key") else at.session_state[key]
+
+
+def _start_and_run(at: AppTest, reruns: int = 3) -> LiveRun:
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    _button(at, "Start").click().run()
+    for _ in range(reruns):  # each full run executes the live fragment once: one chunk of fitting
+        at.run()
+    _ok(at)
+    return at.session_state["run"]
+
+
+def test_every_page_loads_without_exceptions():
+    at = _app()
+    _ok(at)
+    assert at.title[0].value == "Data"
+    for page in PAGES[1:]:
+        at.switch_page(page).run()
+        _ok(at)
+        assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("sample", list(SAMPLES))
+def test_each_sample_loads_and_shows_its_classes(sample):
+    at = _app(sample=sample)
+    _ok(at)
+    assert not at.error, [e.value for e in at.error]
+    metrics = {m.label: m.value for m in at.metric}
+    import pandas as pd
+
+    frame = pd.read_csv(ROOT / "sample_data" / sample)
+    assert int(metrics["classes"]) == frame["label"].nunique()
+    assert int(metrics["training rows"]) + int(metrics["test rows"]) == len(frame)
+
+
+def test_short_sbsvm_run_produces_an_elbo_history_and_the_controls_work():
+    pytest.importorskip("bsvm.sbsvm")
+    at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "400", "o.tol": "0"})
+    run = _start_and_run(at)
+    elbo = np.array([r.metrics["elbo"] for r in run.history])
+    assert len(elbo) >= 3 and np.isfinite(elbo).all()
+    assert elbo[-1] > elbo[0]  # natural-gradient steps from the prior raise the bound
+    _button(at, "Pause").click().run()
+    assert run.status == "paused"
+    it = run.iteration
+    _button(at, "Step").click().run()
+    assert run.iteration > it and run.status == "paused"
+    _button(at, "Continue").click().run()
+    assert run.status == "running"
+    _button(at, "Stop").click().run()
+    assert run.status == "stopped"
+    _ok(at)
+    _button(at, "Reset").click().run()
+    assert "run" not in at.session_state
+
+
+def test_calibration_page_reports_the_metrics_of_both_models():
+    at = _app(sample="ripley.csv", method="platt")
+    at.switch_page("views/calibration.py").run()
+    _button(at, "Fit").click().run()
+    _ok(at)
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert {"error", "Brier", "log loss", "ECE", "AUC", "mean |p - p_true|"} <= set(table.columns)
+    run = at.session_state["run"]
+    data = at.session_state["data"]
+    ref = classification_report(data.index(data.y_test), run.estimator.predict_proba(data.X_test),
+                                p_true=data.true_proba(data.X_test))
+    assert table.iloc[0]["log loss"] == pytest.approx(ref["log_loss"])
+    assert table.iloc[0]["mean |p - p_true|"] == pytest.approx(ref["mad_true"])
+
+
+def test_calibration_of_sbsvm_against_platt():
+    pytest.importorskip("bsvm.sbsvm")
+    at = _app(sample="moons.csv", method="sbsvm", **{"o.max_iter": "60"})
+    run = _start_and_run(at, reruns=2)
+    assert run.fitted
+    at.switch_page("views/calibration.py").run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert len(table) == 2 and "PlattSVM" in table.index
+    assert table["error"].max() < 0.3  # both separate the moons far better than chance
+
+
+def _upload(at: AppTest, content: bytes, name="bad.csv") -> AppTest:
+    import hashlib
+
+    at.session_state["upload"] = {"name": name, "bytes": content, "digest": hashlib.sha1(content).hexdigest()}
+    at.session_state["cfg"]["sample"] = "upload"
+    at.session_state["w:cfg:sample"] = "upload"
+    return at.run()
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"a,b,label\nx,y,0\nz,w,1\nq,r,0\n", "numeric"),
+    (b"x1,x2,label\n1,2,0\n3,,1\n4,5,0\n6,7,1\n", "Missing values"),
+    (b"x1,x2,label\n1,2,0\n3,4,0\n5,6,0\n", "one class"),
+    (b"x1,x2,target\n1,2,0\n3,4,1\n5,6,0\n", "not found"),
+    (b"", "empty"),
+    (b"justonecolumn\n1\n2\n", "fewer than two columns"),
+])
+def test_bad_csvs_give_an_error_message_not_an_exception(content, message):
+    at = _app()
+    at.query_params["label"] = "label"
+    at = _upload(at, content)
+    _ok(at)
+    errors = " ".join(e.value for e in at.error)
+    assert message.lower() in errors.lower(), errors
+
+
+def test_a_good_upload_loads():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    rows = "\n".join(f"{a:.4f},{b:.4f},{'yes' if a + b > 0 else 'no'}" for a, b in X)
+    at = _upload(_app(), ("u,v,label\n" + rows + "\n").encode())
+    _ok(at)
+    assert not at.error
+    assert int({m.label: m.value for m in at.metric}["features"]) == 2
+
+
+def test_settings_survive_page_switches_and_reach_the_url():
+    at = _app(sample="xor.csv", seed="7", method="platt", **{"o.C": "2.5"})
+    assert at.session_state["cfg"]["sample"] == "xor.csv" and at.session_state["cfg"]["seed"] == 7
+    at.slider[0].set_value(0.4).run()
+    at.switch_page("views/train.py").run()
+    assert at.session_state["cfg"]["opts"]["platt"]["C"] == 2.5
+    assert at.number_input(key="w:opt:platt:C").value == 2.5
+    at.switch_page("views/data.py").run()
+    _ok(at)
+    assert at.slider[0].value == 0.4
+    qp = dict(at.query_params)
+    assert qp["sample"] in ("xor.csv", ["xor.csv"])
+    flat = {k: (v[0] if isinstance(v, list) else v) for k, v in qp.items()}
+    assert flat["test"] == "0.4" and flat["seed"] == "7" and flat["method"] == "platt" and flat["o.C"] == "2.5"
+
+
+class _FakeSampler:
+    """Stands in for a fitted sampler: the Diagnostics page needs only ``samples_`` and ``history_``."""
+
+    def __init__(self, samples):
+        self.samples_ = samples
+        self.history_ = [Progress(i, 0.1 * i, {"acceptance": 0.8, "step_size": 0.1},
+                                  {"chains": samples[:, min(i, samples.shape[1] - 1), 0]}) for i in range(20)]
+
+    def predict_proba(self, X):
+        return np.full((len(X), 2), 0.5)
+
+
+def test_diagnostics_page_tables_and_flags_chains():
+    at = _app(sample="ripley.csv")
+    S = np.random.default_rng(0).normal(size=(4, 300, 3))
+    S[0, :, 2] += 5.0  # one chain stuck elsewhere in parameter 2
+    at.session_state["run"] = LiveRun(_FakeSampler(S), None, None, status=DONE)
+    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
+                                    "data_key": at.session_state["data"].key}
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert list(table["flag"] != "ok") == [False, False, True]
+    assert table["R-hat"].iloc[2] > 1.1
+    assert any("1 of 3 parameters" in w.value for w in at.warning)
+
+
+def test_compare_page_runs_every_method():
+    at = _app(sample="ripley.csv")
+    at.switch_page("views/compare.py").run()
+    _button(at, "Run all").click().run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert "PlattSVM (SVC + Platt scaling)" in table.index and "fit time (s)" in table.columns
+    assert (table["error"] < 0.35).all()

@@ -1,0 +1,260 @@
+"""The dashboard's pure parts without Streamlit: figure builders, data preparation, chunked runs."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bsvm.base import Progress  # noqa: E402
+from bsvm.datasets import GENERATORS  # noqa: E402
+from bsvm.metrics import classification_report, reliability_bins  # noqa: E402
+from bsvm.platt import PlattSVM  # noqa: E402
+from bsvm.samples import load_sample  # noqa: E402
+from dashboard import figures  # noqa: E402
+from dashboard.analysis import Grid, evaluate, make_grid, pca2, prepare, thin_index  # noqa: E402
+from dashboard.methods import METHODS, Option  # noqa: E402
+from dashboard.runner import DONE, FAILED, RUNNING, STOPPED, LiveRun  # noqa: E402
+
+
+def _history(n, chains=3):
+    return [Progress(i, 0.01 * i, {"elbo": -100.0 + i, "lengthscale": 1.0 + 0.01 * i, "rho": 0.5},
+                     {"per_chain": np.arange(chains) + i}) for i in range(n)]
+
+
+# ------------------------------------------------------------------------------------- analysis
+
+
+def test_prepare_standardises_on_training_rows_and_keeps_the_truth_in_original_units():
+    loaded = load_sample("ripley.csv")
+    data = prepare(loaded, standardize=True, test_size=0.3, seed=1, truth="ripley")
+    np.testing.assert_allclose(data.X_train.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(data.X_train.std(axis=0), 1.0, atol=1e-12)
+    assert len(data.y_test) == int(np.ceil(0.3 * len(loaded.y)))
+    # stratified: class shares within one row of the full data's
+    share = np.mean(loaded.y == 1)
+    assert abs(np.sum(data.y_test == 1) - share * len(data.y_test)) <= 1
+    # truth evaluated in the standardised space equals the generator's truth at the raw coordinates
+    raw = data.X_test * data.scale + data.center
+    np.testing.assert_allclose(data.true_proba(data.X_test), GENERATORS["ripley"].proba(raw))
+    # a subset of the features drops the truth (it needs every coordinate)
+    assert prepare(loaded, ["x1"], truth="ripley").truth is None
+    assert data.subset([1, 0]).truth is None
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"features": ["nope"]}, "not numeric columns"),
+    ({"test_size": 0.95}, "test fraction"),
+])
+def test_prepare_rejects_bad_settings_with_a_message(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        prepare(load_sample("moons.csv"), **kwargs)
+
+
+def test_pca2_matches_the_eigen_decomposition_of_the_covariance():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 4)) @ np.diag([3.0, 2.0, 1.0, 0.5])
+    Z, var = pca2(X)
+    evals, evecs = np.linalg.eigh(np.cov(X.T))
+    order = np.argsort(evals)[::-1]
+    np.testing.assert_allclose(var, evals[order[:2]] / evals.sum(), rtol=1e-10)
+    for j in range(2):  # same axes up to sign
+        ref = (X - X.mean(0)) @ evecs[:, order[j]]
+        assert abs(abs(np.corrcoef(Z[:, j], ref)[0, 1]) - 1.0) < 1e-10
+
+
+def test_grid_points_and_reshape_agree_with_the_heatmap_layout():
+    grid = make_grid(np.array([[0.0, -1.0], [2.0, 3.0]]), n=7, pad=0.0)
+    assert grid.xs[0] == 0.0 and grid.xs[-1] == 2.0 and grid.ys[0] == -1.0 and grid.ys[-1] == 3.0
+    P = grid.points
+    Z = grid.reshape(P[:, 0] + 10 * P[:, 1])
+    # plotly's Heatmap reads z[i][j] at (x[j], y[i])
+    i, j = 4, 2
+    assert Z[i, j] == pytest.approx(grid.xs[j] + 10 * grid.ys[i])
+
+
+def test_thin_index_keeps_the_ends_and_the_bound():
+    idx = thin_index(10_000, 600)
+    assert len(idx) <= 600 and idx[0] == 0 and idx[-1] == 9_999 and np.all(np.diff(idx) > 0)
+    np.testing.assert_array_equal(thin_index(5, 600), np.arange(5))
+
+
+def test_evaluate_reports_the_metrics_of_bsvm_metrics():
+    data = prepare(load_sample("moons.csv"), seed=0, truth="moons")
+    model = PlattSVM(random_state=0).fit(data.X_train, data.y_train)
+    res = evaluate(model, data)
+    ref = classification_report(data.index(data.y_test), model.predict_proba(data.X_test),
+                                p_true=data.true_proba(data.X_test))
+    assert res["report"] == ref
+    assert set(ref) == {"error", "brier", "log_loss", "ece", "auc", "mad_true"}
+
+
+# ------------------------------------------------------------------------------------- figures
+
+
+def test_proba_heatmap_draws_probabilities_truth_points_and_overlay():
+    grid = Grid(np.linspace(-1, 1, 5), np.linspace(0, 2, 4))
+    p = 1 / (1 + np.exp(-grid.points[:, 0]))
+    X = np.array([[0.0, 1.0], [0.5, 0.5], [-0.5, 1.5]])
+    y = np.array([0, 1, 1])
+    fig = figures.proba_heatmap(grid, p, X, y, [0, 1], overlay=np.array([[0.1, 0.2]]), overlay_name="inducing",
+                                truth=p)
+    heat = fig.data[0]
+    assert heat.type == "heatmap" and heat.zmin == 0.0 and heat.zmax == 1.0
+    np.testing.assert_allclose(np.asarray(heat.z), grid.reshape(p))
+    kinds = [t.type for t in fig.data]
+    assert "contour" in kinds
+    assert [t.name for t in fig.data].count("inducing") == 1
+    pts = [t for t in fig.data if t.name == "class 1"][0]
+    np.testing.assert_allclose(pts.x, [0.5, -0.5])
+
+
+def test_objective_and_hyperparameter_curves_follow_the_history_and_stay_bounded():
+    hist = _history(5000)
+    fig = figures.objective_curve(hist)
+    tr = fig.data[0]
+    assert tr.name == "elbo" and len(tr.x) <= figures.MAX_CURVE_POINTS
+    assert tr.x[-1] == 4999 and tr.y[-1] == pytest.approx(-100.0 + 4999)
+    groups = figures.split_metrics(figures.metric_names(hist))
+    assert groups["objective"] == ["elbo"] and groups["hyper"] == ["lengthscale"]
+    assert "rho" in groups["other"]
+    short = figures.metric_curves(hist[:10], groups["hyper"], "Hyperparameters")
+    np.testing.assert_allclose(short.data[0].y, [1.0 + 0.01 * i for i in range(10)])
+
+
+def test_split_metrics_classifies_sampler_statistics():
+    g = figures.split_metrics(["free_energy", "w[3]", "step_size", "acceptance", "xi", "train_error", "foo"])
+    assert g["objective"] == ["free_energy"] and g["hyper"] == ["w[3]"]
+    assert set(g["sampler"]) == {"step_size", "acceptance", "xi", "train_error"} and g["other"] == ["foo"]
+
+
+def test_snapshot_traces_draw_one_line_per_chain():
+    fig = figures.snapshot_traces(_history(20, chains=3))
+    assert len(fig.data) == 3
+    np.testing.assert_allclose(fig.data[2].y, np.arange(20) + 2)
+    assert "nothing" in figures.snapshot_traces([]).layout.annotations[0].text
+
+
+def test_reliability_figure_shows_the_bins_and_their_counts():
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=400)
+    y = (rng.uniform(size=400) < p).astype(int)
+    b = reliability_bins(y, p, 10)
+    fig = figures.reliability_figure({"model": b})
+    bars = [t for t in fig.data if t.type == "bar"]
+    np.testing.assert_array_equal(bars[0].y, b.count)
+    line = [t for t in fig.data if t.name == "model"][0]
+    np.testing.assert_allclose(line.y, b.frac_pos[b.count > 0])
+
+
+def test_metrics_table_has_one_row_per_model():
+    t = figures.metrics_table({"a": {"error": 0.1, "auc": 0.9}, "b": {"error": 0.2, "auc": 0.8}}, {"a": 1.5})
+    assert list(t.index) == ["a", "b"] and t.loc["b", "error"] == 0.2 and t.loc["a", "fit time (s)"] == 1.5
+
+
+def test_autocorrelation_matches_the_direct_sum_and_an_ar1_process():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=300)
+    ac = figures.autocorrelation(x, 5)
+    xc = x - x.mean()
+    direct = [np.sum(xc[: len(x) - k] * xc[k:]) / np.sum(xc**2) for k in range(6)]
+    np.testing.assert_allclose(ac, direct, atol=1e-12)
+    phi, n = 0.8, 40_000
+    e = rng.normal(size=n)
+    z = np.empty(n)
+    z[0] = e[0]
+    for t in range(1, n):
+        z[t] = phi * z[t - 1] + e[t]
+    # the lag-1 estimate's standard error is about sqrt((1 - phi^2) / n) = 0.003; allow 5 of them
+    assert figures.autocorrelation(z, 1)[1] == pytest.approx(phi, abs=0.015)
+
+
+def test_rank_counts_are_flat_for_mixed_chains_and_skewed_for_a_stuck_one():
+    rng = np.random.default_rng(2)
+    S = rng.normal(size=(4, 1000, 1))
+    counts = figures.rank_counts(S, 0, n_bins=10)
+    assert counts.sum() == 4000 and counts.shape == (4, 10)
+    # each bin count ~ Binomial-like around 100 per chain: 6 sd = 60
+    assert np.all(np.abs(counts - 100) < 60)
+    S[0] += 3.0
+    stuck = figures.rank_counts(S, 0, n_bins=10)
+    # shifted by 3 sd, chain 0 holds nearly all of the top quarter of ranks (the last 2.5 of 10 bins)
+    assert stuck[0, :5].sum() < 20 and stuck[0, 8:].sum() > 700
+
+
+def test_diagnostics_table_flags_stuck_chains_and_passes_mixed_ones():
+    rng = np.random.default_rng(3)
+    good = rng.normal(size=(4, 1000, 2))
+    t = figures.diagnostics_table(good, ["a", "b"])
+    assert list(t.index) == ["a", "b"] and (t["flag"] == "ok").all()
+    assert (t["R-hat"] < 1.01).all() and (t["bulk-ESS"] > 400).all()
+    np.testing.assert_allclose(t["MCSE(mean)"], 1 / np.sqrt(4000), rtol=0.25)
+    bad = good.copy()
+    bad[:2] += 2.0
+    tb = figures.diagnostics_table(bad)
+    assert (tb["R-hat"] > 1.1).all() and tb["flag"].str.contains("R-hat").all()
+
+
+def test_chain_figures_draw_the_selected_chains():
+    S = np.random.default_rng(4).normal(size=(3, 50, 2))
+    assert len(figures.chain_traces(S, 1, [0, 2]).data) == 2
+    rm = figures.running_means(S, 0, [1]).data[0].y
+    np.testing.assert_allclose(rm[-1], S[1, :, 0].mean())
+    assert len(figures.autocorrelation_figure(S, 0).data) == 3
+    ov = figures.draws_overlay(S, S + 1, 0)
+    np.testing.assert_allclose(ov.data[1].x, (S + 1)[:, :, 0].ravel())
+    with pytest.raises(ValueError, match="chains, draws, params"):
+        figures.chain_traces(np.zeros(5), 0)
+
+
+def test_heatmap_grid_puts_every_map_on_one_scale():
+    grid = Grid(np.linspace(0, 1, 4), np.linspace(0, 1, 3))
+    maps = {"a": np.full(12, 0.2), "b": np.full(12, 0.9), "c": np.full(12, 0.5), "d": np.zeros(12)}
+    fig = figures.heatmap_grid(maps, grid, np.zeros((2, 2)), np.array([0, 1]), [0, 1])
+    heats = [t for t in fig.data if t.type == "heatmap"]
+    assert len(heats) == 4 and all(h.zmin == 0 and h.zmax == 1 for h in heats)
+    assert sum(bool(h.showscale) for h in heats) == 1
+
+
+# ------------------------------------------------------------------------------------- runs and methods
+
+
+def test_live_run_of_sbsvm_advances_in_chunks_and_stops_at_once():
+    pytest.importorskip("bsvm.sbsvm")
+    data = prepare(load_sample("ripley.csv"), seed=0)
+    est = METHODS["sbsvm"].make({"max_iter": 2000, "tol": 0.0, "n_inducing": 15}, seed=0)
+    run = LiveRun(est, data.X_train, data.y_train, max_iter=2000, status=RUNNING)
+    assert run.advance(0.0) == 1 and run.iteration == 0  # a zero budget still makes progress: one record
+    n = run.advance(0.05)
+    assert n >= 1 and run.status == RUNNING and 0 < run.iteration < 2000
+    it = run.iteration
+    run.stop()
+    assert run.status == STOPPED and run.advance(1.0) == 0 and run.iteration == it
+    assert np.isfinite(figures.objective_curve(run.history).data[0].y).all()
+    # the stopped estimator predicts with the state it reached
+    assert est.predict_proba(data.X_test).shape == (len(data.y_test), 2)
+
+
+def test_live_run_finishes_and_reports_errors_as_text():
+    data = prepare(load_sample("moons.csv"), seed=0)
+    run = LiveRun(METHODS["platt"].make({}, seed=0), data.X_train, data.y_train, status=RUNNING)
+    while run.status == RUNNING:
+        run.advance(1.0)
+    assert run.status == DONE and run.fraction == 1.0
+    bad = LiveRun(PlattSVM(C=-1.0), data.X_train, data.y_train, status=RUNNING)
+    bad.advance(1.0)
+    assert bad.status == FAILED and "C" in bad.error
+
+
+def test_method_registry_drops_unknown_options_and_parses_url_values():
+    m = METHODS["platt"]
+    est = m.make({"C": 2.0, "not_an_option": 1}, seed=5)
+    assert est.C == 2.0 and est.random_state == 5
+    assert [o.name for o in m.visible_options()] == ["C", "gamma", "cv"]
+    o = Option("n", "n", "int", 3, "", min=1, max=10)
+    assert o.parse("7") == 7 and o.parse("70") is None and o.parse("x") is None
+    s = Option("k", "k", "select", "a", "", choices=("a", "b"))
+    assert s.parse("b") == "b" and s.parse("c") is None
+    assert Option("f", "f", "float", 1.0, "", min=0.0).parse("nan") is None

@@ -1,0 +1,96 @@
+"""SeegerARD as an estimator: ARD on irrelevant features, progress records, prediction, validation."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bsvm.seeger import SeegerARD
+
+
+def _circle(n=150, d_noise=8, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 2 + d_noise))
+    y = (X[:, 0] ** 2 + X[:, 1] ** 2 > 1.4).astype(int)     # depends on the first two columns only
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def ard_fit():
+    X, y = _circle()
+    cols = ["r1", "r2"] + [f"noise{j}" for j in range(8)]
+    return SeegerARD(loss="svc").fit(pd.DataFrame(X, columns=cols), y), X, y
+
+
+def test_ard_drives_noise_features_down(ard_fit):
+    model, _, _ = ard_fit
+    w = model.relevance_
+    assert list(w.index[:2]) == ["r1", "r2"] and w.index[2] == "noise0"   # named after the columns
+    assert w.iloc[2:].max() * 10 <= w.iloc[:2].min(), w
+
+
+def test_progress_records_and_free_energy_falls(ard_fit):
+    model, _, _ = ard_fit
+    F = np.array([r.metrics["free_energy"] for r in model.history_])
+    assert np.all(np.diff(F) <= 1e-9) and F[-1] < F[0]
+    rec = model.history_[-1]
+    for key in ("free_energy", "C", "v", "inner_iterations", "w[r1]", "w[noise7]"):
+        assert key in rec.metrics
+    assert rec.snapshot["w"].shape == (10,)
+    assert rec.metrics["free_energy"] == pytest.approx(model.free_energy_)
+
+
+def test_predictions_and_latent_variance(ard_fit):
+    model, X, y = ard_fit
+    frame = pd.DataFrame(X, columns=model.feature_names_in_)
+    proba = model.predict_proba(frame)
+    assert proba.shape == (len(y), 2) and np.allclose(proba.sum(axis=1), 1.0)
+    assert np.mean(model.predict(frame) != y) < 0.1
+    mean, var = model.predict_latent(frame)
+    assert np.all(var > 0)
+    # q's predictive at a training point reproduces q's marginal: mean mu_i, variance D_i + ||c_i||^2
+    np.testing.assert_allclose(mean, model.mu_, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(var, model.D_ + np.sum(model.factors_**2, axis=1), rtol=1e-3, atol=1e-6)
+    # far from the data the latent variance grows back towards the prior's
+    far = np.full((1, X.shape[1]), 50.0)
+    assert model.predict_latent(pd.DataFrame(far, columns=model.feature_names_in_))[1][0] > var.max()
+
+
+def test_mode_prediction_logistic_and_early_stop():
+    X, y = _circle(n=80, d_noise=2, seed=1)
+    model = SeegerARD(loss="logistic", predict_with="mode", n_factors=1, max_iter=3)
+    records = []
+    for rec in model.fit_iter(X, y):
+        records.append(rec)
+        if rec.iteration == 2:
+            break
+    assert model.n_iter_ == 2 and len(model.history_) == 3
+    assert model.relevance_.index[0] == "x0"
+    assert np.mean(model.predict(X) != y) < 0.25
+    p = model.predict_proba(X)[:, 1]
+    # mode predictions come from the SVM on the adapted kernel: its sign decides the class
+    dec = model.svc_.decision_function(model.kernel_(model.X_fit_, model.X_fit_))
+    assert np.all((p > 0.5) == (dec > 0))
+
+
+def test_same_input_same_result():
+    X, y = _circle(n=60, d_noise=1, seed=2)
+    a = SeegerARD(max_iter=4).fit(X, y)
+    b = SeegerARD(max_iter=4).fit(X, y)
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"loss": "hinge"}, "loss"), ({"predict_with": "median"}, "predict_with"),
+    ({"n_factors": -1}, "n_factors"),
+    ({"C_init": 0.0}, "C_init"), ({"max_iter": 1.5}, "max_iter"),
+])
+def test_bad_parameters(kwargs, match):
+    X, y = _circle(n=20, d_noise=0)
+    with pytest.raises(ValueError, match=match):
+        SeegerARD(**kwargs).fit(X, y)
+
+
+def test_multiclass_rejected():
+    X, _ = _circle(n=30, d_noise=0)
+    with pytest.raises(ValueError, match="binary"):
+        SeegerARD().fit(X, np.arange(30) % 3)

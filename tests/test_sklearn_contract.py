@@ -1,0 +1,32 @@
+"""scikit-learn's estimator checks on every bsvm estimator (fast settings).
+
+Expected failures are listed per estimator with the reason."""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from bsvm import PlattSVM
+from bsvm.sbsvm import SBSVM
+
+ESTIMATORS = [
+    PlattSVM(random_state=0),
+    SBSVM(n_inducing=20, max_iter=60, random_state=0),
+    SBSVM(variant="linear", max_iter=60, random_state=0),
+]
+
+EXPECTED_FAILURES = {
+    "SBSVM": {
+        "check_decision_proba_consistency": (
+            "decision_function is the latent predictive mean, while predict_proba also uses the latent "
+            "variance (Phi(m / sqrt(1 + v))), so their rankings differ where the uncertainty does: by design"
+        ),
+    },
+}
+
+
+def _expected_failed_checks(estimator):
+    return EXPECTED_FAILURES.get(type(estimator).__name__, {})
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)

@@ -1,0 +1,92 @@
+"""Subgradients of the hinge potentials against finite differences (eq. 15 binary, eq. 21 multi-class)."""
+
+import numpy as np
+import pytest
+
+from bsvm.subgradient.potential import (
+    HingeModel,
+    hinge_losses,
+    normalised_likelihood,
+    potential_and_grad,
+    scores,
+)
+
+
+def _data(rng, n, d, K):
+    X = rng.normal(size=(n, d))
+    y = rng.choice([-1.0, 1.0], size=n) if K == 2 else rng.integers(K, size=n)
+    return X, y
+
+
+def _fd_grad(model, theta, X, y, scale, eps=1e-6):
+    g = np.empty_like(theta)
+    for j in range(theta.shape[1]):  # a handful of coordinates: test-only loop
+        e = np.zeros_like(theta)
+        e[:, j] = eps
+        up = potential_and_grad(model, theta + e, X, y, scale)[0]
+        dn = potential_and_grad(model, theta - e, X, y, scale)[0]
+        g[:, j] = (up - dn) / (2 * eps)
+    return g
+
+
+def _min_kink_distance(model, theta, X, y):
+    """Smallest |hinge argument| (and, multi-class, the gap between the two best wrong classes): FD is
+    valid only if the perturbation cannot cross a kink."""
+    F = scores(model, theta, X)
+    if model.n_classes == 2:
+        return np.abs(model.l - y * F[..., 0]).min()
+    y_idx = np.broadcast_to(y, F.shape[:-1])
+    wrong = F.copy()
+    np.put_along_axis(wrong, y_idx[..., None], -np.inf, axis=-1)
+    top2 = np.sort(wrong, axis=-1)[..., -2:]
+    loss, _ = hinge_losses(model, F, y)
+    arg = model.l + top2[..., 1] - np.take_along_axis(F, y_idx[..., None], axis=-1)[..., 0]
+    gap = np.where(top2[..., 0] > -np.inf, top2[..., 1] - top2[..., 0], np.inf)
+    return min(np.abs(arg).min(), gap.min()) if loss.size else np.inf
+
+
+@pytest.mark.parametrize("K", [2, 3, 4])
+@pytest.mark.parametrize("per_chain", [False, True])
+def test_subgradient_matches_finite_differences(K, per_chain):
+    rng = np.random.default_rng(K + 10 * per_chain)
+    d, n, C = 3, 40, 3
+    model = HingeModel(c=1.7, l=0.8, n_classes=K, n_features=d)
+    theta = rng.normal(size=(C, model.n_params))
+    if per_chain:
+        X, y = _data(rng, n, d, K)
+        idx = rng.integers(n, size=(C, 15))
+        X, y, scale = X[idx], y[idx], n / 15
+    else:
+        X, y = _data(rng, n, d, K)
+        scale = 1.0
+    assert _min_kink_distance(model, theta, X, y) > 1e-4  # the seed keeps every point off the kinks
+    U, g = potential_and_grad(model, theta, X, y, scale)
+    np.testing.assert_allclose(g, _fd_grad(model, theta, X, y, scale), rtol=1e-6, atol=1e-6)
+    # some hinges are active and some are not, so both branches of eq. 15 / 21 were exercised
+    loss, _ = hinge_losses(model, scores(model, theta, X), y)
+    assert (loss > 0).any() and (loss == 0).any()
+    # U itself: prior term plus scaled hinge sum, recomputed independently per chain
+    for k in range(C):
+        Xk = X[k] if per_chain else X
+        yk = y[k] if per_chain else y
+        Wb = theta[k].reshape(model.n_blocks, d + 1)
+        F = Xk @ Wb[:, :d].T + Wb[:, d]
+        if K == 2:
+            h = np.maximum(0, model.l - yk * F[:, 0])
+        else:
+            h = np.array([max(0.0, model.l + max(F[i, j] for j in range(K) if j != yk[i]) - F[i, yk[i]])
+                          for i in range(len(yk))])
+        assert U[k] == pytest.approx(0.5 * theta[k] @ theta[k] + model.c * scale * h.sum(), rel=1e-12)
+
+
+def test_normalised_likelihood_binary_equals_two_class_rule():
+    rng = np.random.default_rng(3)
+    f = rng.normal(scale=2.0, size=(5, 7))
+    binary = normalised_likelihood(HingeModel(1.3, 1.0, 2, 1), f[..., None])
+    # K = 2 multi-class form with f_0 = 0, f_1 = f
+    two = normalised_likelihood(HingeModel(1.3, 1.0, 3, 1), np.stack([np.zeros_like(f), f], -1))
+    np.testing.assert_allclose(binary, two, atol=1e-12)
+    np.testing.assert_allclose(binary.sum(-1), 1.0)
+    # explicit ratio psi(+1) / (psi(+1) + psi(-1))
+    psi_p, psi_m = np.exp(-1.3 * np.maximum(0, 1 - f)), np.exp(-1.3 * np.maximum(0, 1 + f))
+    np.testing.assert_allclose(binary[..., 1], psi_p / (psi_p + psi_m), rtol=1e-12)
