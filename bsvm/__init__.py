@@ -6,6 +6,7 @@ SeegerARD follow the same contract (``fit``, ``fit_iter``, ``predict_proba``, ``
 
 from .base import Progress
 from .platt import PlattSVM
+from .sbsvm import SBSVM
 
-__all__ = ["Progress", "PlattSVM"]
+__all__ = ["Progress", "PlattSVM", "SBSVM"]
 __version__ = "0.1.0"

@@ -60,7 +60,8 @@ class Kernel:
             k += size
         return replace(self, **values)
 
-    def grad_contract(self, X, Y, G) -> np.ndarray:
+    def grad_contract(self, X, Y, G, K=None) -> np.ndarray:
+        """sum_ab G_ab dK_ab / dtheta_j; ``K`` = self(X, Y) if the caller already has it."""
         raise NotImplementedError
 
     def grad_diag_contract(self, X, g) -> np.ndarray:
@@ -99,10 +100,9 @@ class RBF(Kernel):
     def diag(self, X):
         return np.full(X.shape[0], float(self.variance))
 
-    def grad_contract(self, X, Y, G):
+    def grad_contract(self, X, Y, G, K=None):
         Y = X if Y is None else Y
-        K = self(X, Y)
-        GK = G * K
+        GK = G * (self(X, Y) if K is None else K)
         d_var = GK.sum()
         # dK/dlog l = K * r^2 / l^2
         d_len = np.sum(GK * sq_dist(X, Y)) / self.lengthscale**2
@@ -130,10 +130,10 @@ class ARDRBF(Kernel):
     def diag(self, X):
         return np.full(X.shape[0], float(self.variance))
 
-    def grad_contract(self, X, Y, G):
+    def grad_contract(self, X, Y, G, K=None):
         Y = X if Y is None else Y
         Xs, Ys = X / self.lengthscales, Y / self.lengthscales
-        GK = G * RBF(1.0, self.variance)(Xs, Ys)
+        GK = G * (RBF(1.0, self.variance)(Xs, Ys) if K is None else K)
         # dK/dlog l_j = K (x_j - y_j)^2 / l_j^2
         d_len = _weighted_sq_dist_per_dim(Xs, Ys, GK)
         return np.concatenate([d_len, [GK.sum()]])
@@ -155,7 +155,7 @@ class Linear(Kernel):
     def diag(self, X):
         return self.variance * np.einsum("ij,ij->i", X, X) + self.bias
 
-    def grad_contract(self, X, Y, G):
+    def grad_contract(self, X, Y, G, K=None):
         Y = X if Y is None else Y
         return np.array([self.variance * np.einsum("ij,ij->", G @ Y, X), self.bias * G.sum()])
 
@@ -175,7 +175,7 @@ class Constant(Kernel):
     def diag(self, X):
         return np.full(X.shape[0], float(self.value))
 
-    def grad_contract(self, X, Y, G):
+    def grad_contract(self, X, Y, G, K=None):
         return np.array([self.value * G.sum()])
 
     def grad_diag_contract(self, X, g):
@@ -201,7 +201,7 @@ class SumKernel(Kernel):
     def diag(self, X):
         return self.left.diag(X) + self.right.diag(X)
 
-    def grad_contract(self, X, Y, G):
+    def grad_contract(self, X, Y, G, K=None):
         return np.concatenate([self.left.grad_contract(X, Y, G), self.right.grad_contract(X, Y, G)])
 
     def grad_diag_contract(self, X, g):

@@ -101,3 +101,14 @@ def test_ripley_calibration_no_worse_than_platt():
         mad_p.append(mean_abs_deviation(truth, PlattSVM(random_state=0).fit(Xr, yr).predict_proba(grid)))
     assert np.mean(mad_s) <= np.mean(mad_p), (mad_s, mad_p)
     assert np.mean(mad_s) < 0.06   # and both are close to the truth
+
+
+@pytest.mark.parametrize("schedule", ["robbins_monro", "adaptive"])
+def test_minibatch_svi_approaches_the_full_batch_optimum(schedule):
+    """Noisy minibatch natural-gradient steps (with the n/|S| scale) under either learning-rate schedule
+    end near the optimum that exact full-batch coordinate ascent reaches for the same inducing inputs."""
+    common = dict(lengthscale=0.5, variance=2.0, optimize_hyperparameters=False, inducing=X[::4], tol=0)
+    full = SBSVM(batch_size=len(X), max_iter=100, **common).fit(X, y)
+    svi = SBSVM(batch_size=20, learning_rate=schedule, max_iter=1500, random_state=0, **common).fit(X, y)
+    assert svi.elbo_ == pytest.approx(full.elbo_, rel=0.01)
+    assert np.abs(svi.predict_proba(Xt) - full.predict_proba(Xt))[:, 1].mean() < 0.02

@@ -104,7 +104,7 @@ def hyper_gradient(geom: Geometry, X, y, phi, Knm, t, post: Posterior, scale: fl
     Jl = solve_triangular(L, J, lower=True, trans="T", check_finite=False)               # L^-T J
     G_mm = solve_triangular(L, Jl.T, lower=True, trans="T", check_finite=False).T        # L^-T J L^-1
     kern, Z = geom.kernel, geom.inducing
-    return (kern.grad_contract(X, Z, G_nm) + kern.grad_contract(Z, Z, 0.5 * (G_mm + G_mm.T))
+    return (kern.grad_contract(X, Z, G_nm, K=Knm) + kern.grad_contract(Z, Z, 0.5 * (G_mm + G_mm.T))
             + kern.grad_diag_contract(X, g))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.cluster import KMeans
+from sklearn.cluster import kmeans_plusplus
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
@@ -14,6 +14,25 @@ from .geometry import features, linear_geometry, sparse_geometry
 from .predictive import hinge_quadrature, probit
 
 MAX_BATCH_VARIANT_ROWS = 4000
+
+
+def kmeans_inducing(X, m, rng, n_lloyd=5, max_rows_per_centre=20):
+    """k-means++ seeds refined by a few Lloyd steps on a subsample of at most 20 m rows.
+
+    Inducing inputs need to cover the data, not to be converged cluster centres, and a full k-means
+    (scikit-learn's, with its thread pool) would dominate the fit time of small problems.
+    """
+    n = X.shape[0]
+    sub = X if n <= max_rows_per_centre * m else X[rng.choice(n, max_rows_per_centre * m, replace=False)]
+    centres, _ = kmeans_plusplus(sub, m, random_state=int(rng.integers(2**31 - 1)))
+    for _ in range(n_lloyd):
+        assign = np.argmin(sq_dist(sub, centres), axis=1)
+        counts = np.bincount(assign, minlength=m)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, assign, sub)
+        filled = counts > 0  # an empty cluster keeps its seed
+        centres[filled] = sums[filled] / counts[filled, None]
+    return centres
 
 
 class SBSVM(BayesianClassifier):
@@ -44,7 +63,8 @@ class SBSVM(BayesianClassifier):
     prior_variance : linear variant: initial prior variance of the weights and the bias.
     elbo_every : compute the reported ELBO every this many steps (on the full data, or on a fixed random
         subset of ``elbo_batch_size`` rows scaled to n).
-    tol : stop when the relative change of successive ELBO values is below tol (after 2 * elbo_every steps).
+    tol, patience : stop when the last ``patience`` ELBO evaluations improve on the best value before them
+        by at most tol * |ELBO| (a stagnation test that tolerates the jitter of stochastic steps).
     predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
         likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
     progress_every : steps between progress records of ``fit_iter``.
@@ -61,10 +81,10 @@ class SBSVM(BayesianClassifier):
     _binary_only = True
 
     def __init__(self, variant="svi", kernel="rbf", lengthscale=None, variance=1.0, n_inducing=100,
-                 inducing="kmeans", batch_size=256, max_iter=1000, learning_rate="auto", tau=1.0, kappa=0.6,
+                 inducing="kmeans", batch_size=256, max_iter=2000, learning_rate="auto", tau=1.0, kappa=0.6,
                  optimize_hyperparameters=True, hyper_every=5, hyper_lr=0.05, prior_variance=1.0,
-                 elbo_every=10, elbo_batch_size=10000, tol=1e-5, predictive="probit", progress_every=10,
-                 random_state=None):
+                 elbo_every=10, elbo_batch_size=2000, tol=1e-5, patience=5, predictive="probit",
+                 progress_every=10, random_state=None):
         self.variant = variant
         self.kernel = kernel
         self.lengthscale = lengthscale
@@ -83,6 +103,7 @@ class SBSVM(BayesianClassifier):
         self.elbo_every = elbo_every
         self.elbo_batch_size = elbo_batch_size
         self.tol = tol
+        self.patience = patience
         self.predictive = predictive
         self.progress_every = progress_every
         self.random_state = random_state
@@ -129,10 +150,7 @@ class SBSVM(BayesianClassifier):
             return X[np.sort(rng.choice(n, m, replace=False))].copy()
         if self.inducing != "kmeans":
             raise ValueError(f"inducing={self.inducing!r}: use 'kmeans', 'random' or an array.")
-        sub = X if n <= 20000 else X[rng.choice(n, 20000, replace=False)]
-        km = KMeans(n_clusters=m, init="k-means++", n_init=1, max_iter=50,
-                    random_state=int(rng.integers(2**31 - 1))).fit(sub)
-        return km.cluster_centers_
+        return kmeans_inducing(X, m, rng)
 
     def _config(self, n):
         full = self.variant == "batch" or self.batch_size >= n
@@ -167,18 +185,20 @@ class SBSVM(BayesianClassifier):
         self.converged_ = False
         self._store(state, elbo)
         yield 0, self._metrics(state, elbo, rho=np.nan), self._snapshot()
-        last_elbo, checks = elbo, 0
+        best_before, recent = -np.inf, [elbo]
         for it in range(1, self.max_iter + 1):
             state, info = engine.step(state, rng)
             if it % self.elbo_every == 0 or it == self.max_iter:
                 elbo = engine.elbo(state)
-                checks += 1
-                if checks >= 2 and abs(elbo - last_elbo) <= self.tol * abs(elbo):
-                    self.converged_ = True
-                last_elbo = elbo
+                recent.append(elbo)
+                if len(recent) > self.patience:
+                    best_before = max(best_before, recent.pop(0))
+                    # Stagnation: the last `patience` evaluations found no ELBO better than the best
+                    # before them by more than tol * |ELBO|. Robust to the jitter of stochastic steps.
+                    self.converged_ = max(recent) - best_before <= self.tol * abs(elbo)
             if it % self.progress_every == 0 or self.converged_ or it == self.max_iter:
                 self._store(state, elbo)
-                yield it, self._metrics(state, elbo, info.rho, info.batch_elbo), self._snapshot()
+                yield it, self._metrics(state, elbo, info.rho), self._snapshot()
             if self.converged_:
                 break
 
@@ -200,8 +220,8 @@ class SBSVM(BayesianClassifier):
             self.mean_ = geom.L @ post.m
             self.cov_ = geom.L @ S @ geom.L.T
 
-    def _metrics(self, state, elbo, rho, batch_elbo=np.nan):
-        out = {"elbo": float(elbo), "rho": float(rho), "batch_elbo": float(batch_elbo)}
+    def _metrics(self, state, elbo, rho):
+        out = {"elbo": float(elbo), "rho": float(rho)}
         if state.geom.kind == "sparse":
             out.update(state.geom.kernel.describe())
         else:
