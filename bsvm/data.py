@@ -69,8 +69,8 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
     except ValueError as exc:
         msg = str(exc)
         if "inconsistent numbers of samples" in msg:
-            raise ValueError(f"X and y have different numbers of rows ({msg}): pass one label per row of X.") \
-                from None
+            raise ValueError(f"X and y have different numbers of rows ({msg}): "
+                             "pass one label per row of X.") from None
         raise
     _reject_nonfinite(X)
     target = type_of_target(y, input_name="y")
@@ -158,8 +158,8 @@ def load_csv(source, label: str = "label", features: list[str] | None = None) ->
     if label not in frame.columns:
         matches = [c for c in frame.columns if str(c).strip().lower() == label.strip().lower()]
         if not matches:
-            raise ValueError(f"Label column {label!r} not found; the columns are {list(map(str, frame.columns))}. "
-                             "Pass label= one of them.")
+            raise ValueError(f"Label column {label!r} not found; the columns are "
+                             f"{list(map(str, frame.columns))}. Pass label= one of them.")
         label = matches[0]
     if features is None:
         features = [c for c in frame.columns if c != label and pd.api.types.is_numeric_dtype(frame[c])]

@@ -112,7 +112,8 @@ def _moon_arc(label: int) -> np.ndarray:
 
 
 def make_moons(n_samples: int = 300, noise: float = MOONS_NOISE, random_state=None):
-    """Two interleaved half circles (scikit-learn's shape): a uniform angle on the arc plus N(0, noise^2 I)."""
+    """Two interleaved half circles (scikit-learn's shape): a uniform angle on the arc plus
+    N(0, noise^2 I) noise."""
     rng = np.random.default_rng(random_state)
     y = _labels(n_samples, rng)
     t = rng.uniform(0.0, np.pi, n_samples)

@@ -47,7 +47,8 @@ class Kernel:
 
     @property
     def theta(self) -> np.ndarray:
-        return np.log(np.concatenate([np.atleast_1d(getattr(self, p)).astype(float) for p in self.param_names]))
+        values = [np.atleast_1d(getattr(self, p)).astype(float) for p in self.param_names]
+        return np.log(np.concatenate(values))
 
     def with_theta(self, theta) -> Kernel:
         theta = np.asarray(theta, dtype=float)
@@ -226,4 +227,5 @@ def make_kernel(spec, n_features: int, lengthscale: float | None = None, varianc
         return ARDRBF(np.full(n_features, ls), variance)
     if spec == "linear":
         return Linear(variance, 1.0)
-    raise ValueError(f"Unknown kernel {spec!r}: use 'rbf', 'ard', 'linear' or a bsvm.kernels.Kernel instance.")
+    raise ValueError(f"Unknown kernel {spec!r}: use 'rbf', 'ard', 'linear' or a "
+                     "bsvm.kernels.Kernel instance.")

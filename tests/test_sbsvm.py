@@ -112,3 +112,25 @@ def test_minibatch_svi_approaches_the_full_batch_optimum(schedule):
     svi = SBSVM(batch_size=20, learning_rate=schedule, max_iter=1500, random_state=0, **common).fit(X, y)
     assert svi.elbo_ == pytest.approx(full.elbo_, rel=0.01)
     assert np.abs(svi.predict_proba(Xt) - full.predict_proba(Xt))[:, 1].mean() < 0.02
+
+
+def test_jitter_only_when_needed_and_clear_error_when_singular():
+    from bsvm.sbsvm.geometry import stable_cholesky
+
+    A = np.array([[2.0, 0.5], [0.5, 1.0]])
+    L, jitter = stable_cholesky(A)
+    assert jitter == 0.0 and np.allclose(L @ L.T, A)
+    ones = np.ones((5, 5))               # rank 1: needs jitter, gets it
+    L, jitter = stable_cholesky(ones)
+    assert 0 < jitter <= 1e-2 * 1.0 and np.allclose(L @ L.T, ones + jitter * np.eye(5))
+    with pytest.raises(ValueError, match="singular.*inducing points"):
+        stable_cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]))   # indefinite: no jitter can save it
+    with pytest.raises(ValueError, match="variance must be positive"):
+        stable_cholesky(np.full((2, 2), np.nan))
+
+
+def test_duplicate_rows_as_inducing_inputs_still_fit():
+    Xd = np.repeat(X[:10], 3, axis=0)
+    yd = np.repeat(y[:10], 3)
+    est = SBSVM(inducing="random", n_inducing=30, max_iter=30, random_state=0).fit(Xd, yd)
+    assert est.geometry_.jitter > 0 and np.all(np.isfinite(est.predict_proba(Xt)))

@@ -83,7 +83,8 @@ def test_hyperparameter_gradient_matches_finite_differences(kern, scale):
     theta, eps = kern.theta, 1e-5
 
     def f(th):
-        return E.reference_elbo_unwhitened(kern.with_theta(th), X, y, Zind, mu, Zcov, geom.jitter, scale=scale)
+        return E.reference_elbo_unwhitened(kern.with_theta(th), X, y, Zind, mu, Zcov, geom.jitter,
+                                           scale=scale)
 
     for j in range(theta.size):
         tp, tm = theta.copy(), theta.copy()

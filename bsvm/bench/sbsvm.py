@@ -98,8 +98,13 @@ def table1(n_folds=10, sets=TABLE1_SETS, seed=0):
 def twonorm(n_train=20000, n_test=10000, seed=0):
     Xtr, ytr = make_twonorm(n_train, random_state=seed)
     Xte, yte = make_twonorm(n_test, random_state=seed + 1)
-    s = _fit_eval(sbsvm_for(n_train, random_state=seed), Xtr, ytr, Xte, yte)
-    p = _fit_eval(PlattSVM(random_state=seed), Xtr, ytr, Xte, yte)
+    # Table 1's protocol again (the same fixed kernel for both), and a cap of 300 steps: the Brier score
+    # settles within ~200 steps; after that the ELBO's slow climb is minibatch noise averaging out of q(u).
+    ls = float(np.sqrt(Xtr.shape[1] * Xtr.var() / 2.0))
+    model = sbsvm_for(n_train, random_state=seed, lengthscale=ls, variance=0.5,
+                      optimize_hyperparameters=False, max_iter=300)
+    s = _fit_eval(model, Xtr, ytr, Xte, yte)
+    p = _fit_eval(PlattSVM(C=1.0, gamma="scale", random_state=seed), Xtr, ytr, Xte, yte)
     row = {"n_train": n_train, "fit_s_sbsvm": s[0], "fit_s_platt": p[0], "time_ratio": s[0] / p[0],
            "brier_sbsvm": s[2], "brier_platt": p[2], "d_brier": s[2] - p[2], "err_sbsvm": s[1],
            "err_platt": p[1], "ok": bool(s[0] <= 0.2 * p[0] and abs(s[2] - p[2]) <= 0.003)}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_solve, cholesky, solve_triangular
+from scipy.linalg import cholesky, solve_triangular
 
 from .geometry import Geometry
 
@@ -28,22 +28,24 @@ class Posterior(NamedTuple):
 
     m: np.ndarray       # mean (p,)
     Lp: np.ndarray      # lower Cholesky factor of the precision P
+    Lp_inv: np.ndarray  # its inverse, so S = Lp_inv^T Lp_inv and variances are one GEMM per batch
 
 
 def moments(eta1: np.ndarray, P: np.ndarray) -> Posterior:
     Lp = cholesky(P, lower=True, check_finite=False)
-    return Posterior(cho_solve((Lp, True), eta1, check_finite=False), Lp)
+    Lp_inv = solve_triangular(Lp, np.eye(Lp.shape[0]), lower=True, check_finite=False)
+    return Posterior(Lp_inv.T @ (Lp_inv @ eta1), Lp, Lp_inv)
 
 
 def covariance(post: Posterior) -> np.ndarray:
-    """S = P^-1 (explicit; only the hyperparameter gradient and the predictive need it)."""
-    return cho_solve((post.Lp, True), np.eye(post.Lp.shape[0]), check_finite=False)
+    """S = P^-1 (explicit; only the hyperparameter gradient and the parameter snapshots need it)."""
+    return post.Lp_inv.T @ post.Lp_inv
 
 
 def marginals(phi: np.ndarray, post: Posterior) -> tuple[np.ndarray, np.ndarray]:
     """Mean a = phi m and variance c = diag(phi S phi^T) of phi v under q."""
-    V = solve_triangular(post.Lp, phi.T, lower=True, check_finite=False)
-    return phi @ post.m, np.einsum("ij,ij->j", V, V)
+    V = phi @ post.Lp_inv.T
+    return phi @ post.m, np.einsum("ij,ij->i", V, V)
 
 
 def b_terms(y, a, c, t) -> np.ndarray:
@@ -62,8 +64,7 @@ def data_terms(y, a, c, t, alpha=None) -> np.ndarray:
 def kl_to_standard_normal(post: Posterior) -> float:
     """KL(N(m, P^-1) || N(0, I)) = (tr S + m^T m - p - log|S|) / 2."""
     p = post.m.size
-    Linv = solve_triangular(post.Lp, np.eye(p), lower=True, check_finite=False)
-    return 0.5 * (np.sum(Linv**2) + post.m @ post.m - p + 2.0 * np.sum(np.log(np.diag(post.Lp))))
+    return 0.5 * (np.sum(post.Lp_inv**2) + post.m @ post.m - p + 2.0 * np.sum(np.log(np.diag(post.Lp))))
 
 
 def elbo(y, phi, t, post: Posterior, scale: float = 1.0, alpha=None) -> float:
@@ -81,7 +82,8 @@ def hyper_gradient(geom: Geometry, X, y, phi, Knm, t, post: Posterior, scale: fl
     r_i = dELBO/da_i = y_i (1 + (1 - y_i a_i) / sqrt B_i), the differential is
         tr(G_nm^T dKnm) + tr(G_mm^T dKmm) + sum_i g_i dk_ii
     with G_nm = r beta^T + 2 diag(g) (kappa Z A - kappa) and
-         G_mm = -(kappa^T r) beta^T - (Q Z A + A Z Q) + Q + (A Z A + beta beta^T - A) / 2, Q = kappa^T diag(g) kappa.
+         G_mm = -(kappa^T r) beta^T - (Q Z A + A Z Q) + Q + (A Z A + beta beta^T - A) / 2,
+    where Q = kappa^T diag(g) kappa.
     In whitened terms (Kmm = L L^T, mu = L m, Z = L S L^T) G_nm = H L^-1 and G_mm = L^-T J L^-1 with
         H = r m^T + 2 diag(g) phi (S - I),
         J = -(phi^T r) m^T - (C S + S C) + C + (S + m m^T - I) / 2, C = phi^T diag(g) phi.
@@ -99,10 +101,9 @@ def hyper_gradient(geom: Geometry, X, y, phi, Knm, t, post: Posterior, scale: fl
     C = phi.T @ gphi
     CS = C @ S
     J = -np.outer(phi.T @ r, m) - (CS + CS.T) + C + 0.5 * (S + np.outer(m, m) - np.eye(p))
-    L = geom.L
-    G_nm = solve_triangular(L, H.T, lower=True, trans="T", check_finite=False).T        # H L^-1
-    Jl = solve_triangular(L, J, lower=True, trans="T", check_finite=False)               # L^-T J
-    G_mm = solve_triangular(L, Jl.T, lower=True, trans="T", check_finite=False).T        # L^-T J L^-1
+    Linv = geom.Linv
+    G_nm = H @ Linv
+    G_mm = Linv.T @ J @ Linv
     kern, Z = geom.kernel, geom.inducing
     return (kern.grad_contract(X, Z, G_nm, K=Knm) + kern.grad_contract(Z, Z, 0.5 * (G_mm + G_mm.T))
             + kern.grad_diag_contract(X, g))

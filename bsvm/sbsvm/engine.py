@@ -3,9 +3,11 @@
 One step draws a minibatch S, sets alpha_i = B_i for i in S (eq. 11), forms the natural-gradient targets
 with the minibatch scale s = n / |S| (NOTES.md item 2; the paper omits s)
 
-    eta1_hat = s phi_S^T Y_S (1 + alpha_S^-1/2),   P_hat = -2 eta2_hat = I + s phi_S^T diag(alpha_S^-1/2) phi_S
+    eta1_hat = s phi_S^T Y_S (1 + alpha_S^-1/2),
+    P_hat = -2 eta2_hat = I + s phi_S^T diag(alpha_S^-1/2) phi_S
 
-(in whitened coordinates, where Kmm^-1 becomes I; see ``geometry``) and moves eta <- (1 - rho) eta + rho eta_hat.
+(in whitened coordinates, where Kmm^-1 becomes I; see ``geometry``) and moves
+eta <- (1 - rho) eta + rho eta_hat.
 Every ``hyper_every`` steps the kernel hyperparameters take an Adam step up the ELBO gradient (sec. 4.3)
 holding q(u) fixed, after which q is re-expressed in the new whitened coordinates. The batch variant is
 the same step with all points as inducing inputs, the full data as the batch and rho = 1 (exact
@@ -19,7 +21,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from . import elbo as E
 from .geometry import Geometry, features, linear_geometry, sparse_geometry
@@ -65,7 +66,8 @@ class SVIEngine:
         self.full_batch = config.batch_size >= self.n
         nb = config.elbo_batch_size
         # A fixed subset keeps successive ELBO values comparable, so they can drive the convergence test.
-        self.elbo_idx = None if (nb is None or nb >= self.n) else np.sort(rng.choice(self.n, nb, replace=False))
+        self.elbo_idx = (None if (nb is None or nb >= self.n)
+                         else np.sort(rng.choice(self.n, nb, replace=False)))
         self._geom0 = geom
         self._cache = (None, None)  # features of the full data for the current geometry (full-batch runs)
 
@@ -142,8 +144,9 @@ class SVIEngine:
         step, adam = adam_ascent(state.adam, grad, self.config.hyper_lr)
         theta = np.clip(geom.kernel.theta + step, *THETA_BOUNDS)
         new = sparse_geometry(geom.kernel.with_theta(theta), geom.inducing)
-        # Keep q(u) fixed: u = L v = L' v'  =>  v' = R v with R^-1 = Q = L^-1 L'; P' = Q^T P Q, eta1' = Q^T eta1.
-        Q = solve_triangular(geom.L, new.L, lower=True, check_finite=False)
+        # Keep q(u) fixed: u = L v = L' v'  =>  v' = R v with R^-1 = Q = L^-1 L';
+        # so P' = Q^T P Q and eta1' = Q^T eta1.
+        Q = geom.Linv @ new.L
         P = Q.T @ state.P @ Q
         return state._replace(eta1=Q.T @ state.eta1, P=0.5 * (P + P.T), geom=new, adam=adam)
 

@@ -163,7 +163,8 @@ class SBSVM(BayesianClassifier):
         elif isinstance(lr, (float, int)) and 0 < lr <= 1:
             kw = {"schedule": "constant", "rho0": float(lr)}
         else:
-            raise ValueError(f"learning_rate={lr!r}: use 'auto', 'robbins_monro', 'adaptive' or a number in (0, 1].")
+            raise ValueError(f"learning_rate={lr!r}: use 'auto', 'robbins_monro', 'adaptive' "
+                             "or a number in (0, 1].")
         return SVIConfig(batch_size=n if full else int(self.batch_size), tau=float(self.tau),
                          kappa=float(self.kappa), optimize_hyper=bool(self.optimize_hyperparameters),
                          hyper_every=int(self.hyper_every), hyper_lr=float(self.hyper_lr),

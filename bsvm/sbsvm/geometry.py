@@ -27,6 +27,7 @@ class Geometry(NamedTuple):
     kernel: Kernel | None
     inducing: np.ndarray | None     # (m, d) inducing inputs (sparse)
     L: np.ndarray | None            # lower Cholesky factor of Kmm + jitter I (sparse)
+    Linv: np.ndarray | None         # its inverse: features become one GEMM instead of a triangular solve
     jitter: float
     prior_std: np.ndarray | None    # (d + 1,) prior standard deviations of weights and bias (linear)
 
@@ -35,7 +36,8 @@ class Geometry(NamedTuple):
         return self.L.shape[0] if self.kind == "sparse" else self.prior_std.size
 
 
-def stable_cholesky(K: np.ndarray, base_jitter: float = 1e-8, max_jitter: float = 1e-2) -> tuple[np.ndarray, float]:
+def stable_cholesky(K: np.ndarray, base_jitter: float = 1e-8,
+                    max_jitter: float = 1e-2) -> tuple[np.ndarray, float]:
     """Lower Cholesky of K + jitter I, adding jitter only when needed (relative to the mean diagonal)."""
     scale = float(np.mean(np.diag(K))) if K.size else 1.0
     if not np.isfinite(scale) or scale <= 0:
@@ -58,11 +60,12 @@ def stable_cholesky(K: np.ndarray, base_jitter: float = 1e-8, max_jitter: float 
 
 def sparse_geometry(kernel: Kernel, inducing: np.ndarray) -> Geometry:
     L, jitter = stable_cholesky(kernel(inducing))
-    return Geometry("sparse", kernel, inducing, L, jitter, None)
+    Linv = solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
+    return Geometry("sparse", kernel, inducing, L, Linv, jitter, None)
 
 
 def linear_geometry(prior_std: np.ndarray) -> Geometry:
-    return Geometry("linear", None, None, None, 0.0, np.asarray(prior_std, dtype=float))
+    return Geometry("linear", None, None, None, None, 0.0, np.asarray(prior_std, dtype=float))
 
 
 def with_bias(X: np.ndarray) -> np.ndarray:
@@ -75,7 +78,7 @@ def features(geom: Geometry, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     if geom.kind == "linear":
         return with_bias(X) * geom.prior_std, np.zeros(X.shape[0]), None
     Knm = geom.kernel(X, geom.inducing)
-    phi = solve_triangular(geom.L, Knm.T, lower=True, check_finite=False).T
+    phi = Knm @ geom.Linv.T
     t = geom.kernel.diag(X) - np.einsum("ij,ij->i", phi, phi)
     np.maximum(t, 0.0, out=t)
     return phi, t, Knm
