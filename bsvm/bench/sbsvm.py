@@ -37,20 +37,24 @@ def table1_models(name: str, X, n_train: int, random_state: int):
     """The paper's Table 1 protocol: one fixed RBF kernel for all methods. PlattSVM's SVC uses
     C = 1 and gamma = 'scale' = 1 / (d Var(X)); S-BSVM uses the same kernel (length scale
     sqrt(d Var(X) / 2)) and prior variance C / 2, which makes its MAP the SVC's solution, so the comparison
-    isolates the inference. Inducing points: 20% of the training set, at most 100 (the paper's choice).
+    isolates the inference.
 
-    Splice (60 categorical positions, few of them relevant) is the exception: there S-BSVM tunes an ARD
-    kernel by ML-II from the same start, which a frequentist SVC cannot do without a grid search.
+    * Up to 1000 training rows: the batch variant (sec. 4.1, every point an inducing point), which is exact;
+      with 100 inducing points German lost ~0.015 in error to the approximation. Full-data coordinate
+      ascent converges in tens of steps, so the ELBO is checked every 2 steps.
+    * Waveform: 100 inducing points (the paper's choice), minibatches of 256.
+    * Splice (60 categorical positions, few relevant): an ARD kernel tuned by ML-II from the same start,
+      40 inducing points, minibatches of 128. A frequentist SVC cannot tune 61 kernel parameters without a
+      grid search.
     """
-    d = X.shape[1]
-    ls = float(np.sqrt(d * X.var() / 2.0))
-    m = int(min(100, max(10, 0.2 * n_train)))
-    if name == "Splice":
-        s = SBSVM(kernel="ard", lengthscale=ls, variance=0.5, n_inducing=60, hyper_every=1, hyper_lr=0.2,
-                  random_state=random_state)
+    ls = float(np.sqrt(X.shape[1] * X.var() / 2.0))
+    common = dict(lengthscale=ls, variance=0.5, random_state=random_state)
+    if n_train <= 1000:
+        s = SBSVM(variant="batch", optimize_hyperparameters=False, elbo_every=2, patience=3, **common)
+    elif name == "Splice":
+        s = SBSVM(kernel="ard", n_inducing=40, batch_size=128, hyper_every=1, hyper_lr=0.2, **common)
     else:
-        s = SBSVM(kernel="rbf", lengthscale=ls, variance=0.5, optimize_hyperparameters=False, n_inducing=m,
-                  random_state=random_state)
+        s = SBSVM(kernel="rbf", n_inducing=100, optimize_hyperparameters=False, **common)
     return s, PlattSVM(C=1.0, gamma="scale", random_state=random_state)
 
 
