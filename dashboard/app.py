@@ -18,7 +18,7 @@ from dashboard import state  # noqa: E402
 st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
 state.init()
 
-_PAGES = Path(__file__).resolve().parent / "pages"
+_PAGES = Path(__file__).resolve().parent / "views"  # not "pages/": that name switches on the old MPA mode
 pages = [
     st.Page(_PAGES / "data.py", title="Data", icon=":material/table:", url_path="data", default=True),
     st.Page(_PAGES / "train.py", title="Train", icon=":material/play_circle:", url_path="train"),
@@ -31,5 +31,7 @@ page = st.navigation(pages)
 with st.sidebar:
     st.caption("bsvm: Bayesian SVMs as scikit-learn estimators. Settings are kept in the URL, so the link "
                "in the address bar reopens this demo.")
-page.run()
-state.sync_url()
+try:
+    page.run()
+finally:  # also when a page stops early (st.stop) or reruns
+    state.sync_url()

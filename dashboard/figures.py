@@ -25,6 +25,18 @@ _HYPER = re.compile(r"(lengthscale|variance|amplitude|offset|relevance|^w\[|ard|
 _SAMPLER = re.compile(r"(step_size|acceptance|accept|xi|thermostat|energy|train_error)", re.IGNORECASE)
 
 
+def _fast_figure(traces: list[dict], title: str, height: int = 320, **layout) -> go.Figure:
+    """A figure from plain trace/layout dicts without Plotly's per-property validation (ten times faster,
+    which matters for the live view's redraws; the tests validate these figures' dicts separately)."""
+    layout = {"title": {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}}, "height": height,
+              "margin": {"l": 50, "r": 20, "t": 45, "b": 40}, "uirevision": "keep", **layout}
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
+def _axis(title: str = "", **kw) -> dict:
+    return {"title": {"text": title}, **kw}
+
+
 def _layout(fig: go.Figure, title: str, height: int = 320, **kw) -> go.Figure:
     fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", font=dict(size=15)), height=height,
                       margin=dict(l=50, r=20, t=45, b=40), uirevision="keep", **kw)
@@ -32,12 +44,10 @@ def _layout(fig: go.Figure, title: str, height: int = 320, **kw) -> go.Figure:
 
 
 def empty_figure(message: str, height: int = 260) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
-                       font=dict(size=14, color="#666"))
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return _layout(fig, "", height)
+    return _fast_figure([], "", height, xaxis={"visible": False}, yaxis={"visible": False},
+                        annotations=[{"text": message, "showarrow": False, "x": 0.5, "y": 0.5,
+                                      "xref": "paper", "yref": "paper",
+                                      "font": {"size": 14, "color": "#666"}}])
 
 
 # ----------------------------------------------------------------------------------------- Data page
@@ -103,14 +113,12 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     if not history or not names:
         return empty_figure(f"{title}: nothing recorded yet", height)
     idx = thin_index(len(history), MAX_CURVE_POINTS)
-    fig = go.Figure()
+    traces = []
     for name in names:
         it, v = _series(history, name, idx)
-        fig.add_trace(go.Scatter(x=it, y=v, mode="lines", name=name))
-    fig.update_xaxes(title="iteration")
-    if log_y:
-        fig.update_yaxes(type="log")
-    return _layout(fig, title, height, legend=dict(orientation="h", y=-0.25))
+        traces.append({"type": "scatter", "x": it, "y": v, "mode": "lines", "name": name})
+    return _fast_figure(traces, title, height, xaxis=_axis("iteration"),
+                        yaxis={"type": "log"} if log_y else {}, legend={"orientation": "h", "y": -0.25})
 
 
 def objective_curve(history, height: int = 300):
@@ -145,26 +153,38 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     for i, (_, v) in enumerate(rows):
         k = min(len(v), n_series)
         M[i, :k] = v[:k]
-    fig = go.Figure()
-    for j in range(n_series):
-        fig.add_trace(go.Scatter(x=it, y=M[:, j], mode="lines", name=f"{key}[{j}]"))
-    fig.update_xaxes(title="iteration")
+    shape = np.shape(history[-1].snapshot[key])
+    names = ([f"{key}[{idx2}]" for idx2 in map(str, np.ndindex(shape))] if len(shape) > 1
+             else [f"{key}[{j}]" for j in range(width)])
+    names = [n.replace("[(", "[").replace(")]", "]") for n in names]
+    traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": "lines", "name": names[j]}
+              for j in range(n_series)]
     more = f" (first {n_series} of {width})" if width > n_series else ""
-    return _layout(fig, f"Trace of '{key}'{more}", height, legend=dict(orientation="h", y=-0.25))
+    return _fast_figure(traces, f"Trace of '{key}'{more}", height, xaxis=_axis("iteration"),
+                        legend={"orientation": "h", "y": -0.25})
 
 
 # ----------------------------------------------------------------------------------------- maps
 
 
-def _points(fig, X, y, classes, name_prefix="", row=None, col=None, showlegend=True):
+def _point_traces(X, y, classes, showlegend=True, xaxis=None, yaxis=None) -> list[dict]:
+    out = []
     for k, c in enumerate(classes):
         m = np.asarray(y) == c
-        tr = go.Scatter(x=X[m, 0], y=X[m, 1], mode="markers", name=f"{name_prefix}class {c}",
-                        legendgroup=f"class{k}", showlegend=showlegend,
-                        marker=dict(size=5, color=CLASS_COLOURS[k % len(CLASS_COLOURS)],
-                                    symbol=["circle", "x", "diamond", "square"][k % 4],
-                                    line=dict(width=0.6, color="white")))
-        fig.add_trace(tr, row=row, col=col) if row else fig.add_trace(tr)
+        tr = {"type": "scatter", "x": X[m, 0], "y": X[m, 1], "mode": "markers", "name": f"class {c}",
+              "legendgroup": f"class{k}", "showlegend": showlegend,
+              "marker": {"size": 5, "color": CLASS_COLOURS[k % len(CLASS_COLOURS)],
+                         "symbol": ["circle", "x", "diamond", "square"][k % 4],
+                         "line": {"width": 0.6, "color": "white"}}}
+        if xaxis:
+            tr.update(xaxis=xaxis, yaxis=yaxis)
+        out.append(tr)
+    return out
+
+
+def _points(fig, X, y, classes, row=None, col=None, showlegend=True):
+    for tr in _point_traces(X, y, classes, showlegend):
+        fig.add_trace(go.Scatter(tr), row=row, col=col) if row else fig.add_trace(go.Scatter(tr))
 
 
 def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, overlay=None,
@@ -173,25 +193,27 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
     """A map of probabilities on a fixed 0..1 colour scale with the training points on top.
 
     overlay: (m, 2) points learned by the method (inducing points, support vectors), drawn as black crosses.
-    truth: the true p(y|x) on the same grid, drawn as contour lines at 0.1, 0.25, 0.5, 0.75, 0.9.
+    truth: the true p(y|x) on the same grid, drawn as contour lines at 0.1, 0.3, 0.5, 0.7, 0.9.
     """
-    fig = go.Figure(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(p), zmin=0.0, zmax=1.0,
-                               colorscale=PROBA_SCALE, colorbar=dict(title=colorbar_title, len=0.8),
-                               hovertemplate="x1=%{x:.2f}<br>x2=%{y:.2f}<br>p=%{z:.3f}<extra></extra>"))
+    traces = [{"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(p), "zmin": 0.0, "zmax": 1.0,
+               "colorscale": PROBA_SCALE, "colorbar": {"title": {"text": colorbar_title}, "len": 0.8,
+                                                       "thickness": 14},
+               "hovertemplate": "x1=%{x:.2f}<br>x2=%{y:.2f}<br>p=%{z:.3f}<extra></extra>"}]
     if truth is not None:
-        fig.add_trace(go.Contour(x=grid.xs, y=grid.ys, z=grid.reshape(truth), showscale=False,
-                                 contours=dict(coloring="none", showlabels=True, start=0.1, end=0.9,
-                                               size=0.2, labelfont=dict(size=10, color="black")),
-                                 line=dict(color="black", width=1.2, dash="dot"), name="true p(y|x)",
-                                 showlegend=True, hoverinfo="skip"))
+        traces.append({"type": "contour", "x": grid.xs, "y": grid.ys, "z": grid.reshape(truth),
+                       "showscale": False, "name": "true p(y|x)", "showlegend": True, "hoverinfo": "skip",
+                       "contours": {"coloring": "none", "showlabels": True, "start": 0.1, "end": 0.9,
+                                    "size": 0.2, "labelfont": {"size": 10, "color": "black"}},
+                       "line": {"color": "black", "width": 1.2, "dash": "dot"}})
     if X is not None:
-        _points(fig, X, y, classes)
+        traces += _point_traces(X, y, classes)
     if overlay is not None and len(overlay):
-        fig.add_trace(go.Scatter(x=overlay[:, 0], y=overlay[:, 1], mode="markers", name=overlay_name,
-                                 marker=dict(symbol="x-thin", size=9, line=dict(width=2, color="black"))))
-    fig.update_xaxes(title=axis_titles[0], range=[grid.xs[0], grid.xs[-1]])
-    fig.update_yaxes(title=axis_titles[1], range=[grid.ys[0], grid.ys[-1]])
-    return _layout(fig, title, height, legend=dict(orientation="h", y=-0.18))
+        traces.append({"type": "scatter", "x": overlay[:, 0], "y": overlay[:, 1], "mode": "markers",
+                       "name": overlay_name,
+                       "marker": {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}})
+    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
+                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
+                        legend={"orientation": "h", "y": -0.18})
 
 
 def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *, title: str,

@@ -55,6 +55,7 @@ class Method:
     options: tuple = ()
     binary_only: bool = True
     iter_option: str | None = "max_iter"  # the option that caps the run (for the progress bar)
+    total: object = None  # or a function options -> total iterations (burn-in + draws x thinning)
     fast: dict = field(default_factory=dict)  # quick settings for the Compare page and tests
 
     def load(self):
@@ -88,10 +89,16 @@ class Method:
         return cls(**params)
 
     def cap(self, options: dict) -> int | None:
-        if self.iter_option is None:
+        """Iterations the run will take at most (None when unknown): for the progress bar."""
+        opts = {**self.defaults(), **options}
+        if self.total is not None:
+            try:
+                return int(self.total(opts))
+            except (KeyError, TypeError, ValueError):
+                return None
+        if self.iter_option is None or opts.get(self.iter_option) is None:
             return None
-        v = options.get(self.iter_option, self.defaults().get(self.iter_option))
-        return int(v) if v is not None else None
+        return int(opts[self.iter_option])
 
 
 @cache
@@ -135,8 +142,11 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    "is better calibrated.", ("probit", "hinge")),
             Option("progress_every", "Steps per record", "int", 5, "Steps between progress records (points "
                    "on the live curves).", min=1, max=1000),
-            Option("tol", "Tolerance", "float", 1e-5, "Stop when the ELBO's relative change falls below this "
-                   "(0 = run all steps).", min=0.0, max=1.0),
+            Option("tol", "Tolerance", "float", 1e-4, "Stop when the last few ELBO evaluations improve on "
+                   "the best before them by at most tol x |ELBO| (stochastic steps make the ELBO jitter).",
+                   min=0.0, max=1.0),
+            Option("patience", "Patience", "int", 3, "How many ELBO evaluations without improvement end "
+                   "the run.", min=1, max=10**9),
         ),
         fast={"max_iter": 60, "n_inducing": 20},
     ),
@@ -161,49 +171,66 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         "msbpm", "MS-BPM (Bayes point machine sampler)", "bsvm.msbpm", "MSBPM", "sampler",
         "The multi-class soft-margin Bayes point machine (Vogt & Ostermann): a population of chains samples "
         "kernel expansions exactly along lines (no step size, no rejection). The prediction is the fraction "
-        "of sampled classifiers voting for each class.",
-        "Per-chain traces overlap and wander without trends; on Diagnostics R-hat is below 1.01.",
+        "of sampled classifiers voting for each class, so p = 0.5 means the sampled boundaries disagree.",
+        "The log posterior of every chain rises during burn-in, then fluctuates around one level; on "
+        "Diagnostics the chains' traces overlap and R-hat is at most 1.01.",
         (
-            Option("n_chains", "Chains", "int", 20, "Size of the chain population (ADS needs several).",
-                   min=2, max=500),
-            Option("n_iter", "Iterations", "int", 200, "Sweeps of the population.", min=1, max=100000),
-            Option("max_iter", "Iterations", "int", 200, "Sweeps of the population.", min=1, max=100000),
-            Option("burn_in", "Burn-in", "int", 50, "Draws discarded at the start of each chain.", min=0,
+            Option("n_chains", "Chains", "int", 32, "Size of the chain population (ADS moves one chain along "
+                   "the difference of two others; at least 4).", min=4, max=1000),
+            Option("n_samples", "Draws per chain", "int", 50, "Draws kept per chain after burn-in.", min=1,
                    max=100000),
-            Option("nu", "nu", "float", 1.0, "Soft-margin parameter of the likelihood (alpha_cc = 1 + N/nu).",
-                   min=1e-3, max=1e3),
+            Option("burn_in", "Burn-in sweeps", "int", 200, "Sweeps discarded before keeping draws.", min=0,
+                   max=100000),
+            Option("thin", "Thinning", "int", 2, "Keep every thin-th sweep after burn-in.", min=1, max=1000),
+            Option("direction", "Directions", "select", "ads", "ads: adaptive direction sampling (with some "
+                   "hit-and-run); hit_and_run: random directions; gibbs: one coordinate at a time.",
+                   ("ads", "hit_and_run", "gibbs")),
+            Option("nu", "nu (soft margin)", "float", 1.0, "alpha_cc = 1 + N / nu: small nu approaches the "
+                   "hard-margin Bayes point machine.", min=1e-3, max=1e3),
         ),
-        binary_only=False, iter_option="n_iter", fast={"n_chains": 8, "n_iter": 40, "max_iter": 40},
+        binary_only=False, total=lambda o: o["burn_in"] + o["n_samples"] * o["thin"],
+        fast={"n_chains": 16, "n_samples": 20, "burn_in": 60},
     ),
     Method(
         "subgradient_hmc", "Subgradient HMC / SGLD / SGNHT", "bsvm.subgradient", "SubgradientHMC", "sampler",
-        "Samples the Bayesian SVM posterior (Hu, Zhu & Zhang 2016) with subgradient Hamiltonian Monte Carlo "
-        "or its stochastic-gradient relatives. Kernel features make curved boundaries possible.",
-        "Acceptance near the target, step size settled, traces of the chains overlapping; compare with the "
-        "exact Gibbs sampler's draws on the Diagnostics page.",
+        "Samples the Bayesian SVM posterior (Hu, Zhu & Zhang 2016): a normal prior on the weights times "
+        "exp(-c max(0, l - y f(x))) per point, explored by subgradient Hamiltonian Monte Carlo or its "
+        "stochastic-gradient relatives. With features = None the boundary is a straight line; Nystroem or "
+        "random Fourier features make it curved.",
+        "Acceptance near the target (HMC) or a settled step size and thermostat (SGNHT); per-chain traces "
+        "overlapping; on Diagnostics its draws match the exact GibbsSVM's.",
         (
             Option("sampler", "Sampler", "select", "hmc", "hmc: full batch with Metropolis-Hastings; sgld / "
                    "sgnht: minibatch samplers (with decaying step size / a thermostat).",
                    ("hmc", "sgld", "sgnht")),
+            Option("features", "Features", "select", None, "None: the raw inputs (a linear SVM); nystroem / "
+                   "rff: RBF kernel features for curved boundaries.", (None, "nystroem", "rff")),
             Option("n_chains", "Chains", "int", 4, "Independent chains from dispersed starts.",
                    min=1, max=64),
-            Option("n_samples", "Draws per chain", "int", 500, "Kept draws per chain.", min=10, max=100000),
-            Option("max_iter", "Iterations", "int", 500, "Sampler iterations.", min=1, max=1000000),
-            Option("c", "c (cost)", "float", 1.0, "Scale of the hinge pseudo-likelihood.", min=1e-4, max=1e3),
+            Option("n_samples", "Draws per chain", "int", 300, "Kept draws per chain.", min=10, max=100000),
+            Option("n_burnin", "Burn-in", "int", 300, "Discarded iterations (step-size adaptation happens "
+                   "here).", min=0, max=100000),
+            Option("c", "c (cost)", "float", 1.0, "Scale of the hinge pseudo-likelihood (c -> 0: the prior).",
+                   min=1e-4, max=1e3),
         ),
-        iter_option="n_samples", fast={"n_samples": 100, "max_iter": 100, "n_chains": 2},
+        total=lambda o: o["n_burnin"] + o["n_samples"] * o.get("thin", 1),
+        fast={"n_samples": 100, "n_burnin": 100, "n_chains": 2},
     ),
     Method(
         "gibbs", "GibbsSVM (exact Gibbs sampler)", "bsvm.subgradient", "GibbsSVM", "sampler",
-        "The exact data-augmentation Gibbs sampler of Polson & Scott for the linear Bayesian SVM: slow on "
-        "large data but exact, so it is the reference the approximate samplers are checked against.",
-        "Traces without trends, R-hat below 1.01, ESS above 100 per chain.",
+        "The exact data-augmentation Gibbs sampler of Polson & Scott for the Bayesian SVM: slower per draw "
+        "but exact, so it is the reference the approximate samplers are checked against.",
+        "Traces without trends, R-hat at most 1.01, at least 100 effective draws per chain.",
         (
+            Option("features", "Features", "select", None, "None: the raw inputs (a linear SVM); nystroem / "
+                   "rff: RBF kernel features.", (None, "nystroem", "rff")),
             Option("n_chains", "Chains", "int", 4, "Independent chains.", min=1, max=64),
-            Option("n_samples", "Draws per chain", "int", 500, "Kept draws per chain.", min=10, max=100000),
+            Option("n_samples", "Draws per chain", "int", 300, "Kept draws per chain.", min=10, max=100000),
+            Option("n_burnin", "Burn-in", "int", 100, "Discarded iterations.", min=0, max=100000),
             Option("c", "c (cost)", "float", 1.0, "Scale of the hinge pseudo-likelihood.", min=1e-4, max=1e3),
         ),
-        iter_option="n_samples", fast={"n_samples": 100, "n_chains": 2},
+        total=lambda o: o["n_burnin"] + o["n_samples"] * o.get("thin", 1),
+        fast={"n_samples": 100, "n_burnin": 50, "n_chains": 2},
     ),
     Method(
         "seeger", "Seeger ARD (variational model selection)", "bsvm.seeger", "SeegerARD", "variational",

@@ -11,9 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
-
 IDLE, RUNNING, PAUSED, DONE, STOPPED, FAILED = "idle", "running", "paused", "done", "stopped", "failed"
+
+#: The Train page's live view: seconds of fitting per redraw, the redraw period (fitting then drawing fit
+#: in one period) and the live map's grid size. The dashboard benchmark uses the same numbers.
+CHUNK_SECONDS = 0.1
+REDRAW_SECONDS = 0.2
+MAP_GRID = 45
 
 
 @dataclass
@@ -65,8 +69,10 @@ class LiveRun:
             return True
         except StopIteration:
             self.status = DONE
-        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        except ValueError as exc:  # bad settings or data: the message says what to do
             self.status, self.error = FAILED, str(exc) or type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - a numerical failure must end the run, not the page
+            self.status, self.error = FAILED, f"{type(exc).__name__}: {exc}"
         self._gen = None
         return False
 

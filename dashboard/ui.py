@@ -9,9 +9,6 @@ from . import figures, state
 from .analysis import Prepared, make_grid, overlay_points, positive_proba
 from .methods import Method
 
-#: what a failing estimator may raise for bad settings or data; shown as text, never as a traceback
-USER_ERRORS = (ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError)
-
 
 def option_widgets(method: Method, disabled: bool = False) -> dict:
     """One widget per option the method accepts, bound to the settings dict (and so to the URL)."""
@@ -40,9 +37,11 @@ def safe(fn, *args, what: str = "The method", **kw):
     """Call an estimator method; on a user-facing error show it with st.error and return None."""
     try:
         return fn(*args, **kw)
-    except USER_ERRORS as exc:
+    except ValueError as exc:
         st.error(f"{what} failed: {exc}")
-        return None
+    except Exception as exc:  # noqa: BLE001 - the dashboard shows a message, never a traceback
+        st.error(f"{what} failed: {type(exc).__name__}: {exc}")
+    return None
 
 
 def shown_points(data: Prepared, max_points: int = 800):
@@ -54,15 +53,30 @@ def shown_points(data: Prepared, max_points: int = 800):
     return data.X_train[idx], data.y_train[idx]
 
 
-def proba_map(model, data: Prepared, title: str, grid=None, n: int = 60, truth: bool = True):
+_MAP_CACHE: dict = {}
+
+
+def map_grid(data: Prepared, n: int = 60):
+    """The evaluation grid for a data set and the true p(y|x) on it (None if unknown), computed once:
+    a live view redraws several times a second and the truth does not change."""
+    key = (data.key, n)
+    if key not in _MAP_CACHE:
+        if len(_MAP_CACHE) > 16:
+            _MAP_CACHE.clear()
+        grid = make_grid(np.vstack([data.X_train, data.X_test]), n)
+        _MAP_CACHE[key] = (grid, data.true_proba(grid.points) if data.truth else None)
+    return _MAP_CACHE[key]
+
+
+def proba_map(model, data: Prepared, title: str, n: int = 60, truth: bool = True):
     """The probability heatmap of a fitted 2-D model (None with an st.error if prediction fails)."""
-    grid = grid or make_grid(np.vstack([data.X_train, data.X_test]), n)
+    grid, true_p = map_grid(data, n)
     p = safe(positive_proba, model, grid.points, what="Prediction")
     if p is None:
         return None
     overlay, overlay_name = overlay_points(model)
     X, y = shown_points(data)
     label = f"p(y = {data.classes[1]} | x)" if data.binary else "p(predicted class | x)"
-    t = data.true_proba(grid.points) if truth and data.truth else None
+    t = true_p if truth else None
     return figures.proba_heatmap(grid, p, X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
                                  truth=t, title=f"{title}: {label}", axis_titles=tuple(data.feature_names))

@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from bsvm.datasets import make_ripley

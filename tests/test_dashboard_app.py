@@ -17,7 +17,7 @@ from bsvm.samples import SAMPLES  # noqa: E402
 from dashboard.runner import DONE, LiveRun  # noqa: E402
 
 APP = str(ROOT / "dashboard" / "app.py")
-PAGES = ["views/data.py", "views/train.py", "views/calibration.py", "views/diagnostics.py", "views/compare.py"]
+PAGES = [f"views/{p}.py" for p in ("data", "train", "calibration", "diagnostics", "compare")]
 
 
 def _app(**query) -> AppTest:
@@ -170,7 +170,8 @@ def test_settings_survive_page_switches_and_reach_the_url():
     qp = dict(at.query_params)
     assert qp["sample"] in ("xor.csv", ["xor.csv"])
     flat = {k: (v[0] if isinstance(v, list) else v) for k, v in qp.items()}
-    assert flat["test"] == "0.4" and flat["seed"] == "7" and flat["method"] == "platt" and flat["o.C"] == "2.5"
+    assert flat["test"] == "0.4" and flat["seed"] == "7"
+    assert flat["method"] == "platt" and flat["o.C"] == "2.5"
 
 
 class _FakeSampler:
@@ -208,3 +209,42 @@ def test_compare_page_runs_every_method():
     table = at.dataframe[0].value
     assert "PlattSVM (SVC + Platt scaling)" in table.index and "fit time (s)" in table.columns
     assert (table["error"] < 0.35).all()
+
+
+def test_calibration_offers_two_feature_maps_for_high_dimensional_data():
+    at = _app(sample="twonorm.csv", method="platt")
+    at.switch_page("views/calibration.py").run()
+    _button(at, "Fit").click().run()
+    n_charts = len(at.get("plotly_chart"))  # reliability and histograms only: no map for 20-D data
+    at.checkbox(key="cal_two").check().run()
+    _ok(at)
+    assert not at.error, [e.value for e in at.error]
+    # PlattSVM refitted on two features: its probability map and its uncertainty map
+    assert len(at.get("plotly_chart")) == n_charts + 2
+    at.selectbox(key="cal_f2").set_value(0).run()
+    assert any("two different features" in e.value for e in at.error)
+
+
+def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
+    pytest.importorskip("bsvm.subgradient")
+    at = _app(sample="ripley.csv", method="subgradient_hmc",
+              **{"o.n_samples": "60", "o.n_burnin": "60", "o.n_chains": "2"})
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    for _ in range(40):
+        if at.session_state["run"].status != "running":
+            break
+        at.run()
+    assert at.session_state["run"].status == "done"
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    names = at.selectbox(key="diag_param").options
+    at.selectbox(key="diag_param").set_value(names.index("param 0")).run()  # the first weight
+    n_charts = len(at.get("plotly_chart"))
+    _button(at, "Run GibbsSVM").click().run()
+    _ok(at)
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) == n_charts + 1
+    draws = at.session_state["gibbs_cache"]
+    (G,) = draws.values()
+    assert G.shape[0] == 2 and G.shape[1] == 60  # the approximate sampler's chains and draws

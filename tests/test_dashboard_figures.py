@@ -99,8 +99,8 @@ def test_proba_heatmap_draws_probabilities_truth_points_and_overlay():
     p = 1 / (1 + np.exp(-grid.points[:, 0]))
     X = np.array([[0.0, 1.0], [0.5, 0.5], [-0.5, 1.5]])
     y = np.array([0, 1, 1])
-    fig = figures.proba_heatmap(grid, p, X, y, [0, 1], overlay=np.array([[0.1, 0.2]]), overlay_name="inducing",
-                                truth=p)
+    fig = figures.proba_heatmap(grid, p, X, y, [0, 1], overlay=np.array([[0.1, 0.2]]),
+                                overlay_name="inducing", truth=p)
     heat = fig.data[0]
     assert heat.type == "heatmap" and heat.zmin == 0.0 and heat.zmax == 1.0
     np.testing.assert_allclose(np.asarray(heat.z), grid.reshape(p))
@@ -122,6 +122,21 @@ def test_objective_and_hyperparameter_curves_follow_the_history_and_stay_bounded
     assert "rho" in groups["other"]
     short = figures.metric_curves(hist[:10], groups["hyper"], "Hyperparameters")
     np.testing.assert_allclose(short.data[0].y, [1.0 + 0.01 * i for i in range(10)])
+
+
+def test_fast_live_figures_are_valid_plotly():
+    """The live builders skip Plotly's validation for speed; rebuilding them with validation must pass."""
+    import plotly.graph_objects as go
+
+    hist = _history(30)
+    grid = Grid(np.linspace(-1, 1, 5), np.linspace(0, 2, 4))
+    p = np.linspace(0, 1, 20)
+    figs = [figures.objective_curve(hist), figures.metric_curves(hist, ["lengthscale"], "h", log_y=True),
+            figures.snapshot_traces(hist), figures.empty_figure("nothing"),
+            figures.proba_heatmap(grid, p, np.zeros((2, 2)), np.array([0, 1]), [0, 1], truth=p,
+                                  overlay=np.ones((3, 2)), overlay_name="inducing points")]
+    for fig in figs:
+        go.Figure(fig.to_dict())  # raises ValueError on any invalid property
 
 
 def test_split_metrics_classifies_sampler_statistics():

@@ -1,11 +1,10 @@
 """Calibration page: the trained model against PlattSVM on the same split."""
 
-import numpy as np
 import streamlit as st
 
 from bsvm.metrics import reliability_bins
 from dashboard import figures, state, ui
-from dashboard.analysis import Prepared, evaluate, make_grid, uncertainty
+from dashboard.analysis import Prepared, evaluate, uncertainty
 from dashboard.methods import METHODS
 from dashboard.runner import DONE, RUNNING, LiveRun
 
@@ -92,11 +91,11 @@ st.caption("error: misclassified fraction; Brier: mean squared error of p; "
 
 
 def maps_for(d: Prepared, fitted: dict, where: str):
-    grid = make_grid(np.vstack([d.X_train, d.X_test]), 60)
+    grid, _ = ui.map_grid(d, 60)
     cols = st.columns(len(fitted))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:
-            fig = ui.proba_map(est, d, name, grid=grid)
+            fig = ui.proba_map(est, d, name)
             if fig is not None:
                 st.plotly_chart(fig, key=f"cal_map_{where}_{name}")
     st.caption("Both maps use the same colour scale (blue = class 0, red = class 1, white = 50/50)"

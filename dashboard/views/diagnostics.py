@@ -17,7 +17,8 @@ st.markdown(
     "distribution. **Good** looks like overlapping traces without trends, running means that settle on "
     "one level, autocorrelation that drops to zero quickly, flat rank histograms, R-hat at most 1.01 and at "
     "least 100 effective draws per chain (Stan's thresholds; rows past them are flagged). For "
-    "**variational** fits there are no draws: convergence means a flat objective and settled hyperparameters.")
+    "**variational** fits there are no draws: convergence means a flat objective and settled "
+    "hyperparameters.")
 
 data = state.require_data()
 if data is None:
@@ -39,7 +40,7 @@ with a:
     st.plotly_chart(figures.objective_curve(hist), key="diag_objective")
 with b:
     if groups["sampler"]:
-        st.plotly_chart(figures.metric_curves(hist, groups["sampler"], "Acceptance, step size, thermostat"),
+        st.plotly_chart(figures.metric_curves(hist, groups["sampler"], "Sampler statistics"),
                         key="diag_sampler_stats")
     elif groups["hyper"]:
         st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True),
@@ -65,10 +66,19 @@ if S.ndim == 2:
 if S.ndim != 3 or S.shape[1] < 4:
     st.warning(f"`samples_` has shape {S.shape}: need chains x draws x parameters with at least 4 draws.")
     st.stop()
-n_chains, n_draws, n_par = S.shape
 names = list(getattr(est, "param_names_", []) or [])
-if len(names) != n_par:
-    names = [f"param {j}" for j in range(n_par)]
+if len(names) != S.shape[2]:
+    names = [f"param {j}" for j in range(S.shape[2])]
+# Per-chain quantities the sampler keeps beside its draws (log posterior, potential, thermostat, ...):
+# any fitted (chains x draws) array. They lead the list: they summarise all parameters at once.
+extra = {a: np.asarray(v, dtype=float) for a, v in vars(est).items()
+         if a.endswith("_") and not a.startswith("_") and a != "samples_" and isinstance(v, np.ndarray)
+         and v.shape == S.shape[:2] and np.issubdtype(v.dtype, np.number)}
+n_model_par = S.shape[2]
+if extra:
+    S = np.concatenate([np.stack(list(extra.values()), axis=2), S], axis=2)
+    names = [*extra, *names]
+n_chains, n_draws, n_par = S.shape
 
 st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} parameters")
 c1, c2 = st.columns([1, 2])
@@ -97,7 +107,8 @@ if table is not None:
                  .map(lambda v: "color: #c62828; font-weight: bold" if v != "ok" else "", subset=["flag"]))
 
 gibbs = METHODS["gibbs"]
-if meta.get("method") not in ("gibbs", None) and gibbs.available and data.binary:
+# Only SubgradientHMC shares GibbsSVM's parameters (raw-feature weights then the bias, with features=None).
+if meta.get("method") == "subgradient_hmc" and gibbs.available and data.binary:
     st.subheader("Against the exact sampler")
     st.caption("GibbsSVM samples the same linear Bayesian SVM exactly; an approximate sampler's draws should "
                "match its histogram (only when both have the same parameters: raw features and bias).")
@@ -118,10 +129,13 @@ if meta.get("method") not in ("gibbs", None) and gibbs.available and data.binary
     if gkey in cache:
         G = cache[gkey]
         G = G[None] if G.ndim == 2 else G
-        if G.shape[2] != n_par:
-            st.info(f"GibbsSVM has {G.shape[2]} parameters and this model {n_par}: they are not comparable "
-                    "(use features=None for the approximate sampler).")
+        j = param - len(extra)  # the chosen parameter's column among the model's own parameters
+        if G.shape[2] != n_model_par:
+            st.info(f"GibbsSVM has {G.shape[2]} parameters and this model {n_model_par}: they are not "
+                    "comparable (use features=None for the approximate sampler).")
+        elif j < 0:
+            st.info("Pick one of the model's parameters (not a per-chain quantity) above to compare draws.")
         else:
-            st.plotly_chart(figures.draws_overlay(S, G, param, (meta.get("label", "approximate"),
-                                                                "exact GibbsSVM"), names[param]),
+            labels = (meta.get("label", "approximate"), "exact GibbsSVM")
+            st.plotly_chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, names[param]),
                             key="diag_overlay")

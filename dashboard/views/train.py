@@ -4,11 +4,18 @@ import streamlit as st
 
 from dashboard import figures, state, ui
 from dashboard.methods import SEED_HELP
-from dashboard.runner import DONE, FAILED, IDLE, PAUSED, RUNNING, STOPPED, LiveRun
-
-#: seconds of fitting per redraw, and the redraw period: fitting then drawing fits in one period
-CHUNK_SECONDS = 0.1
-REDRAW_SECONDS = 0.2
+from dashboard.runner import (
+    CHUNK_SECONDS,
+    DONE,
+    FAILED,
+    IDLE,
+    MAP_GRID,
+    PAUSED,
+    REDRAW_SECONDS,
+    RUNNING,
+    STOPPED,
+    LiveRun,
+)
 
 st.title("Train")
 data = state.require_data()
@@ -40,6 +47,7 @@ with left:
         st.markdown(f"**What good looks like:** {method.good}")
     st.subheader("Options")
     opts = ui.option_widgets(method, disabled=live)
+    st.caption("Changed options take effect at the next **Start**.")
     st.caption(SEED_HELP)
 
 
@@ -121,7 +129,7 @@ with right:
             st.plotly_chart(figures.snapshot_traces(hist), key="live_traces")
         with g4:
             if data.n_features == 2 and r.fitted:
-                fig = ui.proba_map(r.estimator, data, "Live map", n=45)
+                fig = ui.proba_map(r.estimator, data, "Live map", n=MAP_GRID)
                 if fig is not None:
                     st.plotly_chart(fig, key="live_map")
             elif data.n_features != 2:
