@@ -5,8 +5,9 @@ SeegerARD follow the same contract (``fit``, ``fit_iter``, ``predict_proba``, ``
 """
 
 from .base import Progress
+from .msbpm import MSBPM
 from .platt import PlattSVM
 from .sbsvm import SBSVM
 
-__all__ = ["Progress", "PlattSVM", "SBSVM"]
+__all__ = ["Progress", "PlattSVM", "SBSVM", "MSBPM"]
 __version__ = "0.1.0"

@@ -4,13 +4,13 @@ Expected failures are listed per estimator with the reason."""
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from bsvm import PlattSVM
-from bsvm.sbsvm import SBSVM
+from bsvm import MSBPM, PlattSVM, SBSVM
 
 ESTIMATORS = [
     PlattSVM(random_state=0),
     SBSVM(n_inducing=20, max_iter=60, random_state=0),
     SBSVM(variant="linear", max_iter=60, random_state=0),
+    MSBPM(n_chains=8, burn_in=5, n_samples=5, thin=1, random_state=0),
 ]
 
 EXPECTED_FAILURES = {

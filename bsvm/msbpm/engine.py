@@ -115,7 +115,7 @@ def move(rng: np.random.Generator, problem: Problem, state: PopulationState, d: 
     dist = interval_distribution(_with_anchor(state.scores), _with_anchor(g), problem.y, problem.table,
                                  problem.offset, mean, sd)
     u, _ = sample_line(rng, dist)
-    u = np.where(ok, u, 0.0)
+    u = np.where(ok & np.isfinite(u), u, 0.0)  # a guard: a non-finite draw would kill the chain
     beta = state.beta + u[:, None, None] * d
     scores = state.scores + u[:, None, None] * g
     n_breaks = np.count_nonzero(np.isfinite(dist.hi[:, :-1]), axis=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve, eigh, solve_triangular
 
 from ..base import BayesianClassifier
 from ..data import check_predict_data
@@ -32,10 +33,22 @@ class MSBPM(BayesianClassifier):
     prior_scale : sigma of the prior. The likelihood is scale invariant, so it only scales beta.
     bias_scale : the bias feature's value, i.e. the prior sd of the bias relative to the weights
         (1 = the paper's isotropic prior).
+    rank_tol : the sampler works in the principal subspace of the training features phi (N x (N+1)):
+        a unit direction v whose squared singular value is below ``rank_tol * trace(phi phi^T)`` moves the
+        training scores by ||phi v|| <= sqrt(rank_tol) ||phi||_F, so there the posterior is taken to be the
+        prior and drawn exactly from it (fresh for every kept draw). For smooth kernels on low-dimensional
+        data this cuts the dimension the chains explore from N + 1 to a few dozen (Ripley, gamma 7.5: 67-82
+        for N = 250-2000); wide-spectrum kernels keep nearly all of it. 0 keeps every direction (the
+        paper's model exactly).
     n_chains : population size (split in halves for ADS; at least 4).
     n_samples : draws kept per chain; ``burn_in`` sweeps are discarded first and every ``thin``-th sweep
         is kept afterwards, so a fit runs burn_in + n_samples * thin sweeps (one line move per chain each).
     direction : "ads" (ADS with probability ``ads_prob``, else hit-and-run), "hit_and_run" or "gibbs".
+    init : where the chains start. "prior": independent prior draws. "least_squares": independent draws
+        from the Gaussian posterior of a least-squares surrogate (targets +-1 per class relative to the
+        anchor, unit noise, the same prior), which already separates the classes; this only shortens
+        burn-in (the target is unchanged) and matters because from prior draws the chains first settle on
+        "always the majority class" and leave it very slowly.
     predictor : "vote" (class with the most votes of the sampled configurations) or "bayes_point"
         (argmax of the mean configuration). ``predict_proba`` always gives the vote fractions.
     record_every : sweeps between progress records.
@@ -46,24 +59,28 @@ class MSBPM(BayesianClassifier):
     samples_ : (n_chains, n_draws, (K-1) * (N+1)) sampled beta, class blocks of N kernel weights then the
         bias coefficient. Before burn-in ends (an early stop of ``fit_iter``) it holds the current states.
     bayes_point_ : ((K-1), N+1) mean configuration.
-    log_posterior_, log_likelihood_, train_error_ : (n_chains, n_draws) traces of the kept draws.
-    X_fit_ : training inputs (the kernel centres); kernel_ : the kernel used.
+    log_posterior_, log_likelihood_, train_error_ : (n_chains, n_draws) traces of the kept draws (eq. 4
+        plus the log prior of the sampled coordinates, up to a constant; eq. 4; training error).
+    X_fit_ : training inputs (the kernel centres); kernel_ : the kernel used (None for "linear").
+    basis_ : (N+1, r) orthonormal basis of the sampled subspace, or None (``rank_tol=0``).
     """
 
-    def __init__(self, kernel="rbf", gamma="scale", nu=1.0, prior_scale=1.0, bias_scale=1.0, n_chains=64,
-                 n_samples=50, burn_in=200, thin=2, direction="ads", ads_prob=0.85, predictor="vote",
-                 record_every=10, random_state=None):
+    def __init__(self, kernel="rbf", gamma="scale", nu=1.0, prior_scale=1.0, bias_scale=1.0, rank_tol=1e-10,
+                 n_chains=64, n_samples=50, burn_in=200, thin=2, direction="ads", ads_prob=0.85,
+                 init="least_squares", predictor="vote", record_every=10, random_state=None):
         self.kernel = kernel
         self.gamma = gamma
         self.nu = nu
         self.prior_scale = prior_scale
         self.bias_scale = bias_scale
+        self.rank_tol = rank_tol
         self.n_chains = n_chains
         self.n_samples = n_samples
         self.burn_in = burn_in
         self.thin = thin
         self.direction = direction
         self.ads_prob = ads_prob
+        self.init = init
         self.predictor = predictor
         self.record_every = record_every
         self.random_state = random_state
@@ -72,10 +89,14 @@ class MSBPM(BayesianClassifier):
     def _check_params(self):
         if self.direction not in engine.DIRECTIONS:
             raise ValueError(f"direction must be one of {engine.DIRECTIONS}, got {self.direction!r}.")
+        if self.init not in ("prior", "least_squares"):
+            raise ValueError(f"init must be 'prior' or 'least_squares', got {self.init!r}.")
         if self.predictor not in ("vote", "bayes_point"):
             raise ValueError(f"predictor must be 'vote' or 'bayes_point', got {self.predictor!r}.")
         if not (self.nu > 0):
             raise ValueError(f"nu must be positive (sensible values lie in (0, 1]), got {self.nu!r}.")
+        if not (0.0 <= self.rank_tol < 1.0):
+            raise ValueError(f"rank_tol must lie in [0, 1), got {self.rank_tol!r}.")
         for name in ("prior_scale", "bias_scale"):
             if not (getattr(self, name) > 0):
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)!r}.")
@@ -117,15 +138,23 @@ class MSBPM(BayesianClassifier):
         self.kernel_ = self._make_kernel(X)
         self.X_fit_ = X
         n_classes = len(self.classes_)
-        problem = engine.make_problem(self._features(X), y_index, n_classes, self.nu, self.prior_scale)
+        phi = self._features(X)
+        basis = self._principal_basis(phi)  # (P, r) or None for the full space
+        problem = engine.make_problem(phi if basis is None else phi @ basis, y_index, n_classes, self.nu,
+                                      self.prior_scale)
+        self.basis_ = basis
         n_chains, n_keep = int(self.n_chains), int(self.n_samples)
         thin, burn = int(self.thin), int(self.burn_in)
-        n_params = (n_classes - 1) * problem.phi.shape[1]
-        self.projection_basis_ = np.linalg.qr(rng.standard_normal((n_params, 2)))[0]
+        n_params = (n_classes - 1) * phi.shape[1]
+        n_sampled = (n_classes - 1) * problem.phi.shape[1]
+        self.projection_basis_ = np.linalg.qr(rng.standard_normal((n_sampled, 2)))[0]
         draws = np.empty((n_chains, n_keep, n_params))
         traces = np.empty((3, n_chains, n_keep))
         kept = 0
         state = engine.init(rng, problem, n_chains)
+        if self.init == "least_squares":
+            start = self._least_squares_start(rng, problem, state)
+            state = engine.refresh(problem, state._replace(beta=start))
         n_sweeps = burn + n_keep * thin
         kinds = []
         for sweep in range(1, n_sweeps + 1):
@@ -134,7 +163,7 @@ class MSBPM(BayesianClassifier):
             if sweep % 50 == 0:
                 state = engine.refresh(problem, state)
             if sweep > burn and (sweep - burn) % thin == 0:
-                draws[:, kept] = state.beta.reshape(n_chains, -1)
+                draws[:, kept] = self._full_beta(rng, state.beta).reshape(n_chains, -1)
                 traces[:, :, kept] = self._chain_values(problem, state)
                 kept += 1
             if sweep % int(self.record_every) == 0 or sweep == n_sweeps:
@@ -142,6 +171,42 @@ class MSBPM(BayesianClassifier):
                 metrics = self._metrics(problem, state, np.concatenate(kinds), kept)
                 yield sweep, metrics, self._snapshot(problem, state)
                 kinds = []
+
+    def _least_squares_start(self, rng, problem, state):
+        """Draws from N(m, A^-1), the Gaussian posterior of the sampled coordinates for the least-squares
+        surrogate: targets +1 for the example's class and -1 otherwise, minus the anchor's column; unit
+        noise; the N(0, prior_scale^2 I) prior. A = F^T F + I / prior_scale^2, m = A^-1 F^T T."""
+        F = problem.phi
+        K = problem.n_classes
+        T = np.where(problem.y[:, None] == np.arange(K), 1.0, -1.0)
+        T = T[:, 1:] - T[:, :1]  # (N, K-1), relative to the anchor like the scores
+        A = F.T @ F + np.eye(F.shape[1]) / problem.prior_scale**2
+        c, low = cho_factor(A, lower=True)
+        mean = cho_solve((c, low), F.T @ T).T  # (K-1, P)
+        z = rng.standard_normal(state.beta.shape)
+        # x = L^-T z has covariance A^-1
+        noise = solve_triangular(c, z.reshape(-1, F.shape[1]).T, lower=True, trans="T").T
+        return mean[None] + noise.reshape(state.beta.shape)
+
+    def _principal_basis(self, phi):
+        """Orthonormal (P, r) basis of the leading right singular vectors of phi (see ``rank_tol``)."""
+        if self.rank_tol == 0:
+            return None
+        gram = phi @ phi.T
+        threshold = self.rank_tol * np.trace(gram)
+        # only the eigenpairs above the threshold are computed
+        w, U = eigh(gram, subset_by_value=(threshold, np.inf), driver="evr")
+        return (phi.T @ U) / np.sqrt(w)
+
+    def _full_beta(self, rng, beta):
+        """Map reduced coordinates (S, K-1, r) to the paper's beta (S, K-1, P), adding an exact prior draw
+        in the discarded directions (orthogonal complement of the basis)."""
+        if self.basis_ is None:
+            return beta.copy()
+        B = self.basis_
+        z = self.prior_scale * rng.standard_normal((*beta.shape[:2], B.shape[0]))
+        z -= (z @ B) @ B.T
+        return beta @ B.T + z
 
     @staticmethod
     def _chain_values(problem, state):
@@ -155,7 +220,8 @@ class MSBPM(BayesianClassifier):
             self.samples_ = draws[:, :kept]
             self.log_posterior_, self.log_likelihood_, self.train_error_ = traces[:, :, :kept]
         else:
-            self.samples_ = state.beta.reshape(state.beta.shape[0], 1, -1).copy()
+            self.samples_ = self._full_beta(np.random.default_rng(0), state.beta).reshape(
+                state.beta.shape[0], 1, -1)
             self.log_posterior_, self.log_likelihood_, self.train_error_ = self._chain_values(problem, state)[
                 :, :, None]
         self.bayes_point_ = self.samples_.mean(axis=(0, 1)).reshape(len(self.classes_) - 1, -1)
@@ -192,12 +258,22 @@ class MSBPM(BayesianClassifier):
             out[start:start + chunk] = (votes[..., None] == np.arange(K)).mean(axis=1)
         return out
 
-    def decision_function(self, X) -> np.ndarray:
-        """Class scores of the Bayes point (the mean configuration), shape (n_samples, n_classes)."""
+    def bayes_point_scores(self, X) -> np.ndarray:
+        """Class scores f_c(x) of the Bayes point (the mean configuration), shape (n_samples, n_classes);
+        column 0 (the anchor) is 0."""
         X = check_predict_data(self, X)
         return self._scores(X, self.bayes_point_.reshape(1, -1))[:, 0, :]
 
+    def decision_function(self, X) -> np.ndarray:
+        """Scores consistent with ``predict``: the vote fractions (binary: p(classes_[1]) - p(classes_[0]),
+        1-D), or with ``predictor="bayes_point"`` the Bayes point's class scores (binary: f_1, 1-D)."""
+        if self.predictor == "bayes_point":
+            scores = self.bayes_point_scores(X)
+        else:
+            scores = self.predict_proba(X)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
     def predict(self, X):
         if self.predictor == "bayes_point":
-            return self.classes_[np.argmax(self.decision_function(X), axis=1)]
+            return self.classes_[np.argmax(self.bayes_point_scores(X), axis=1)]
         return super().predict(X)

@@ -32,6 +32,8 @@ def upper_envelope(a: np.ndarray, g: np.ndarray):
     one point) are resolved the way ``argmax`` resolves them just beside the point.
     """
     K = a.shape[-1]
+    if K == 2:
+        return _envelope_two(a, g)
     with np.errstate(invalid="ignore"):
         # as u -> -inf the line with the smallest slope wins; among parallel ones the higher intercept
         gmin = g.min(axis=-1, keepdims=True)
@@ -59,6 +61,18 @@ def upper_envelope(a: np.ndarray, g: np.ndarray):
     return start, breaks, to
 
 
+def _envelope_two(a, g):
+    """Two classes: one break where the score difference a_1 - a_0 + u (g_1 - g_0) changes sign."""
+    da = a[..., 1] - a[..., 0]
+    dg = g[..., 1] - g[..., 0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        brk = np.where(dg != 0, -da / dg, np.inf)
+    # as u -> -inf class 1 wins iff its slope is smaller; parallel lines: the higher one throughout
+    start = np.where(dg != 0, dg < 0, da > 0).astype(np.intp)
+    to = np.where(dg != 0, 1 - start, start)
+    return start, brk[..., None], to[..., None]
+
+
 def log_normal_mass(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """log(Phi(hi) - Phi(lo)) for standardised bounds, accurate in both tails (-inf for empty intervals)."""
     return _log_mass_from_tails(lo, hi, log_ndtr(-np.abs(lo)), log_ndtr(-np.abs(hi)))
@@ -66,8 +80,13 @@ def log_normal_mass(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 def _log1mexp(x):
     """log(1 - exp(x)) for x <= 0, accurate for x near 0 and for very negative x."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty_like(x)
+    near0 = x > -np.log(2.0)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.where(x > -np.log(2.0), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
+        out[near0] = np.log(-np.expm1(x[near0]))
+        out[~near0] = np.log1p(-np.exp(x[~near0]))
+    return out
 
 
 def _log_mass_from_tails(lo, hi, tail_lo, tail_hi):
@@ -83,7 +102,9 @@ def _log_mass_from_tails(lo, hi, tail_lo, tail_hi):
         one_side = near + _log1mexp(far - near)  # NaN only for empty intervals, masked below
     straddle = np.log1p(-np.minimum(np.exp(tail_lo) + np.exp(tail_hi), 1.0))
     out = np.where(same_side, one_side, straddle)
-    return np.where(hi > lo, out, -np.inf)
+    # both tails underflow to -inf for astronomically far intervals (a break at u ~ 1e200 when the
+    # direction barely moves an example): their mass is 0, not NaN
+    return np.where((hi > lo) & ~np.isnan(out), out, -np.inf)
 
 
 def sample_truncated_normal(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -1,0 +1,115 @@
+"""MSBPM as an estimator: iris accuracy, reproducibility, early stopping, outputs, bad input."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+from bsvm.datasets import make_ripley
+from bsvm.msbpm import MSBPM
+
+FAST = dict(n_chains=16, burn_in=30, n_samples=10, thin=2, record_every=10)
+
+
+def test_iris_stratified_5fold_accuracy():
+    X, y = load_iris(return_X_y=True)
+    model = MSBPM(n_chains=16, burn_in=50, n_samples=20, thin=1, random_state=0)
+    scores = cross_val_score(model, X, y, cv=StratifiedKFold(5, shuffle=True, random_state=0))
+    assert scores.mean() >= 0.9, scores
+
+
+def test_same_seed_same_samples_and_outputs():
+    X, y = make_ripley(60, random_state=0)
+    a = MSBPM(random_state=3, **FAST).fit(X, y)
+    b = MSBPM(random_state=3, **FAST).fit(X, y)
+    c = MSBPM(random_state=4, **FAST).fit(X, y)
+    assert np.array_equal(a.samples_, b.samples_)
+    assert not np.array_equal(a.samples_, c.samples_)
+    assert a.samples_.shape == (16, 10, 61)
+    assert a.bayes_point_.shape == (1, 61)
+    P = a.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    # vote fractions: multiples of 1 / (chains x draws)
+    np.testing.assert_allclose(P * 160, np.round(P * 160), atol=1e-9)
+
+
+def test_vote_fractions_match_manual_count_and_bayes_point():
+    X, y = load_iris(return_X_y=True)
+    m = MSBPM(random_state=0, **FAST).fit(X, y)
+    phi = np.hstack([m.kernel_(X[:7], m.X_fit_), np.ones((7, 1))])
+    betas = m.samples_.reshape(-1, 2, X.shape[0] + 1)
+    scores = np.concatenate([np.zeros((len(betas), 7, 1)), np.einsum("np,tcp->tnc", phi, betas)], axis=2)
+    votes = np.argmax(scores, axis=2)  # (T, 7)
+    manual = np.stack([(votes == k).mean(axis=0) for k in range(3)], axis=1)
+    np.testing.assert_allclose(m.predict_proba(X[:7]), manual)
+    bp = m.samples_.mean(axis=(0, 1)).reshape(2, -1)
+    np.testing.assert_allclose(m.bayes_point_scores(X[:7])[:, 1:], phi @ bp.T)
+    np.testing.assert_allclose(m.decision_function(X[:7]), manual)
+    m.set_params(predictor="bayes_point")
+    assert np.array_equal(m.predict(X[:7]), m.classes_[np.argmax(np.column_stack(
+        [np.zeros(7), phi @ bp.T]), axis=1)])
+
+
+def test_progress_records_and_early_stop_predicts():
+    X, y = load_iris(return_X_y=True)
+    m = MSBPM(random_state=0, **FAST)
+    records = []
+    for rec in m.fit_iter(X, y):
+        records.append(rec)
+        if len(records) == 2:
+            break
+    assert records[-1].iteration == 20
+    snap = records[-1].snapshot
+    assert snap["log_posterior"].shape == (16,)
+    assert snap["train_error"].shape == (16,)
+    assert snap["confusion"].shape == (16, 3, 3)
+    assert np.all(snap["confusion"].sum(axis=(1, 2)) == 150)
+    np.testing.assert_allclose(snap["train_error"],
+                               1 - np.trace(snap["confusion"], axis1=1, axis2=2) / 150)
+    assert snap["projection"].shape == (16, 2)
+    for key in ("log_posterior", "train_error", "log_likelihood", "ads_fraction"):
+        assert np.isfinite(records[-1].metrics[key])
+    # stopped during burn-in: the estimator predicts with the current population
+    assert m.samples_.shape == (16, 1, 2 * 151)
+    assert m.predict(X).shape == (150,)
+
+
+def test_all_direction_modes_fit_and_strings_labels():
+    X, y = make_ripley(50, random_state=1)
+    labels = np.array(["no", "yes"])[y]
+    for direction in ("ads", "hit_and_run", "gibbs"):
+        m = MSBPM(direction=direction, random_state=0, **FAST).fit(X, labels)
+        assert set(m.predict(X)) <= {"no", "yes"}
+        assert m.score(X, labels) > 0.6
+    lin = MSBPM(kernel="linear", rank_tol=0.0, random_state=0, **FAST).fit(X, labels)
+    assert lin.basis_ is None and lin.samples_.shape[-1] == 51
+
+
+@pytest.mark.parametrize("params, match", [
+    (dict(direction="slice"), "direction"), (dict(nu=0), "nu"), (dict(n_chains=3), "n_chains"),
+    (dict(ads_prob=1.5), "ads_prob"), (dict(kernel="poly"), "kernel"), (dict(gamma=-1.0), "gamma"),
+    (dict(predictor="mode"), "predictor"), (dict(init="zeros"), "init"), (dict(thin=0), "thin"),
+    (dict(rank_tol=1.0), "rank_tol"),
+])
+def test_bad_parameters_raise_clear_errors(params, match):
+    X, y = make_ripley(30, random_state=0)
+    with pytest.raises(ValueError, match=match):
+        MSBPM(**{**FAST, **params}).fit(X, y)
+
+
+def test_discarded_directions_are_drawn_from_the_prior():
+    """With rank_tol > 0 the chains explore the leading principal subspace of the features; the sampled
+    beta's component in the orthogonal complement must be the N(0, prior_scale^2 I) prior."""
+    X, y = make_ripley(80, random_state=2)
+    m = MSBPM(rank_tol=1e-6, prior_scale=2.0, random_state=0, **FAST).fit(X, y)
+    B = m.basis_
+    assert 0 < B.shape[1] < 81
+    np.testing.assert_allclose(B.T @ B, np.eye(B.shape[1]), atol=1e-8)
+    beta = m.samples_.reshape(-1, 81)
+    rest = beta - (beta @ B) @ B.T
+    # project on an orthonormal basis of the complement: i.i.d. N(0, 4) coordinates
+    Q = np.linalg.svd(np.eye(81) - B @ B.T)[0][:, : 81 - B.shape[1]]
+    z = (rest @ Q).ravel()
+    n = z.size
+    assert abs(z.mean()) < 4 * 2.0 / np.sqrt(n)
+    assert abs(z.var() / 4.0 - 1) < 4 * np.sqrt(2.0 / n)
