@@ -8,6 +8,7 @@ from .base import Progress
 from .msbpm import MSBPM
 from .platt import PlattSVM
 from .sbsvm import SBSVM
+from .subgradient import GibbsSVM, SubgradientHMC
 
-__all__ = ["Progress", "PlattSVM", "SBSVM", "MSBPM"]
+__all__ = ["Progress", "PlattSVM", "SBSVM", "MSBPM", "SubgradientHMC", "GibbsSVM"]
 __version__ = "0.1.0"

@@ -16,9 +16,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .data import check_fit_data, check_predict_data
+
+_CONTROLLER = None
+
+
+def _blas_limit(threads):
+    """A context limiting BLAS threads. The controller (which inspects the loaded libraries, several ms)
+    is built once; entering its ``limit`` afterwards is cheap enough to do around every chunk."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=threads, user_api="blas")
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,7 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
             # Our engines do many small dense operations (m x m factorisations, minibatch products);
             # OpenBLAS's thread pool makes those up to 30x slower on a loaded 2-core machine, so the
             # engine runs with one BLAS thread (scoped to each chunk: the consumer's code is unaffected).
-            with threadpool_limits(limits=self._blas_threads, user_api="blas"):
+            with _blas_limit(self._blas_threads):
                 try:
                     iteration, metrics, snapshot = next(steps)
                 except StopIteration:
@@ -104,7 +115,7 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
     def predict_proba(self, X) -> np.ndarray:
         """Class probabilities, shape (n_samples, n_classes); columns follow ``classes_``."""
         X = check_predict_data(self, X)
-        with threadpool_limits(limits=self._blas_threads, user_api="blas"):
+        with _blas_limit(self._blas_threads):
             return self._predict_proba(X)
 
     def predict(self, X) -> np.ndarray:

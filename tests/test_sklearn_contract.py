@@ -4,13 +4,17 @@ Expected failures are listed per estimator with the reason."""
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from bsvm import MSBPM, PlattSVM, SBSVM
+from bsvm import MSBPM, SBSVM, GibbsSVM, PlattSVM, SubgradientHMC
 
 ESTIMATORS = [
     PlattSVM(random_state=0),
     SBSVM(n_inducing=20, max_iter=60, random_state=0),
     SBSVM(variant="linear", max_iter=60, random_state=0),
     MSBPM(n_chains=8, burn_in=5, n_samples=5, thin=1, random_state=0),
+    SubgradientHMC(sampler="sgld", n_samples=20, n_burnin=20, n_chains=2, record_every=1000, random_state=0),
+    SubgradientHMC(sampler="hmc", n_samples=20, n_burnin=20, n_chains=2, n_leapfrog=3, record_every=1000,
+                   random_state=0),
+    GibbsSVM(n_samples=20, n_burnin=5, n_chains=2, record_every=1000, random_state=0),
 ]
 
 EXPECTED_FAILURES = {

@@ -40,11 +40,13 @@ def test_same_layout_and_predictive(est):
 
 def test_same_seed_same_draws_and_progress_records():
     X, y = _binary()
-    a = SubgradientHMC("sgnht", n_samples=40, n_burnin=40, record_every=10, n_trace=2, random_state=5)
+    # burn-in >= 100 also exercises the metric adaptation windows
+    a = SubgradientHMC("sgnht", n_samples=40, n_burnin=120, record_every=10, n_trace=2, random_state=5)
     records = list(a.fit_iter(X, y))
-    b = SubgradientHMC("sgnht", n_samples=40, n_burnin=40, record_every=10, n_trace=2, random_state=5).fit(X, y)
+    b = SubgradientHMC("sgnht", n_samples=40, n_burnin=120, record_every=10, n_trace=2, random_state=5)
+    b.fit(X, y)
     np.testing.assert_array_equal(a.samples_, b.samples_)
-    assert len(records) == 8
+    assert len(records) == 16 and [r.metrics["burnin"] for r in records].count(1.0) == 12
     r = records[-1]
     assert {"potential", "step_size", "xi", "burnin"} <= set(r.metrics)
     assert r.snapshot["coords"].shape == (4, 2) and r.snapshot["xi"].shape == (4,)

@@ -1,13 +1,16 @@
-"""A constant preconditioner for the samplers from the posterior's mode and a smoothed curvature.
+"""A starting preconditioner for the samplers from the posterior's mode and its averaged curvature.
 
-The hinge posterior has no second derivative, but its expected curvature is that of the data term
-smoothed over the spread of the margins: at the mode theta_hat,
+The hinge posterior has no second derivative, but its curvature averaged over the posterior's own
+uncertainty is well defined: with a Gaussian approximation N(theta_hat, Sigma) around the mode,
 
-    H = I + c sum_i k_h(m_i) u_i u_i^T,   m_i = hinge argument of point i, u_i = d m_i / d theta,
+    H = I + c sum_i N(m_i; 0, s_i^2) u_i u_i^T,   m_i = hinge argument of point i at the mode,
+    u_i = d m_i / d theta,  s_i^2 = u_i^T Sigma u_i,  Sigma = H^-1 (iterated to the fixed point from I),
 
-with k_h a Gaussian kernel whose bandwidth h is Silverman's rule on the m_i. (This is the Hessian of the
-Gaussian-smoothed potential; for large n it approaches the posterior precision.) The samplers then run in
-coordinates theta = L z with L L^T = H^-1, which only changes the geometry (see ``samplers.py``).
+i.e. E[delta(m_i(theta))] under the approximation. (A fixed smoothing width fails when many points sit
+exactly on the margin at the mode, which the hinge posterior often has: the width must be the posterior
+spread of each margin.) The samplers then run in coordinates theta = L z with L L^T = H^-1, which only
+changes the geometry (see ``samplers.py``); ``SubgradientHMC`` refines L in burn-in from the chains, since
+a Gaussian approximation is poor for skewed posteriors (most points on one side of a margin "wall").
 The mode is found by L-BFGS on a softplus-smoothed hinge (smoothing 1e-3 l), close to the exact mode.
 """
 
@@ -25,7 +28,7 @@ from .potential import HingeModel, _contract, _linear, data_terms
 
 class Pilot(NamedTuple):
     mode: np.ndarray  # (p,)
-    factor: np.ndarray  # (p, p) lower-triangular-free factor L with L L^T = H^-1
+    factor: np.ndarray  # (p, p) upper-triangular factor L = R^-T with L L^T = H^-1 (H = R R^T)
 
 
 def _arguments(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray):
@@ -58,11 +61,10 @@ def find_mode(model: HingeModel, X: np.ndarray, y: np.ndarray, max_iter: int = 5
     return res.x
 
 
-def laplace_pilot(model: HingeModel, X: np.ndarray, y: np.ndarray, max_points: int = 20000,
-                  rng: np.random.Generator | None = None) -> Pilot:
-    """Mode, preconditioner factor and the whitened per-datum gradient variance (for step-size defaults).
-
-    Curvature and noise are estimated on at most ``max_points`` rows (a random subset, rescaled)."""
+def laplace_pilot(model: HingeModel, X: np.ndarray, y: np.ndarray, max_points: int = 5000,
+                  rng: np.random.Generator | None = None, max_iter: int = 50) -> Pilot:
+    """Mode and preconditioner factor. The curvature is estimated on at most ``max_points`` rows (a random
+    subset, rescaled)."""
     n = X.shape[0]
     mode = find_mode(model, X, y)
     if n > max_points:
@@ -72,22 +74,23 @@ def laplace_pilot(model: HingeModel, X: np.ndarray, y: np.ndarray, max_points: i
     else:
         Xs, ys, scale = X, y, 1.0
     m, E = _arguments(model, mode, Xs, ys)
-    q75, q25 = np.percentile(m, [75, 25])
-    spread = min(m.std(), (q75 - q25) / 1.34) if q75 > q25 else m.std()
-    bw = max(0.9 * spread * len(m) ** -0.2, 1e-6)
-    kern = np.exp(-0.5 * (m / bw) ** 2) / (bw * np.sqrt(2.0 * np.pi))
-    B, p1 = model.n_blocks, model.n_features + 1
     Xt = np.hstack([Xs, np.ones((Xs.shape[0], 1))])
-    H = np.eye(model.n_params)
-    for a in range(B):
-        for b in range(a, B):
-            wgt = model.c * scale * kern * E[:, a] * E[:, b]
-            blk = Xt.T @ (Xt * wgt[:, None])
-            H[a * p1:(a + 1) * p1, b * p1:(b + 1) * p1] += blk
-            if b != a:
-                H[b * p1:(b + 1) * p1, a * p1:(a + 1) * p1] += blk.T
-    R = cholesky(H, lower=True)
-    factor = solve_triangular(R, np.eye(model.n_params), lower=True).T  # L = R^-T, L L^T = H^-1
+    Ud = (E[:, :, None] * Xt[:, None, :]).reshape(len(m), -1)  # u_i = d m_i / d theta
+    Sigma = np.eye(model.n_params)
+    for _ in range(max_iter):
+        # the hinge's curvature averaged over the Gaussian uncertainty of m_i: N(m_i; 0, s_i^2),
+        # s_i^2 = u_i^T Sigma u_i; iterated to the fixed point Sigma = H(Sigma)^-1
+        s2 = np.maximum(((Ud @ Sigma) * Ud).sum(axis=1), 1e-300)
+        kern = np.exp(-0.5 * m * m / s2) / np.sqrt(2.0 * np.pi * s2)
+        H = np.eye(model.n_params) + Ud.T @ (Ud * (model.c * scale * kern)[:, None])
+        R = cholesky(H, lower=True)
+        Rinv = solve_triangular(R, np.eye(model.n_params), lower=True)
+        new = Rinv.T @ Rinv
+        done = np.allclose(new, Sigma, rtol=1e-3, atol=1e-12 * np.abs(new).max())
+        Sigma = new
+        if done:
+            break
+    factor = Rinv.T  # L = R^-T, L L^T = H^-1
     return Pilot(mode, factor)
 
 
