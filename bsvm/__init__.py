@@ -1,14 +1,37 @@
 """bsvm: Bayesian support vector machines as scikit-learn estimators.
 
-Methods: SBSVM (Wenzel et al. 2017) and the PlattSVM baseline; MSBPM, SubgradientHMC, GibbsSVM and
-SeegerARD follow the same contract (``fit``, ``fit_iter``, ``predict_proba``, ``history_``).
+Methods: SBSVM (Wenzel et al. 2017), MSBPM (Vogt & Ostermann), SubgradientHMC and GibbsSVM (Hu, Zhu &
+Zhang 2016; Polson & Scott 2011), SeegerARD (Seeger 2000), and the PlattSVM baseline. All follow one
+contract: ``fit``, ``fit_iter`` (live progress records), ``predict_proba``, ``history_``.
+
+The estimators are imported on first use (PEP 562), so ``import bsvm.data`` or ``bsvm.datasets`` stays
+light: the dashboard's Data page opens without loading every method's dependencies.
 """
 
-from .base import Progress
-from .msbpm import MSBPM
-from .platt import PlattSVM
-from .sbsvm import SBSVM
-from .subgradient import GibbsSVM, SubgradientHMC
+import importlib
 
-__all__ = ["Progress", "PlattSVM", "SBSVM", "MSBPM", "SubgradientHMC", "GibbsSVM"]
+from .base import Progress
+
+_EXPORTS = {
+    "PlattSVM": ".platt",
+    "SBSVM": ".sbsvm",
+    "MSBPM": ".msbpm",
+    "SubgradientHMC": ".subgradient",
+    "GibbsSVM": ".subgradient",
+    "SeegerARD": ".seeger",
+}
+
+__all__ = ["Progress", *_EXPORTS]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bsvm' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

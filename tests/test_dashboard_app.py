@@ -74,7 +74,7 @@ def test_each_sample_loads_and_shows_its_classes(sample):
 
 def test_short_sbsvm_run_produces_an_elbo_history_and_the_controls_work():
     pytest.importorskip("bsvm.sbsvm")
-    at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "400", "o.tol": "0"})
+    at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "100000", "o.tol": "0"})
     run = _start_and_run(at)
     elbo = np.array([r.metrics["elbo"] for r in run.history])
     assert len(elbo) >= 3 and np.isfinite(elbo).all()

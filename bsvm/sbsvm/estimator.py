@@ -64,7 +64,8 @@ class SBSVM(BayesianClassifier):
     elbo_every : compute the reported ELBO every this many steps (on the full data, or on a fixed random
         subset of ``elbo_batch_size`` rows scaled to n).
     tol, patience : stop when the last ``patience`` ELBO evaluations improve on the best value before them
-        by at most tol * |ELBO| (a stagnation test that tolerates the jitter of stochastic steps).
+        by at most tol * |ELBO| (a stagnation test that tolerates the jitter of stochastic steps);
+        tol=0 disables the test, so the run goes to max_iter.
     predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
         likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
     progress_every : steps between progress records of ``fit_iter``.
@@ -192,7 +193,7 @@ class SBSVM(BayesianClassifier):
             if it % self.elbo_every == 0 or it == self.max_iter:
                 elbo = engine.elbo(state)
                 recent.append(elbo)
-                if len(recent) > self.patience:
+                if len(recent) > self.patience and self.tol > 0:
                     best_before = max(best_before, recent.pop(0))
                     # Stagnation: the last `patience` evaluations found no ELBO better than the best
                     # before them by more than tol * |ELBO|. Robust to the jitter of stochastic steps.
