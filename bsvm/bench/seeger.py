@@ -26,7 +26,7 @@ from sklearn.svm import SVC
 from bsvm.bench._common import load_raetsch, print_table
 from bsvm.datasets import make_ringnorm, make_twonorm
 from bsvm.seeger import SeegerARD
-from bsvm.seeger.free_energy import JITTER, prior_covariance
+from bsvm.seeger.free_energy import prior_covariance
 
 # name: (train size, test size, paper Var. SVM errors (y_hat, mu) as counts of the test set)
 PAPER = {
@@ -51,7 +51,7 @@ def _data(name, n_total, seed):
 
 def mode_errors(model, X_test, y_test):
     """Test error of the SVM trained with the adapted kernel (the paper's y_hat prediction)."""
-    K = prior_covariance(model.kernel_, model.X_fit_, JITTER)
+    K = prior_covariance(model.kernel_, model.X_fit_, model.jitter)
     svc = SVC(kernel="precomputed", C=1.0).fit(K, model.y_fit_)
     Xs = (X_test - model.x_mean_) / model.x_scale_
     dec = svc.decision_function(model.kernel_(Xs, model.X_fit_))
@@ -81,6 +81,8 @@ def table1(n_splits=10, names=tuple(PAPER), loss="svc", max_test=None):
             err_mode.append(mode_errors(model, X[te], y[te]))
             w = model.relevance_.to_numpy()
             relevant.append(int(np.sum(w > 0.1 * w.max())))
+            print(f"  {name} split {split}: err mu {100 * err_mean[-1]:.2f}%  "
+                  f"err y_hat {100 * err_mode[-1]:.2f}%  fit {secs[-1]:.1f} s", flush=True)
         if not err_mean:
             rows.append({"data": name, "note": "data not available"})
             continue
@@ -115,6 +117,8 @@ def speed(sizes=(100, 200, 500, 1000), n_test=2000, seed=0):
         e_gpc = float(np.mean(gpc.predict((Xte - mu) / sd) != yte))
         rows.append({"n_train": n, "seeger s": t_ours, "sklearn GPC s": t_gpc, "speed-up": t_gpc / t_ours,
                      "seeger err%": 100 * e_ours, "GPC err%": 100 * e_gpc, "outer steps": ours.n_iter_})
+        print("  " + "  ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in rows[-1].items()), flush=True)
     print(f"Speed on twonorm (d=20, {n_test} test points): target speed-up >= 3 at equal or lower error")
     print_table(rows, floatfmt="{:.2f}")
     return rows
@@ -138,10 +142,11 @@ def main(argv=None):
     p.add_argument("--sizes", default="100,200,500,1000")
     p.add_argument("--only", choices=["table1", "speed"], default=None)
     p.add_argument("--loss", choices=["svc", "logistic"], default="svc")
+    p.add_argument("--data", default=",".join(PAPER), help="comma-separated subset of " + ",".join(PAPER))
     args = p.parse_args(argv)
-    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)
     if args.only in (None, "table1"):
-        table1(args.splits, loss=args.loss)
+        table1(args.splits, names=tuple(args.data.split(",")), loss=args.loss)
     if args.only in (None, "speed"):
         speed_300x30()
         speed(tuple(int(s) for s in args.sizes.split(",")))
@@ -150,5 +155,13 @@ def main(argv=None):
 
 
 def smoke():
-    table1(n_splits=1, names=("twonorm",), max_test=500)
-    speed(sizes=(60,), n_test=200)
+    """A few seconds: a short fit on each loss, and one tiny speed row (CI keeps the script working)."""
+    X, y = make_twonorm(280, random_state=0)
+    rows = []
+    for loss in ("svc", "logistic"):
+        model = SeegerARD(loss=loss, max_iter=3).fit(X[:80], y[:80])
+        rows.append({"loss": loss, "outer steps": model.n_iter_, "F": model.free_energy_,
+                     "test err%": 100 * float(np.mean(model.predict(X[80:]) != y[80:])),
+                     "mode err%": 100 * mode_errors(model, X[80:], y[80:])})
+    print_table(rows, floatfmt="{:.2f}")
+    speed(sizes=(40,), n_test=200)
