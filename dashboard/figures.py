@@ -22,6 +22,13 @@ PROBA_SCALE = "RdBu_r"
 #: metrics that are the run's objective (one is plotted as "the" learning curve)
 OBJECTIVES = ("elbo", "free_energy", "neg_free_energy", "log_posterior", "log_joint", "potential", "U")
 _HYPER = re.compile(r"(lengthscale|variance|amplitude|offset|relevance|^w\[|ard|^C$|^v$)", re.IGNORECASE)
+#: counters and flags that describe the run's bookkeeping, not its state (not plotted as curves)
+BOOKKEEPING = ("burnin", "n_draws", "draws_kept", "inner_iterations", "n_support")
+#: A horizontal legend under the plot, anchored to the figure's bottom edge: Plotly then shrinks the plot
+#: area to make room, so the legend never covers the x-axis title (a legend at a negative paper y does).
+LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom", "x": 0.0}
+#: Series shorter than this are drawn with markers too: a single point in "lines" mode is invisible.
+MARKERS_BELOW = 30
 _SAMPLER = re.compile(r"(step_size|acceptance|accept|xi|thermostat|energy|train_error)", re.IGNORECASE)
 
 
@@ -77,6 +84,15 @@ def class_balance(y: np.ndarray, classes, title="Class balance"):
 # ----------------------------------------------------------------------------------------- live curves
 
 
+def no_stats_message(kind: str) -> str:
+    """What the empty 'statistics' panel says for a method that records none."""
+    if kind == "sampler":
+        return "No step size or acceptance to tune: every draw of this sampler is accepted"
+    if kind == "baseline":
+        return "Fitted in one go: no learning curve or hyperparameter trace"
+    return "No hyperparameters or sampler statistics recorded"
+
+
 def metric_names(history) -> list[str]:
     names: dict[str, None] = {}
     for rec in history[-50:] + history[:1]:
@@ -90,6 +106,8 @@ def split_metrics(names) -> dict[str, list[str]]:
     """Sort metric names into the objective, hyperparameters, sampler statistics and the rest."""
     out = {"objective": [], "hyper": [], "sampler": [], "other": []}
     for n in names:
+        if n in BOOKKEEPING:
+            continue
         if n in OBJECTIVES:
             out["objective"].append(n)
         elif _HYPER.search(n):
@@ -108,17 +126,41 @@ def _series(history, name: str, idx: np.ndarray):
     return it, v
 
 
-def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300):
-    """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line)."""
+def _line_mode(n_points: int) -> str:
+    return "lines+markers" if n_points < MARKERS_BELOW else "lines"
+
+
+def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
+                  separate_axes: bool = False):
+    """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
+
+    separate_axes: one stacked panel per metric (sharing the iteration axis), for quantities on
+    different scales such as a step size next to an acceptance rate.
+    """
     if not history or not names:
         return empty_figure(f"{title}: nothing recorded yet", height)
     idx = thin_index(len(history), MAX_CURVE_POINTS)
-    traces = []
-    for name in names:
+    mode = _line_mode(len(idx))
+    names = list(names)
+    stacked = separate_axes and len(names) > 1
+    traces, axes = [], {}
+    n, gap = len(names), 0.1
+    panel = (1.0 - gap * (n - 1)) / n
+    for k, name in enumerate(names):
         it, v = _series(history, name, idx)
-        traces.append({"type": "scatter", "x": it, "y": v, "mode": "lines", "name": name})
+        tr = {"type": "scatter", "x": it, "y": v, "mode": mode, "name": name, "marker": {"size": 5}}
+        if stacked:  # panel 0 on top; each panel's y axis is titled with its metric
+            ax = "" if k == 0 else str(k + 1)
+            tr["yaxis"] = f"y{ax}"
+            top = 1.0 - k * (panel + gap)
+            axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - panel), top], "type": "log" if log_y else "-",
+                                  "title": {"text": name, "font": {"size": 11}}}
+        traces.append(tr)
+    if stacked:  # the shared iteration axis sits under the bottom panel
+        return _fast_figure(traces, title, max(height, 110 * n + 90),
+                            xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False, **axes)
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"),
-                        yaxis={"type": "log"} if log_y else {}, legend={"orientation": "h", "y": -0.25})
+                        yaxis={"type": "log"} if log_y else {}, legend=LEGEND_BELOW)
 
 
 def objective_curve(history, height: int = 300):
@@ -127,9 +169,23 @@ def objective_curve(history, height: int = 300):
     if not names:
         return empty_figure("This method reports no objective (ELBO / free energy)", height)
     name = names[0]
-    labels = {"elbo": "ELBO (higher is better)", "free_energy": "free energy F (lower is better)"}
+    labels = {"elbo": "ELBO (higher is better)", "free_energy": "free energy F (lower is better)",
+              "neg_free_energy": "-F, negative free energy (higher is better)",
+              "log_posterior": "log posterior (higher is better)",
+              "log_joint": "log joint density (higher is better)",
+              "potential": "potential U = -log posterior (lower is better)",
+              "U": "potential U = -log posterior (lower is better)"}
     label = labels.get(name, name)
     return metric_curves(history, [name], label, height=height)
+
+
+def snapshot_keys(history) -> list[str]:
+    """The snapshot arrays worth a trace plot: non-empty, and not index bookkeeping (e.g. ``trace_index``,
+    which says which coordinates the ``coords`` snapshot holds and never changes)."""
+    if not history:
+        return []
+    snap = history[-1].snapshot
+    return [k for k in snap if np.size(snap[k]) > 0 and not k.endswith("index")]
 
 
 def snapshot_traces(history, key: str | None = None, max_series: int = 8, height: int = 300):
@@ -140,7 +196,7 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     """
     if not history:
         return empty_figure("Traces: nothing recorded yet", height)
-    keys = [k for k in history[-1].snapshot if np.size(history[-1].snapshot[k]) > 0]
+    keys = snapshot_keys(history)
     if not keys:
         return empty_figure("This method's progress records carry no trace values", height)
     key = key if key in keys else keys[0]
@@ -157,11 +213,12 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     names = ([f"{key}[{idx2}]" for idx2 in map(str, np.ndindex(shape))] if len(shape) > 1
              else [f"{key}[{j}]" for j in range(width)])
     names = [n.replace("[(", "[").replace(")]", "]") for n in names]
-    traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": "lines", "name": names[j]}
-              for j in range(n_series)]
+    mode = _line_mode(len(rows))
+    traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": mode, "name": names[j],
+               "marker": {"size": 5}} for j in range(n_series)]
     more = f" (first {n_series} of {width})" if width > n_series else ""
     return _fast_figure(traces, f"Trace of '{key}'{more}", height, xaxis=_axis("iteration"),
-                        legend={"orientation": "h", "y": -0.25})
+                        legend=LEGEND_BELOW)
 
 
 # ----------------------------------------------------------------------------------------- maps
@@ -213,7 +270,7 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
                        "marker": {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}})
     return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
                         yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
-                        legend={"orientation": "h", "y": -0.18})
+                        legend=LEGEND_BELOW)
 
 
 def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *, title: str,
@@ -225,13 +282,13 @@ def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *,
         _points(fig, X, y, classes)
     fig.update_xaxes(title=axis_titles[0], range=[grid.xs[0], grid.xs[-1]])
     fig.update_yaxes(title=axis_titles[1], range=[grid.ys[0], grid.ys[-1]])
-    return _layout(fig, title, height, legend=dict(orientation="h", y=-0.18))
+    return _layout(fig, title, height, legend=LEGEND_BELOW)
 
 
 # ----------------------------------------------------------------------------------------- calibration
 
 
-def reliability_figure(curves: dict, height: int = 420):
+def reliability_figure(curves: dict, height: int = 420, xlabel: str = "predicted probability"):
     """Reliability diagrams for several models: observed frequency vs mean prediction per bin, with the
     bin counts as bars underneath. ``curves`` maps a model name to ``bsvm.metrics.ReliabilityBins``."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.06)
@@ -249,21 +306,22 @@ def reliability_figure(curves: dict, height: int = 420):
                              opacity=0.6, showlegend=False, width=np.diff(b.edges) * 0.45,
                              offset=(k - 0.5) * 0.045 if len(curves) > 1 else None), row=2, col=1)
     fig.update_xaxes(range=[0, 1], row=1, col=1)
-    fig.update_xaxes(title="predicted probability", range=[0, 1], row=2, col=1)
+    fig.update_xaxes(title=xlabel, range=[0, 1], row=2, col=1)
     fig.update_yaxes(title="observed frequency", range=[0, 1], row=1, col=1)
     fig.update_yaxes(title="count", row=2, col=1)
-    return _layout(fig, "Reliability diagram (test set)", height, legend=dict(orientation="h", y=-0.2))
+    return _layout(fig, "Reliability diagram (test set)", height, legend=LEGEND_BELOW)
 
 
-def proba_histograms(probas: dict, title="Predicted probabilities (test set)", height: int = 320):
+def proba_histograms(probas: dict, title="Predicted probabilities (test set)", height: int = 320,
+                     xlabel: str = "predicted probability"):
     fig = go.Figure()
     for k, (name, p) in enumerate(probas.items()):
         fig.add_trace(go.Histogram(x=np.asarray(p), name=name, xbins=dict(start=0, end=1, size=0.05),
                                    opacity=0.6, marker_color=CLASS_COLOURS[(k + 2) % len(CLASS_COLOURS)]))
     fig.update_layout(barmode="overlay")
-    fig.update_xaxes(title="predicted probability", range=[0, 1])
+    fig.update_xaxes(title=xlabel, range=[0, 1])
     fig.update_yaxes(title="count")
-    return _layout(fig, title, height, legend=dict(orientation="h", y=-0.25))
+    return _layout(fig, title, height, legend=LEGEND_BELOW)
 
 
 METRIC_LABELS = {"error": "error", "brier": "Brier", "log_loss": "log loss", "ece": "ECE", "auc": "AUC",
@@ -302,7 +360,7 @@ def chain_traces(samples, param: int, chains=None, name: str = "", height: int =
         fig.add_trace(go.Scatter(x=idx, y=S[c, idx, param], mode="lines", name=f"chain {c}",
                                  line=dict(width=1)))
     fig.update_xaxes(title="draw")
-    return _layout(fig, f"Trace: {name or f'param {param}'}", height, legend=dict(orientation="h", y=-0.25))
+    return _layout(fig, f"Trace: {name or f'param {param}'}", height, legend=LEGEND_BELOW)
 
 
 def running_means(samples, param: int, chains=None, name: str = "", height: int = 300):
@@ -316,7 +374,7 @@ def running_means(samples, param: int, chains=None, name: str = "", height: int 
         fig.add_trace(go.Scatter(x=idx, y=rm[idx], mode="lines", name=f"chain {c}"))
     fig.update_xaxes(title="draw")
     return _layout(fig, f"Running mean: {name or f'param {param}'}", height,
-                   legend=dict(orientation="h", y=-0.25))
+                   legend=LEGEND_BELOW)
 
 
 def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
@@ -340,7 +398,7 @@ def autocorrelation_figure(samples, param: int, chains=None, max_lag: int = 50, 
     fig.update_xaxes(title="lag")
     fig.update_yaxes(range=[-0.3, 1.05])
     return _layout(fig, f"Autocorrelation: {name or f'param {param}'}", height,
-                   legend=dict(orientation="h", y=-0.25))
+                   legend=LEGEND_BELOW)
 
 
 def rank_counts(samples, param: int, n_bins: int = 20) -> np.ndarray:
@@ -364,7 +422,7 @@ def rank_figure(samples, param: int, chains=None, n_bins: int = 20, name: str = 
     fig.update_xaxes(title="rank bin")
     fig.update_yaxes(title="count", rangemode="tozero")
     return _layout(fig, f"Rank plot: {name or f'param {param}'}", height,
-                   legend=dict(orientation="h", y=-0.25))
+                   legend=LEGEND_BELOW)
 
 
 RHAT_MAX = 1.01
@@ -412,7 +470,7 @@ def draws_overlay(approx, exact, param: int, names=("approximate", "exact GibbsS
                                    marker_color=CLASS_COLOURS[k + 2]))
     fig.update_layout(barmode="overlay")
     return _layout(fig, f"Posterior draws: {name or f'param {param}'}", height,
-                   legend=dict(orientation="h", y=-0.25))
+                   legend=LEGEND_BELOW)
 
 
 def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_per_row: int = 330,
@@ -428,5 +486,6 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
                                  colorscale=PROBA_SCALE, showscale=(k == 0),
                                  colorbar=dict(title="p", len=0.8)), row=r, col=c)
         _points(fig, X, y, classes, row=r, col=c, showlegend=(k == 0))
-    return _layout(fig, f"{subtitle}, one colour scale", rows * height_per_row,
-                   legend=dict(orientation="h", y=-0.08))
+    fig = _layout(fig, f"{subtitle}, one colour scale", rows * height_per_row + 40, legend=LEGEND_BELOW)
+    fig.update_layout(margin=dict(t=85))  # the subplot titles sit above each map, under the figure title
+    return fig

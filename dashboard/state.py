@@ -196,4 +196,28 @@ def method_for(data: Prepared | None):
     chosen = METHODS.get(cfg()["method"])
     if chosen in ok:
         return chosen, ok
-    return (ok[0] if ok else None), ok
+    fallback = ok[0] if ok else None
+    if chosen is not None and chosen.available and fallback is not None and data is not None:
+        # remembered (or linked) method that cannot handle this many classes: say so, see fallback_note
+        st.session_state["method_fallback"] = {"wanted": chosen.key, "got": fallback.key, "data": data.key}
+    return fallback, ok
+
+
+def fallback_note(data: Prepared | None, method) -> str | None:
+    """Why the page shows ``method`` rather than the one the user picked (a binary-only method on a
+    data set with 3+ classes), while that is still the case; None otherwise."""
+    fb = st.session_state.get("method_fallback")
+    if not fb or data is None or method is None or fb["data"] != data.key or fb["got"] != method.key:
+        return None
+    wanted = METHODS[fb["wanted"]]
+    classes = ", ".join(map(str, data.classes))
+    return (f"**{wanted.label}** handles two classes only, and this data set has {len(data.classes)} "
+            f"({classes}), so **{method.label}** is selected instead. Methods for 3+ classes: "
+            + ", ".join(m.label for m in available_methods_for(data))
+            + ". Or pick a two-class data set on the **Data** page.")
+
+
+def available_methods_for(data: Prepared | None):
+    from .methods import available_methods
+
+    return available_methods(binary=data.binary if data is not None else True)

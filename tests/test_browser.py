@@ -179,6 +179,13 @@ def _tour(server, pg):
 
     _go(pg, "Diagnostics")
     _plot_titled(pg, "ELBO").first.wait_for() if has_sbsvm else pg.get_by_text("Progress records").wait_for()
+    if has_sbsvm:
+        # Plotly draws each chart a moment after the previous one: a screenshot taken as soon as the ELBO
+        # appeared showed the trace chart under "Live trace values" as a blank area. Wait for its lines.
+        trace = _plot_titled(pg, "Trace of").first
+        trace.wait_for()
+        assert trace.locator("path.js-line").count() >= 1
+        assert trace.bounding_box()["height"] >= 200
     pg.screenshot(path=str(SHOTS / "5_diagnostics.png"), full_page=True)
     _no_exception(pg, "Diagnostics")
 

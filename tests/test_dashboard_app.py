@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from bsvm.base import Progress  # noqa: E402
 from bsvm.metrics import classification_report  # noqa: E402
 from bsvm.samples import SAMPLES  # noqa: E402
+from dashboard.methods import METHODS  # noqa: E402
 from dashboard.runner import DONE, LiveRun  # noqa: E402
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -248,3 +249,27 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     draws = at.session_state["gibbs_cache"]
     (G,) = draws.values()
     assert G.shape[0] == 2 and G.shape[1] == 60  # the approximate sampler's chains and draws
+
+
+def test_a_binary_only_method_on_three_classes_says_why_it_was_replaced():
+    """A link (or a remembered choice) with S-BSVM on iris used to switch silently to PlattSVM."""
+    if not any(m.available and m.binary_only for m in METHODS.values()):
+        pytest.skip("no binary-only method available")
+    binary_only = next(m for m in METHODS.values() if m.available and m.binary_only)
+    at = _app(sample="iris.csv", method=binary_only.key)
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert any("two classes only" in w.value and binary_only.label in w.value for w in at.warning), \
+        [w.value for w in at.warning]
+    _button(at, "Start").click().run()  # the replacement runs
+    _ok(at)
+    assert any("two classes only" in w.value for w in at.warning)
+    # choosing a multi-class method on purpose ends the note
+    ok = [m.key for m in METHODS.values() if m.available and not m.binary_only]
+    if len(ok) > 1:
+        at.selectbox(key="w:cfg:method").set_value(ok[1]).run()
+        _ok(at)
+        assert not any("two classes only" in w.value for w in at.warning)
+    at.switch_page("views/compare.py").run()
+    _ok(at)
+    assert any("two classes only" in c.value for c in at.caption)

@@ -152,6 +152,72 @@ def test_snapshot_traces_draw_one_line_per_chain():
     assert "nothing" in figures.snapshot_traces([]).layout.annotations[0].text
 
 
+def test_a_single_record_is_visible_on_every_live_curve():
+    """After one Step a run has one record: a one-point series in "lines" mode draws nothing at all."""
+    hist = _history(1)
+    figs = [figures.objective_curve(hist), figures.metric_curves(hist, ["lengthscale"], "h"),
+            figures.metric_curves(hist, ["lengthscale", "rho"], "s", separate_axes=True),
+            figures.snapshot_traces(hist)]
+    for fig in figs:
+        assert fig.data and all("markers" in t.mode for t in fig.data), fig.layout.title.text
+    long = _history(figures.MAX_CURVE_POINTS + 50)
+    assert figures.objective_curve(long).data[0].mode == "lines"  # long runs stay light
+
+
+def test_legends_sit_under_the_axis_title_not_on_it():
+    """Legends at a negative paper y overlapped the x-axis title; anchored to the figure's bottom edge
+    (yref="container") Plotly shrinks the plot area to make room instead."""
+    import plotly.graph_objects as go
+
+    hist = _history(40)
+    grid = Grid(np.linspace(-1, 1, 5), np.linspace(0, 2, 4))
+    p = np.linspace(0, 1, 20)
+    S = np.random.default_rng(0).normal(size=(2, 30, 2))
+    b = reliability_bins(np.array([0, 1, 1, 0]), np.array([0.1, 0.8, 0.6, 0.3]), 5)
+    figs = [figures.metric_curves(hist, ["lengthscale", "rho"], "h"), figures.snapshot_traces(hist),
+            figures.proba_heatmap(grid, p, np.zeros((2, 2)), np.array([0, 1]), [0, 1]),
+            figures.value_heatmap(grid, p, np.zeros((2, 2)), np.array([0, 1]), [0, 1], title="u"),
+            figures.reliability_figure({"m": b}), figures.proba_histograms({"m": p}),
+            figures.chain_traces(S, 0), figures.running_means(S, 0), figures.autocorrelation_figure(S, 0),
+            figures.rank_figure(S, 0), figures.draws_overlay(S, S, 0),
+            figures.heatmap_grid({"a": p[:20]}, grid, np.zeros((2, 2)), np.array([0, 1]), [0, 1])]
+    for fig in figs:
+        go.Figure(fig.to_dict())  # valid Plotly
+        leg = fig.layout.legend
+        assert leg.yref == "container" and leg.y == 0 and leg.yanchor == "bottom", fig.layout.title.text
+
+
+def test_heatmap_grid_leaves_room_between_its_title_and_the_subplot_titles():
+    grid = Grid(np.linspace(0, 1, 4), np.linspace(0, 1, 3))
+    fig = figures.heatmap_grid({"a": np.zeros(12)}, grid, np.zeros((2, 2)), np.array([0, 1]), [0, 1])
+    assert fig.layout.margin.t >= 80
+
+
+def test_sampler_statistics_on_different_scales_get_one_panel_each():
+    hist = [Progress(i, 0.01 * i, {"step_size": 1e-3, "xi": 1.0 + 0.1 * np.sin(i)}, {}) for i in range(40)]
+    fig = figures.metric_curves(hist, ["step_size", "xi"], "Sampler statistics", separate_axes=True)
+    assert [t.yaxis for t in fig.data] == ["y", "y2"]
+    d1, d2 = fig.layout.yaxis.domain, fig.layout.yaxis2.domain
+    assert d2[1] < d1[0]  # stacked, not overlapping
+    assert fig.layout.yaxis.title.text == "step_size" and fig.layout.xaxis.anchor == "y2"
+
+
+def test_bookkeeping_counters_and_index_snapshots_are_not_plotted():
+    g = figures.split_metrics(["potential", "burnin", "n_draws", "draws_kept", "n_support", "acceptance"])
+    assert g == {"objective": ["potential"], "hyper": [], "sampler": ["acceptance"], "other": []}
+    hist = [Progress(i, 0.1, {}, {"coords": np.ones((2, 3)), "trace_index": np.arange(3)}) for i in range(3)]
+    assert figures.snapshot_keys(hist) == ["coords"]
+    assert "trace_index" not in figures.snapshot_traces(hist, "trace_index").layout.title.text
+
+
+@pytest.mark.parametrize("metric,words", [("potential", "lower is better"),
+                                          ("log_posterior", "higher is better"),
+                                          ("free_energy", "lower is better")])
+def test_objective_titles_say_which_way_is_better(metric, words):
+    hist = [Progress(i, 0.1, {metric: float(i)}, {}) for i in range(3)]
+    assert words in figures.objective_curve(hist).layout.title.text
+
+
 def test_reliability_figure_shows_the_bins_and_their_counts():
     rng = np.random.default_rng(0)
     p = rng.uniform(size=400)

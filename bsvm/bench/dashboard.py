@@ -1,6 +1,12 @@
-"""Dashboard live-view benchmark: redraws per second and memory over a long S-BSVM run.
+"""Dashboard benchmark: start-up time, redraws per second and memory over a long S-BSVM run.
 
-    python -m bsvm.bench dashboard [--n 2000] [--seconds 300] [--method sbsvm]
+    python -m bsvm.bench dashboard [--n 2000] [--seconds 300] [--method sbsvm] [--no-startup]
+
+Start-up: ``streamlit run dashboard/app.py`` is started headless on a free port; once its health
+endpoint answers (the server is up), a fresh chromium session (Playwright, Debian's /usr/bin/chromium)
+opens the app and the time until the Data page is usable (its title and first selectbox are there) is
+measured: the first session (paying the app's one-off imports) and a second one. Goal: under 3 s. The
+server is shut down before the live-view run, so the two measurements do not compete for the CPU.
 
 Each redraw does exactly what the Train page's live fragment does between two screen updates: advance
 the run for the page's chunk budget (``LiveRun.advance``), build the four live figures (objective,
@@ -15,8 +21,11 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import socket
+import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -102,12 +111,84 @@ def run(n: int = 2000, seconds: float = 300.0, method: str = "sbsvm", seed: int 
             "rss_growth_mb": rss_max - rss0, "status": live.status, "error": live.error}
 
 
+CHROMIUM = "/usr/bin/chromium"
+_CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def startup(timeout: float = 60.0) -> dict:
+    """Seconds from 'server up' to a usable Data page in a real browser (first and second session)."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return {"error": "the playwright package is not installed"}
+    if not Path(CHROMIUM).exists():
+        return {"error": f"{CHROMIUM} not installed"}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    t_launch = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(root / "dashboard" / "app.py"),
+         "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.perf_counter() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.perf_counter() > deadline:
+                return {"error": "streamlit did not come up"}
+            time.sleep(0.1)
+        server_up = time.perf_counter() - t_launch
+        out = {"server_up_s": server_up}
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=_CHROMIUM_ARGS)
+            try:
+                for name in ("data_page_first_s", "data_page_next_s"):
+                    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+                    page.set_default_timeout(timeout * 1000)
+                    t0 = time.perf_counter()
+                    page.goto(url)
+                    page.locator("h1", has_text="Data").wait_for()
+                    page.locator('[data-testid="stSelectbox"]').first.wait_for()
+                    out[name] = time.perf_counter() - t0
+                    page.close()
+            finally:
+                browser.close()
+        return out
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bsvm.bench dashboard", description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=2000, help="training points (default 2000)")
     ap.add_argument("--seconds", type=float, default=300.0, help="length of the run (default 300)")
     ap.add_argument("--method", default="sbsvm")
+    ap.add_argument("--no-startup", action="store_true", help="skip the browser start-up measurement")
     args = ap.parse_args(argv)
+    st = None
+    if not args.no_startup:
+        print(f"Start-up: streamlit server, then a chromium session until the Data page is usable "
+              f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        st = startup()
+        if "error" in st:
+            print(f"start-up not measured: {st['error']}")
+        else:
+            print_table([st], floatfmt="{:.2f}")
     load = os.getloadavg()[0]
     print(f"Live view of {args.method} on Ripley-like data, {args.seconds:.0f} s "
           f"(load average {load:.1f} on {os.cpu_count()} CPUs at start)")
@@ -120,6 +201,10 @@ def main(argv=None) -> int:
     ok_mem = r["rss_growth_mb"] <= 200.0
     print(f"redraws per second >= 4: {'yes' if ok_rate else 'NO'} ({r['redraws_per_s']:.2f}); "
           f"memory growth <= 200 MB: {'yes' if ok_mem else 'NO'} ({r['rss_growth_mb']:.1f} MB)")
+    if st is not None and "error" not in st:
+        ok_start = st["data_page_first_s"] < 3.0
+        print(f"usable Data page < 3 s after the server is up: {'yes' if ok_start else 'NO'} "
+              f"(first session {st['data_page_first_s']:.2f} s, next session {st['data_page_next_s']:.2f} s)")
     return 0
 
 

@@ -56,6 +56,9 @@ if run is not None and run.fitted and meta.get("data_key") == data.key:
         st.caption(f"Using the Train page's run as it stands ({run.status}, iteration {run.iteration}).")
 else:
     method, _ = state.method_for(data)
+    note = state.fallback_note(data, method)
+    if note:
+        st.warning(note, icon=":material/info:")
     st.info("No trained model for this data yet: train one on the **Train** page, or fit here with the "
             "current options.")
     if method is not None and st.button(f"Fit {method.label} now", type="primary"):
@@ -98,7 +101,10 @@ def maps_for(d: Prepared, fitted: dict, where: str):
             fig = ui.proba_map(est, d, name)
             if fig is not None:
                 st.plotly_chart(fig, key=f"cal_map_{where}_{name}")
-    st.caption("Both maps use the same colour scale (blue = class 0, red = class 1, white = 50/50)"
+    scale = (f"blue = {d.classes[0]}, red = {d.classes[1]}, white = 50/50" if d.binary else
+             "the probability of the predicted class: red = confident, white = 0.5, pale = a close call "
+             f"between {len(d.classes)} classes")
+    st.caption(f"Both maps use the same colour scale ({scale})"
                + ("; dotted black lines: contours of the true p(y|x) at 0.1, 0.3, 0.5, 0.7, 0.9." if d.truth
                   else "."))
     cols = st.columns(len(fitted))
@@ -159,11 +165,12 @@ for name, res in results.items():
         probas[name] = P.max(1)
 r1, r2 = st.columns(2)
 with r1:
-    st.plotly_chart(figures.reliability_figure(curves), key="cal_reliability")
+    xlabel = "predicted probability" if data.binary else "confidence (probability of the predicted class)"
+    st.plotly_chart(figures.reliability_figure(curves, xlabel=xlabel), key="cal_reliability")
     st.caption("Each point is a bin of test predictions: x = mean predicted probability, y = observed "
                "frequency; bars below show how many test points fell in each bin."
                + ("" if data.binary else " (3+ classes: confidence of the predicted class vs accuracy.)"))
 with r2:
-    st.plotly_chart(figures.proba_histograms(probas), key="cal_hist")
+    st.plotly_chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist")
     st.caption("Over-confident models pile up at 0 and 1; a Bayesian model keeps mass in between where the "
                "classes overlap.")

@@ -5,6 +5,7 @@ import streamlit as st
 
 from dashboard import figures, state, ui
 from dashboard.analysis import evaluate, make_grid, positive_proba
+from dashboard.methods import METHODS
 from dashboard.runner import RUNNING, LiveRun
 
 st.title("Compare")
@@ -20,6 +21,11 @@ _, methods = state.method_for(data)
 quick = st.toggle("Quick settings (fewer iterations)", value=True, key="cmp_quick",
                   help="Caps every method's iterations so the comparison takes seconds.")
 st.caption("Methods: " + ", ".join(m.label for m in methods))
+if not data.binary:
+    skipped = [m.label for m in METHODS.values() if m.available and m.binary_only]
+    if skipped:
+        st.caption(f"Skipped (two classes only; this data set has {len(data.classes)}): "
+                   + ", ".join(skipped))
 
 if st.button("Run all methods", type="primary", icon=":material/play_arrow:"):
     results = {}

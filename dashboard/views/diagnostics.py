@@ -40,15 +40,15 @@ with a:
     st.plotly_chart(figures.objective_curve(hist), key="diag_objective")
 with b:
     if groups["sampler"]:
-        st.plotly_chart(figures.metric_curves(hist, groups["sampler"], "Sampler statistics"),
-                        key="diag_sampler_stats")
+        st.plotly_chart(figures.metric_curves(hist, groups["sampler"][:4], "Sampler statistics",
+                                              separate_axes=True), key="diag_sampler_stats")
     elif groups["hyper"]:
         st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True),
                         key="diag_hyper")
     else:
-        st.plotly_chart(figures.empty_figure("No sampler statistics or hyperparameters recorded"),
-                        key="diag_none")
-snap_keys = list(hist[-1].snapshot) if hist else []
+        kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
+        st.plotly_chart(figures.empty_figure(figures.no_stats_message(kind)), key="diag_none")
+snap_keys = figures.snapshot_keys(hist)
 if snap_keys:
     key = st.selectbox("Live trace values", snap_keys, key="diag_snap",
                        help="Small arrays the method records every few iterations (per-chain values or a "

@@ -26,6 +26,7 @@ if method is None:
     st.error("No method can run on this data set.")
     st.stop()
 
+note_slot = st.empty()  # filled once the method selectbox has taken the user's choice
 c = state.cfg()
 run: LiveRun | None = st.session_state.get("run")
 meta = st.session_state.get("run_meta", {})
@@ -42,6 +43,9 @@ with left:
                help="Methods that cannot handle this data set (e.g. binary-only methods on 3 classes) are "
                     "hidden. Each is a scikit-learn estimator in the bsvm package.", disabled=live)
     method = next(m for m in available if m.key == c["method"])
+    note = state.fallback_note(data, method)
+    if note:
+        note_slot.warning(note, icon=":material/info:")
     with st.expander("What am I looking at?", expanded=run is None):
         st.markdown(method.summary)
         st.markdown(f"**What good looks like:** {method.good}")
@@ -120,10 +124,10 @@ with right:
                                 key="live_hyper")
             elif groups.get("sampler") or groups.get("other"):
                 names = groups.get("sampler") or groups.get("other")
-                st.plotly_chart(figures.metric_curves(hist, names[:6], "Sampler statistics"),
-                                key="live_stats")
+                st.plotly_chart(figures.metric_curves(hist, names[:4], "Sampler statistics",
+                                                      separate_axes=True), key="live_stats")
             else:
-                st.plotly_chart(figures.empty_figure("No hyperparameters recorded"), key="live_hyper")
+                st.plotly_chart(figures.empty_figure(figures.no_stats_message(method.kind)), key="live_hyper")
         g3, g4 = st.columns(2)
         with g3:
             st.plotly_chart(figures.snapshot_traces(hist), key="live_traces")
