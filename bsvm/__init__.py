@@ -5,14 +5,13 @@ Zhang 2016; Polson & Scott 2011), SeegerARD (Seeger 2000), and the PlattSVM base
 contract: ``fit``, ``fit_iter`` (live progress records), ``predict_proba``, ``history_``.
 
 The estimators are imported on first use (PEP 562), so ``import bsvm.data`` or ``bsvm.datasets`` stays
-light: the dashboard's Data page opens without loading every method's dependencies.
+light: the dashboard's Data page opens without loading scikit-learn or any method.
 """
 
 import importlib
 
-from .base import Progress
-
 _EXPORTS = {
+    "Progress": ".base",
     "PlattSVM": ".platt",
     "SBSVM": ".sbsvm",
     "MSBPM": ".msbpm",
@@ -21,7 +20,7 @@ _EXPORTS = {
     "SeegerARD": ".seeger",
 }
 
-__all__ = ["Progress", *_EXPORTS]
+__all__ = list(_EXPORTS)
 __version__ = "0.1.0"
 
 

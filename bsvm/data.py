@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 MULTICLASS_HINT = (
     "use bsvm.MSBPM or bsvm.SubgradientHMC, which are multi-class natively, or wrap this estimator in "
@@ -59,6 +57,11 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
     Returns ``(X, y_index)`` with ``X`` a C-contiguous float64 array and ``y_index`` the position of each
     label in ``classes_`` (0..K-1).
     """
+    # scikit-learn is imported here, not at module level: the dashboard's Data page reads CSVs through
+    # this module and should open without paying for scikit-learn's import
+    from sklearn.utils.multiclass import type_of_target
+    from sklearn.utils.validation import validate_data
+
     name = type(estimator).__name__
     if y is None:
         raise ValueError(f"{name} requires y to be passed, but the target y is None: pass the labels.")
@@ -102,6 +105,8 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
 
 def check_predict_data(estimator, X) -> np.ndarray:
     """Validate inputs at predict time: fitted, numeric, finite, same number of features."""
+    from sklearn.utils.validation import check_is_fitted, validate_data
+
     check_is_fitted(estimator)
     _reject_non_numeric(X)
     X = validate_data(estimator, X, reset=False, ensure_all_finite=False, dtype=np.float64, order="C")

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 _EPS = 1e-15
 
@@ -88,6 +87,8 @@ def roc_auc(y, proba) -> float:
     y = np.asarray(y)
     if len(np.unique(y)) < 2:
         return float("nan")
+    from sklearn.metrics import roc_auc_score  # deferred: keeps `import bsvm.metrics` light
+
     if P.shape[1] == 2:
         return float(roc_auc_score(y, P[:, 1]))
     return float(roc_auc_score(y, P, multi_class="ovr", labels=np.arange(P.shape[1])))

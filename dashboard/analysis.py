@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from bsvm.data import LoadedCSV
 from bsvm.datasets import GENERATORS
@@ -86,7 +85,8 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
         table = dict(zip(classes.tolist(), counts.tolist()))
         raise ValueError(f"Too few rows to split: every class needs at least 2 rows in the training part "
                          f"and 1 in the test part (class counts {table}).")
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
+    train, test = stratified_split(y, n_test, seed)
+    X_tr, X_te, y_tr, y_te = X[train], X[test], y[train], y[test]
     if standardize:
         center = X_tr.mean(axis=0)
         scale = X_tr.std(axis=0)
@@ -96,6 +96,25 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
     keep_truth = truth if features == names else None
     return Prepared((X_tr - center) / scale, (X_te - center) / scale, y_tr, y_te, features,
                     loaded.label_name, classes, center, scale, keep_truth, key)
+
+
+def stratified_split(y: np.ndarray, n_test: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices (train, test) with ``n_test`` test rows shared among the classes in proportion to their
+    sizes (largest remainders), at least one per class and at least two training rows per class left.
+
+    A few lines of NumPy instead of scikit-learn's ``train_test_split``: this runs when the Data page first
+    opens, and importing scikit-learn would dominate the time until the page is usable.
+    """
+    rng = np.random.default_rng(seed)
+    classes, y_idx, counts = np.unique(y, return_inverse=True, return_counts=True)
+    share = n_test * counts / counts.sum()
+    take = np.floor(share).astype(int)
+    take[np.argsort(take - share)[: n_test - take.sum()]] += 1  # largest remainders first
+    take = np.clip(take, 1, counts - 2)
+    test = np.concatenate([rng.permutation(np.flatnonzero(y_idx == k))[:take[k]]
+                           for k in range(len(classes))])
+    test = np.sort(test)
+    return np.setdiff1d(np.arange(len(y)), test), test
 
 
 def pca2(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
