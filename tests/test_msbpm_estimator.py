@@ -9,6 +9,7 @@ from bsvm.datasets import make_ripley
 from bsvm.msbpm import MSBPM
 
 FAST = dict(n_chains=16, burn_in=30, n_samples=10, thin=2, record_every=10)
+COEF = dict(FAST, prior="coefficients")  # the paper's prior on the expansion weights: plain 0/1 votes
 
 
 def test_iris_stratified_5fold_accuracy():
@@ -20,9 +21,9 @@ def test_iris_stratified_5fold_accuracy():
 
 def test_same_seed_same_samples_and_outputs():
     X, y = make_ripley(60, random_state=0)
-    a = MSBPM(random_state=3, **FAST).fit(X, y)
-    b = MSBPM(random_state=3, **FAST).fit(X, y)
-    c = MSBPM(random_state=4, **FAST).fit(X, y)
+    a = MSBPM(random_state=3, **COEF).fit(X, y)
+    b = MSBPM(random_state=3, **COEF).fit(X, y)
+    c = MSBPM(random_state=4, **COEF).fit(X, y)
     assert np.array_equal(a.samples_, b.samples_)
     assert not np.array_equal(a.samples_, c.samples_)
     assert a.samples_.shape == (16, 10, 61)
@@ -35,7 +36,7 @@ def test_same_seed_same_samples_and_outputs():
 
 def test_vote_fractions_match_manual_count_and_bayes_point():
     X, y = load_iris(return_X_y=True)
-    m = MSBPM(random_state=0, **FAST).fit(X, y)
+    m = MSBPM(random_state=0, **COEF).fit(X, y)
     phi = np.hstack([m.kernel_(X[:7], m.X_fit_), np.ones((7, 1))])
     betas = m.samples_.reshape(-1, 2, X.shape[0] + 1)
     scores = np.concatenate([np.zeros((len(betas), 7, 1)), np.einsum("np,tcp->tnc", phi, betas)], axis=2)
@@ -101,7 +102,7 @@ def test_discarded_directions_are_drawn_from_the_prior():
     """With rank_tol > 0 the chains explore the leading principal subspace of the features; the sampled
     beta's component in the orthogonal complement must be the N(0, prior_scale^2 I) prior."""
     X, y = make_ripley(80, random_state=2)
-    m = MSBPM(rank_tol=1e-6, prior_scale=2.0, random_state=0, **FAST).fit(X, y)
+    m = MSBPM(rank_tol=1e-6, prior_scale=2.0, random_state=0, **COEF).fit(X, y)
     B = m.basis_
     assert 0 < B.shape[1] < 81
     np.testing.assert_allclose(B.T @ B, np.eye(B.shape[1]), atol=1e-8)

@@ -109,7 +109,8 @@ def ripley_table(seeds, msbpm_kw=None, n_train=250, n_test=1000):
 
 
 def vote_traces(model, X) -> np.ndarray:
-    """(n_points, chains, draws) indicator that each sampled configuration votes for classes_[1]."""
+    """(n_points, chains, draws) indicator that each sampled configuration votes for classes_[1] (with
+    ``prior="rkhs"``: the vote of the conditional mean, i.e. without the free part at x)."""
     S, D, _ = model.samples_.shape
     scores = model._scores(X, model.samples_.reshape(S * D, -1))
     return (np.argmax(scores, axis=2) == 1).reshape(X.shape[0], S, D).astype(float)
@@ -144,7 +145,11 @@ def speed_table(ns, msbpm_kw=None):
         secs = time.perf_counter() - t0
         rmax, rmed, ess = convergence(m, Xt)
         sweeps = m.n_iter_
-        rows.append({"N": n, "rank": m.basis_.shape[1] if m.basis_ is not None else n + 1,
+        if getattr(m, "coef_map_", None) is not None:  # rkhs: kept eigenvalues of K (+ per-point nuggets)
+            rank = m.coef_map_.shape[1]
+        else:
+            rank = m.basis_.shape[1] if m.basis_ is not None else n + 1
+        rows.append({"N": n, "rank": rank,
                      "chains": m.samples_.shape[0], "sweeps": sweeps, "fit s": secs,
                      "ms/sweep": 1000 * secs / sweeps, "SVC s": t_svc, "R-hat max": rmax,
                      "R-hat median": rmed, "ESS median": ess, "ESS/s": ess / secs})

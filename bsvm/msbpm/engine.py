@@ -16,6 +16,9 @@ Each chain moves along a line with the exact sampler of :mod:`.line`. Directions
 * ``"hit_and_run"``: uniformly random directions for every chain.
 * ``"gibbs"``: a random coordinate axis for every chain (one kernel weight or bias of one class).
 
+Optional per-point columns (``make_problem(point_scale=...)``, the nugget of ``MSBPM(prior="rkhs")``): the
+line moves above leave them fixed and :func:`point_sweep` redraws them all exactly after every sweep.
+
 The scores ``phi @ beta`` of every chain on the training set are cached and updated by ``u * (phi @ d)``,
 so a move costs one O(N P K) product per chain (all chains in one GEMM) plus an O(N K log N) sweep;
 ``refresh`` recomputes them from beta now and then to remove the accumulated rounding.
@@ -26,6 +29,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import log_ndtr, ndtri_exp
 
 from .likelihood import confusion_counts, count_table, dirichlet_alpha, log_likelihood, log_likelihood_offset
 from .line import interval_distribution, sample_line
@@ -44,6 +48,8 @@ class Problem(NamedTuple):
     table: np.ndarray    # lgamma(m + alpha) per confusion cell, m = 0..N
     offset: float        # constant term of eq. 4
     prior_scale: float
+    n_point: int = 0     # trailing per-point columns: phi[:, P - N:] = point_scale * I (a nugget, see below)
+    point_scale: float = 0.0
 
 
 class PopulationState(NamedTuple):
@@ -60,13 +66,23 @@ class StepInfo(NamedTuple):
     n_breaks: np.ndarray  # (S,) number of discontinuities found on each line
 
 
-def make_problem(phi, y, n_classes: int, nu: float = 1.0, prior_scale: float = 1.0) -> Problem:
-    phi = np.ascontiguousarray(phi, dtype=float)
+def make_problem(phi, y, n_classes: int, nu: float = 1.0, prior_scale: float = 1.0,
+                 point_scale: float = 0.0) -> Problem:
+    """``point_scale > 0`` appends N per-point columns ``point_scale * I`` to ``phi`` (an independent
+    N(0, point_scale^2 prior_scale^2) term of each training score: the nugget of Herbrich et al.'s
+    soft-margin kernel K + lambda I); :func:`point_sweep` updates them one by one."""
+    phi = np.asarray(phi, dtype=float)
     y = np.asarray(y, dtype=np.intp)
     n = len(y)
+    n_point = 0
+    if point_scale > 0:
+        phi = np.hstack([phi, float(point_scale) * np.eye(n)])
+        n_point = n
+    phi = np.ascontiguousarray(phi)
     alpha = dirichlet_alpha(n_classes, n, nu)
     offset = log_likelihood_offset(np.bincount(y, minlength=n_classes), alpha)
-    return Problem(phi, y, int(n_classes), alpha, count_table(alpha, n), offset, float(prior_scale))
+    return Problem(phi, y, int(n_classes), alpha, count_table(alpha, n), offset, float(prior_scale), n_point,
+                   float(point_scale))
 
 
 def log_posterior(problem: Problem, state: PopulationState) -> np.ndarray:
@@ -86,9 +102,14 @@ def _evaluate(problem: Problem, beta: np.ndarray, scores: np.ndarray) -> Populat
 
 
 def direction_scores(problem: Problem, d: np.ndarray) -> np.ndarray:
-    """phi @ d[c] for every chain and class: (S, K-1, P) -> (S, N, K-1), one GEMM."""
+    """phi @ d[c] for every chain and class: (S, K-1, P) -> (S, N, K-1), one GEMM (the per-point block
+    ``point_scale * I`` by an elementwise product)."""
     S, km1, P = d.shape
-    return (d.reshape(S * km1, P) @ problem.phi.T).reshape(S, km1, -1).transpose(0, 2, 1)
+    first = P - problem.n_point
+    out = (d[..., :first].reshape(S * km1, first) @ problem.phi[:, :first].T).reshape(S, km1, -1)
+    if problem.n_point:
+        out += problem.point_scale * d[..., first:]
+    return out.transpose(0, 2, 1)
 
 
 def init(rng: np.random.Generator, problem: Problem, n_chains: int) -> PopulationState:
@@ -120,6 +141,13 @@ def move(rng: np.random.Generator, problem: Problem, state: PopulationState, d: 
     scores = state.scores + u[:, None, None] * g
     n_breaks = np.count_nonzero(np.isfinite(dist.hi[:, :-1]), axis=1)
     return _evaluate(problem, beta, scores), u, n_breaks
+
+
+def _leading(state: PopulationState, n_point: int) -> PopulationState:
+    """The state restricted to the leading coordinates, the per-point part held fixed: its scores
+    contribution is a constant offset of every training score, which the line sampler takes as given."""
+    lead = state.beta[..., :-n_point]
+    return state._replace(beta=lead, sq_norm=np.einsum("skp,skp->s", lead, lead))
 
 
 def _take(state: PopulationState, idx: np.ndarray) -> PopulationState:
@@ -154,6 +182,11 @@ def step(rng: np.random.Generator, problem: Problem, state: PopulationState, dir
          ads_prob: float = 0.85) -> tuple[PopulationState, StepInfo]:
     """One sweep: every chain makes one exact line move."""
     S = state.beta.shape[0]
+    if problem.n_point:  # the per-point coordinates are left to point_sweep; lines move the rest
+        new, info = step(rng, problem._replace(phi=problem.phi[:, :-problem.n_point], n_point=0),
+                         _leading(state, problem.n_point), direction, ads_prob)
+        beta = np.concatenate([new.beta, state.beta[..., -problem.n_point:]], axis=-1)
+        return _evaluate(problem, beta, new.scores), info
     if direction == "gibbs":
         d, g = _gibbs_directions(rng, problem, S)
         new, u, nb = move(rng, problem, state, d, g)
@@ -180,6 +213,48 @@ def step(rng: np.random.Generator, problem: Problem, state: PopulationState, dir
         state = _put(state, moving, part)
         u_all[moving], kind_all[moving], nb_all[moving] = u, np.where(use_ads, ADS, HIT_AND_RUN), nb
     return state, StepInfo(u_all, kind_all, nb_all)
+
+
+def point_sweep(rng: np.random.Generator, problem: Problem, state: PopulationState) -> PopulationState:
+    """Exact Gibbs update of all per-point (nugget) coordinates, every chain and class at once.
+
+    Eq. 4 is the confusion matrix pi marginalised out (sec. 3.2). Drawing pi from its conditional
+    Dirichlet(M + alpha) (row-wise), updating the per-point coordinates given pi, then discarding pi leaves
+    the marginal posterior of beta invariant (data augmentation), and given pi the likelihood factorises
+    over examples, so all N coordinates of a class update in parallel. Coordinate e of example i and class
+    c moves only f_c(x_i) = base + point_scale * e, so its line has one break: class c wins example i iff
+    e > u* = (max of the other classes' scores - base) / point_scale. The two sides are weighted by
+    pi[y_i, winner] times the N(0, prior_scale^2) prior mass and e is drawn from the truncated prior.
+    O(S N K) per class.
+    """
+    if problem.n_point == 0:
+        return state
+    S, km1, P = state.beta.shape
+    N = problem.n_point
+    first = P - N
+    s, ps = problem.point_scale, problem.prior_scale
+    gam = rng.standard_gamma(state.counts + problem.alpha)  # (S, K, K)
+    log_pi = np.log(gam) - np.log(gam.sum(axis=2, keepdims=True))
+    log_pi_y = log_pi[:, problem.y, :]  # (S, N, K): log pi[y_i, p]
+    beta, scores = state.beta.copy(), state.scores.copy()
+    for c in range(km1):
+        full = _with_anchor(scores)
+        base = full[..., c + 1] - s * beta[:, c, first:]
+        full[..., c + 1] = -np.inf
+        other = np.argmax(full, axis=2)  # (S, N)
+        best_other = np.take_along_axis(full, other[..., None], axis=2)[..., 0]
+        u_star = (best_other - base) / (s * ps)  # in prior sd units
+        below, above = log_ndtr(u_star), log_ndtr(-u_star)  # prior masses of e < u* and e > u*
+        lw_o = np.take_along_axis(log_pi_y, other[..., None], axis=2)[..., 0] + below
+        lw_c = log_pi_y[..., c + 1] + above
+        wins = np.log(rng.random((S, N))) < lw_c - np.logaddexp(lw_o, lw_c)
+        # one-sided truncated normal by inversion in log space: z <= b with P = U Phi(b), b = +-u*
+        b = np.where(wins, -u_star, u_star)
+        z = np.minimum(ndtri_exp(np.log(rng.random((S, N))) + np.where(wins, above, below)), b)
+        e = ps * np.where(wins, -z, z)
+        scores[..., c] = base + s * e
+        beta[:, c, first:] = e
+    return _evaluate(problem, beta, scores)
 
 
 def refresh(problem: Problem, state: PopulationState) -> PopulationState:
