@@ -35,9 +35,11 @@ def test_rkhs_features_reproduce_the_gram_matrix(nugget):
     assert m.nugget_ == pytest.approx(nugget * (np.mean(np.diag(K)) - np.mean(K)))  # relative to centred K
 
 
-def test_point_sweep_with_line_moves_samples_the_posterior():
+@pytest.mark.parametrize("blocks", [False, True])
+def test_point_sweep_with_line_moves_samples_the_posterior(blocks):
     """4 examples, one weight w on x plus a nugget coordinate per example: MCMC moments vs importance
-    sampling from the prior (the posterior is prior x eq. 4)."""
+    sampling from the prior (the posterior is prior x eq. 4). ``blocks``: also the exact Gaussian draw of
+    the leading coordinates given the latent scores, and the scale move, as ``MSBPM(block_update=True)``."""
     x = np.array([-1.0, 1.0, 0.3, -0.2])
     y = np.array([0, 1, 0, 1])
     problem = engine.make_problem(x[:, None], y, 2, point_scale=0.8)
@@ -47,6 +49,8 @@ def test_point_sweep_with_line_moves_samples_the_posterior():
     for sweep in range(1500):
         state, _ = engine.step(rng, problem, state, "hit_and_run")
         state = engine.point_sweep(rng, problem, state)
+        if blocks:
+            state = engine.scale_move(rng, problem, engine.block_update(rng, problem, state))
         if sweep >= 100:
             draws.append(state.beta[:, 0, :].copy())
     B = np.concatenate(draws)  # (T, 5): w, e_1..e_4
