@@ -451,9 +451,9 @@ def diagnostics_table(samples, names=None) -> pd.DataFrame:
         if n_chains > 1 and not (rhat[j] <= RHAT_MAX):
             bad.append(f"R-hat > {RHAT_MAX}")
         if not (bulk[j] >= min_ess):
-            bad.append(f"bulk-ESS < {min_ess}")
+            bad.append(f"bulk-ESS < {ESS_PER_CHAIN_MIN} x {n_chains} chains")
         if not (tail[j] >= min_ess):
-            bad.append(f"tail-ESS < {min_ess}")
+            bad.append(f"tail-ESS < {ESS_PER_CHAIN_MIN} x {n_chains} chains")
         flags.append("; ".join(bad) if bad else "ok")
     return pd.DataFrame({"parameter": names[:n_par], "mean": S.mean(axis=(0, 1)), "sd": S.std(axis=(0, 1)),
                          "R-hat": rhat, "bulk-ESS": bulk, "tail-ESS": tail, "MCSE(mean)": mcse,

@@ -76,15 +76,16 @@ class LiveRun:
         self._gen = None
         return False
 
-    def advance(self, budget: float = 0.15) -> int:
-        """Pull records for about ``budget`` seconds; returns how many were pulled."""
+    def advance(self, budget: float = 0.15, max_records: int | None = None) -> int:
+        """Pull records for about ``budget`` seconds, or until ``max_records`` were pulled (slow motion);
+        returns how many were pulled."""
         if self.status in (DONE, STOPPED, FAILED):
             return 0
         t0 = time.perf_counter()
         n = 0
         while self._pull():
             n += 1
-            if time.perf_counter() - t0 >= budget:
+            if time.perf_counter() - t0 >= budget or (max_records is not None and n >= max_records):
                 break
         self.wall += time.perf_counter() - t0
         return n

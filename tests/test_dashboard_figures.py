@@ -310,6 +310,9 @@ def test_live_run_of_sbsvm_advances_in_chunks_and_stops_at_once():
     assert run.advance(0.0) == 1 and run.iteration == 0  # a zero budget still makes progress: one record
     n = run.advance(0.05)
     assert n >= 1 and run.status == RUNNING and 0 < run.iteration < 2000
+    # slow motion: one record per redraw however large the time budget, and the run keeps running
+    before = len(run.history)
+    assert run.advance(10.0, max_records=1) == 1 and len(run.history) == before + 1 and run.status == RUNNING
     it = run.iteration
     run.stop()
     assert run.status == STOPPED and run.advance(1.0) == 0 and run.iteration == it

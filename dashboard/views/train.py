@@ -100,6 +100,10 @@ with right:
         st.session_state.pop("run_meta", None)
         st.rerun()
 
+    st.toggle("Slow motion", key="slow_motion",
+              help="One progress record per redraw (about five a second), so a class can follow the run "
+                   "step by step; off, the method runs at full speed between redraws.")
+
     @st.fragment(run_every=REDRAW_SECONDS if live else None)
     def live_view():
         r: LiveRun | None = st.session_state.get("run")
@@ -107,7 +111,7 @@ with right:
             st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
             return
         if r.status == RUNNING:
-            r.advance(CHUNK_SECONDS)
+            r.advance(CHUNK_SECONDS, max_records=1 if st.session_state.get("slow_motion") else None)
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         total = f" / {r.max_iter}" if r.max_iter else ""
