@@ -50,11 +50,11 @@ def test_predictions_and_latent_variance(ard_fit):
     # the latent predictive under q, computed densely: y* | y Gaussian, y ~ q = N(mu, D + Cf Cf')
     Xs = (X[:15] - model.x_mean_) / model.x_scale_
     k = model.kernel_
-    K = k(model.X_fit_) + model.jitter * np.diag(k.diag(model.X_fit_))
+    K = k(model.X_fit_) + model.jitter * k.C * np.eye(len(model.X_fit_))     # the nugget is jitter * C
     Ks = k(model.X_fit_, Xs)
     A = np.linalg.solve(K, Ks)
     Sigma = np.diag(model.D_) + model.factors_ @ model.factors_.T
-    var_dense = k.diag(Xs) * (1 + model.jitter) - np.sum(Ks * A, axis=0) + np.sum(A * (Sigma @ A), axis=0)
+    var_dense = k.diag(Xs) + model.jitter * k.C - np.sum(Ks * A, axis=0) + np.sum(A * (Sigma @ A), axis=0)
     np.testing.assert_allclose(mean[:15], A.T @ model.mu_, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(var[:15], var_dense, rtol=1e-6, atol=1e-8)
     # far from the data the latent variance grows back towards the prior's

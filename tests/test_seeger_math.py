@@ -113,17 +113,18 @@ def test_free_energy_gradient_variational(loss, M):
 
 
 @pytest.mark.parametrize("loss", ["svc", "logistic"])
-def test_free_energy_gradient_kernel_parameters(loss):
+@pytest.mark.parametrize("jitter", [1e-6, 0.05])
+def test_free_energy_gradient_kernel_parameters(loss, jitter):
     X, t, k, rng = _problem(seed=1)
     n, M = t.size, 2
-    prior = make_prior(k, X)
+    prior = make_prior(k, X, jitter)
     a, log_d, B = unpack(0.5 * rng.standard_normal(2 * n + n * M), n, M)
     q = QParams(prior.L @ a, log_d, prior.L @ B)
-    grad = theta_gradient(k, X, prior, q)
+    grad = theta_gradient(k, X, prior, q, jitter)
     h = 1e-5
 
     def F(theta):
-        return free_energy(make_prior(k.with_theta(theta), X), q, t, loss)
+        return free_energy(make_prior(k.with_theta(theta), X, jitter), q, t, loss)
 
     fd = np.array([(F(k.theta + h * e) - F(k.theta - h * e)) / (2 * h) for e in np.eye(k.theta.size)])
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)

@@ -30,11 +30,15 @@ class SeegerARD(BayesianClassifier):
         up to the log Z term). Either way the latent variance is q's predictive variance and
         probabilities integrate the noise model over N(mean, variance).
     max_iter : outer (kernel-parameter) quasi-Newton steps at most.
-    tol : stop when an accepted outer step lowers F by less than tol * max(1, |F|).
+    tol : stop when two outer steps in a row lower F by less than tol * max(1, |F|) each (1e-4: about
+        0.003 nats per step at n = 100, far below any difference that matters for model choice).
     inner_maxiter : conjugate-gradient iterations at most per inner optimisation of q.
     w_init, C_init, v_init : initial kernel parameters (w_init for every feature).
-    jitter : a nugget: the prior covariance is K + jitter * C (1 + v) I, i.e. the latent values carry a
-        little white noise besides the eq. 8 process (Neal 1997 does the same for GP classification).
+    jitter : a nugget: the prior covariance is K + jitter * C I, i.e. the latent values carry a little
+        white noise, a fixed fraction of the varying part's amplitude C, besides the eq. 8 process (Neal 1997
+        does the same for GP classification). It is tied to C, not to the prior variance C (1 + v): the
+        offset v would otherwise set the noise level too (on ringnorm v grew to ~22 and the nugget to a
+        quarter of C, with worse test error: mean 2.14% / mode 2.43% over 10 splits, against 2.09% / 1.97%).
         Besides stabilising the Cholesky, it matters for the variational family: with a nearly singular
         K the diagonal-plus-M-factors q cannot follow the prior's tiny-variance directions, the bound's
         gap then grows with the kernel's smoothness, and minimising F picks far too short length scales
@@ -47,7 +51,7 @@ class SeegerARD(BayesianClassifier):
 
     _binary_only = True
 
-    def __init__(self, loss="svc", n_factors=2, predict_with="mean", max_iter=50, tol=1e-5,
+    def __init__(self, loss="svc", n_factors=2, predict_with="mean", max_iter=50, tol=1e-4,
                  inner_maxiter=200, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True):
         self.loss = loss
         self.n_factors = n_factors
@@ -151,7 +155,8 @@ class SeegerARD(BayesianClassifier):
         mean = Ks.T @ self.alpha_
         # v* = k** - k*' K^-1 k* + k*' K^-1 Sigma K^-1 k*,  Sigma = D + Cf Cf'
         # k** includes the nugget: a new case's latent value carries its own white noise, as training ones do
-        var = (self.kernel_.diag(Xs) * (1.0 + self.jitter) - np.einsum("ij,ij->j", Ks, V) + self.D_ @ (V * V)
+        var = (self.kernel_.diag(Xs) + self.kernel_.nugget(self.jitter) - np.einsum("ij,ij->j", Ks, V)
+               + self.D_ @ (V * V)
                + np.sum((self.factors_.T @ V) ** 2, axis=0))
         if self.predict_with == "mode":
             mean = self.svc_.decision_function(self.kernel_(Xs, self.X_fit_))

@@ -1,6 +1,7 @@
 """The variational free energy of Seeger (2000), sec. 2, and its analytic gradients.
 
-Model: y ~ N(0, K_theta) (eq. 8 kernel plus a relative jitter), loss g(t_i, y_i) (``losses``).
+Model: y ~ N(0, K_theta + jitter C I) (eq. 8 kernel plus a nugget relative to its amplitude C),
+loss g(t_i, y_i) (``losses``).
 Variational family (sec. 2): q(y) = N(mu, Sigma), Sigma = D + sum_{j<=M} c_j c_j^T, D diagonal positive.
 
     F(q, theta) = sum_i E_q[g(t_i, y_i)] + KL(q || N(0, K))                                    (eq. 5)
@@ -24,12 +25,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, cholesky, solve_triangular
+from scipy.linalg import cholesky, solve_triangular
 from scipy.linalg.lapack import dpotri
 
 from .losses import expected_loss
 
-JITTER = 1e-6   # relative to the prior variance C (1 + v): keeps the Cholesky of a smooth kernel stable
+JITTER = 1e-6   # relative to the amplitude C: keeps the Cholesky of a smooth kernel stable
 
 
 class Prior(NamedTuple):
@@ -50,8 +51,9 @@ class QParams(NamedTuple):
 
 
 def prior_covariance(kernel, X, jitter=JITTER) -> np.ndarray:
+    """K(theta) + jitter * C * I (the nugget: see ``SeegerKernel.nugget``)."""
     K = kernel(X)
-    K[np.diag_indices_from(K)] += jitter * kernel.diag(X)
+    K[np.diag_indices_from(K)] += kernel.nugget(jitter)
     return K
 
 
@@ -86,10 +88,9 @@ def _factor_terms(D, Cf):
     DiC = Cf / D[:, None]
     if M == 0:
         return 0.0, DiC, 1.0 / D
-    A = np.eye(M) + Cf.T @ DiC
-    cf = cho_factor(A, lower=True, check_finite=False)
-    logdet_A = 2.0 * float(np.sum(np.log(np.diag(cf[0]))))
-    SinvC = cho_solve(cf, DiC.T, check_finite=False).T
+    A = np.eye(M) + Cf.T @ DiC           # M x M, eigenvalues >= 1: plain numpy (scipy's wrappers cost more)
+    logdet_A = float(np.linalg.slogdet(A)[1])
+    SinvC = DiC @ np.linalg.inv(A)
     sinv_diag = 1.0 / D - np.einsum("ij,ij->i", DiC, SinvC)
     return logdet_A, SinvC, sinv_diag
 
@@ -128,4 +129,4 @@ def theta_gradient(kernel, X, prior: Prior, q: QParams, jitter=JITTER) -> np.nda
     P = Kinv @ q.Cf
     G = Kinv - (Kinv * D) @ Kinv - P @ P.T - np.outer(alpha, alpha)
     G *= 0.5
-    return kernel.grad_contract(X, X, G) + jitter * kernel.grad_diag_contract(X, np.diag(G))
+    return kernel.grad_contract(X, X, G) + kernel.grad_nugget(jitter, float(np.trace(G)))

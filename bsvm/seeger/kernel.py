@@ -65,6 +65,17 @@ class SeegerKernel(Kernel):
         d_v = self.C * self.v * sum_G
         return np.concatenate([d_w, [d_C, d_v]])
 
+    def nugget(self, jitter: float) -> float:
+        """Variance of the white noise added to the latent values: jitter * C, a fixed fraction of the
+        amplitude of the varying part (not of C (1 + v): the offset v would then set the noise level)."""
+        return jitter * self.C
+
+    def grad_nugget(self, jitter: float, trace_G: float) -> np.ndarray:
+        """sum_a G_aa d nugget / d(log w, log C, log v) = jitter C tr(G) on the log C component only."""
+        g = np.zeros(self.w.size + 2)
+        g[-2] = jitter * self.C * trace_G
+        return g
+
     def grad_diag_contract(self, X, g):
         """sum_a g_a d k(x_a, x_a) / dtheta_j; k(x, x) = C (1 + v) does not depend on w."""
         sg = float(np.sum(g))
