@@ -32,7 +32,9 @@ class SeegerARD(BayesianClassifier):
     max_iter : outer (kernel-parameter) quasi-Newton steps at most.
     tol : stop when two outer steps in a row lower F by less than tol * max(1, |F|) each (1e-4: about
         0.003 nats per step at n = 100, far below any difference that matters for model choice).
-    inner_maxiter : conjugate-gradient iterations at most per inner optimisation of q.
+    inner_maxiter : conjugate-gradient iterations at most per inner optimisation of q. Each outer step
+        warm-starts q from the last one, so capping the early, far-from-optimal inner runs costs nothing at
+        the end: on twonorm with n = 1000, 60 instead of 200 gives the same F to 4e-4 in 2/3 of the time.
     w_init, C_init, v_init : initial kernel parameters (w_init for every feature).
     jitter : a nugget: the prior covariance is K + jitter * C I, i.e. the latent values carry a little
         white noise, a fixed fraction of the varying part's amplitude C, besides the eq. 8 process (Neal 1997
@@ -52,7 +54,7 @@ class SeegerARD(BayesianClassifier):
     _binary_only = True
 
     def __init__(self, loss="svc", n_factors=2, predict_with="mean", max_iter=50, tol=1e-4,
-                 inner_maxiter=200, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True):
+                 inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True):
         self.loss = loss
         self.n_factors = n_factors
         self.predict_with = predict_with
