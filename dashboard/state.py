@@ -98,7 +98,9 @@ def url_params() -> dict:
     if c["features"] and c["sample"] != UPLOAD:
         out["features"] = ",".join(c["features"])
     m = METHODS.get(c["method"])
-    if m is not None and m.available:
+    # Options only once some were chosen (the Train page fills them in): checking m.available imports the
+    # method's module, and on the Data page's first run that import would delay the page by a second.
+    if m is not None and c["opts"].get(m.key) and m.available:
         defaults = m.defaults()
         for name, v in method_options(m.key).items():
             if name in defaults and v != defaults[name]:
