@@ -141,7 +141,8 @@ class MSBPM(BayesianClassifier):
         bias coefficient. Before burn-in ends (an early stop of ``fit_iter``) it holds the current states.
     bayes_point_ : ((K-1), N+1) mean configuration.
     log_posterior_, log_likelihood_, train_error_ : (n_chains, n_draws) traces of the kept draws (eq. 4
-        plus the log prior of the sampled coordinates, up to a constant; eq. 4; training error).
+        plus the log prior of the sampled coordinates, up to a constant; eq. 4; training error of the
+        configuration's classifier, without the nugget draws).
     X_fit_ : training inputs (the kernel centres); kernel_ : the kernel used (None for "linear").
     basis_ : (N+1, r) orthonormal basis of the sampled subspace, or None (``rank_tol=0`` or ``prior="rkhs"``,
         where ``rank_tol`` truncates the eigenvalues of K instead).
@@ -357,7 +358,15 @@ class MSBPM(BayesianClassifier):
     @staticmethod
     def _chain_values(problem, state):
         n = len(problem.y)
-        err = 1.0 - np.trace(state.counts, axis1=1, axis2=2) / n
+        if problem.n_point:
+            # training error of each configuration's classifier, i.e. without the per-point nugget draws
+            # (which absorb nearly every misfit, so the counts of eq. 4 show almost no errors)
+            nug = state.beta[..., -problem.n_point:].transpose(0, 2, 1)
+            smooth = state.scores - problem.point_scale * nug
+            assigned = np.argmax(np.concatenate([np.zeros((*smooth.shape[:2], 1)), smooth], axis=2), axis=2)
+            err = np.mean(assigned != problem.y, axis=1)
+        else:
+            err = 1.0 - np.trace(state.counts, axis1=1, axis2=2) / n
         return np.stack([engine.log_posterior(problem, state), state.log_lik, err])
 
     def _store(self, problem, state, draws, traces, kept):
