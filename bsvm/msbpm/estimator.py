@@ -231,11 +231,11 @@ class MSBPM(BayesianClassifier):
         self.kernel_ = self._make_kernel(X)
         self.X_fit_ = X
         n_classes = len(self.classes_)
-        phi = self._features(X)
         if self.prior == "rkhs":
             basis, sampled = None, self._rkhs_features(X)
         else:
             self.coef_map_, self.nugget_ = None, 0.0
+            phi = self._features(X)
             basis = self._principal_basis(phi)  # (P, r) or None for the full space
             sampled = phi if basis is None else phi @ basis
         problem = engine.make_problem(sampled, y_index, n_classes, self.nu, self.prior_scale,
@@ -243,7 +243,7 @@ class MSBPM(BayesianClassifier):
         self.basis_ = basis
         n_chains, n_keep = int(self.n_chains), int(self.n_samples)
         thin, burn = int(self.thin), int(self.burn_in)
-        n_params = (n_classes - 1) * phi.shape[1]
+        n_params = (n_classes - 1) * (X.shape[0] + 1)  # the paper's beta: N kernel weights and a bias
         n_sampled = (n_classes - 1) * problem.phi.shape[1]
         self.projection_basis_ = np.linalg.qr(rng.standard_normal((n_sampled, 2)))[0]
         draws = np.empty((n_chains, n_keep, n_params))
@@ -363,7 +363,7 @@ class MSBPM(BayesianClassifier):
             # (which absorb nearly every misfit, so the counts of eq. 4 show almost no errors)
             nug = state.beta[..., -problem.n_point:].transpose(0, 2, 1)
             smooth = state.scores - problem.point_scale * nug
-            assigned = np.argmax(np.concatenate([np.zeros((*smooth.shape[:2], 1)), smooth], axis=2), axis=2)
+            assigned = np.argmax(engine._with_anchor(smooth), axis=2)
             err = np.mean(assigned != problem.y, axis=1)
         else:
             err = 1.0 - np.trace(state.counts, axis1=1, axis2=2) / n
