@@ -216,7 +216,7 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     mode = _line_mode(len(rows))
     traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": mode, "name": names[j],
                "marker": {"size": 5}} for j in range(n_series)]
-    more = f" (first {n_series} of {width})" if width > n_series else ""
+    more = f" ({n_series} of its {width} series shown)" if width > n_series else ""
     return _fast_figure(traces, f"Trace of '{key}'{more}", height, xaxis=_axis("iteration"),
                         legend=LEGEND_BELOW)
 

@@ -248,7 +248,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         (
             Option("loss", "Loss", "select", "svc", "svc: the normalised SVC loss ('Var. SVM'); logistic: GP "
                    "classification ('Var. GP').", ("svc", "logistic")),
-            Option("n_factors", "Covariance factors", "int", 2, "Rank of the factor-analysed covariance.",
+            Option("n_factors", "Covariance factors", "int", 3, "Rank of the factor-analysed covariance.",
                    min=0, max=50),
             Option("max_iter", "Outer steps", "int", 30, "Quasi-Newton steps over the kernel parameters.",
                    min=1, max=10000),

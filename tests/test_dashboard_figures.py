@@ -150,6 +150,8 @@ def test_snapshot_traces_draw_one_line_per_chain():
     assert len(fig.data) == 3
     np.testing.assert_allclose(fig.data[2].y, np.arange(20) + 2)
     assert "nothing" in figures.snapshot_traces([]).layout.annotations[0].text
+    many = figures.snapshot_traces(_history(5, chains=12))          # capped at 8 series, and says so
+    assert len(many.data) == 8 and "8 of its 12 series shown" in many.layout.title.text
 
 
 def test_a_single_record_is_visible_on_every_live_curve():

@@ -18,7 +18,7 @@ def _circle(n=150, d_noise=8, seed=0):
 def ard_fit():
     X, y = _circle(n=100)
     cols = ["r1", "r2"] + [f"noise{j}" for j in range(8)]
-    return SeegerARD(loss="svc", tol=1e-4).fit(pd.DataFrame(X, columns=cols), y), X, y
+    return SeegerARD(loss="svc").fit(pd.DataFrame(X, columns=cols), y), X, y   # default settings
 
 
 def test_ard_drives_noise_features_down(ard_fit):

@@ -10,9 +10,11 @@ Normalised SVC loss (sec. 1):  g(t, y) = [1 - t y]_+ + log Z(y),  Z(y) = e^{-[1-
 * log Z part: no closed form. We integrate it *exactly piecewise*: log Z is smooth (analytic) on each of
   (-inf, -1), [-1, 1], (1, inf),
       log Z(y) = log(1 + e^{y-1})  (y < -1),   -1 + log(2 cosh y)  (|y| <= 1),   log(1 + e^{-1-y})  (y > 1),
-  so each piece, cut to [m - 7 s, m + 7 s], is integrated by 32-point Gauss-Legendre (``gauss_expect``),
-  exponentially accurate for analytic integrands: absolute error < 1e-7 over m in [-6, 6],
-  v in [1e-6, 1e3] against a 48-point, 10-sigma rule (and checked against Monte Carlo in the tests).
+  so each piece, cut to [m - 7 s, m + 7 s], is integrated by Gauss-Legendre, exponentially accurate for
+  analytic integrands: the generic ``gauss_expect`` (32 points per piece) has absolute error < 1e-7 over
+  m in [-6, 6], v in [1e-6, 1e3] against a 48-point, 10-sigma rule; the free energy's hot path,
+  ``log_z_expectation``, uses 20 points on [m - 6 s, m + 6 s], within 3e-6 of it (both checked in the
+  tests, and against Monte Carlo).
   The paper instead used an analytic piecewise bound, which makes F looser.
   Derivatives by the Gaussian score identities (see ``gauss_expect``), exact for kinked f.
 Logistic loss (GP classification):  g(t, y) = log(1 + e^{-t y}); the same piecewise Gauss-Legendre rule
@@ -116,9 +118,58 @@ def hinge_expectation(t, m, v):
     return z * Phi + s * phi, -t * Phi, phi / (2.0 * s)
 
 
+_LZ_Q = 20
+_LZ_SPAN = 6.0                                      # Gaussian mass beyond 6 s: 2e-9
+_LZ_X, _LZ_W = np.polynomial.legendre.leggauss(_LZ_Q)
+_LZ_LO = np.array([-np.inf, -1.0, 1.0])           # the three pieces of log Z
+_LZ_HI = np.array([-1.0, 1.0, np.inf])
+# On every piece, with u = |y|:  log Z(y) = log1p(exp(-(A u + B))) + G (u - 1)
+#   |y| >= 1: A = 1, B = 1, G = 0;   |y| <= 1: A = 2, B = 0, G = 1   (see log_z's pieces above)
+# (G is applied to the middle piece directly)
+_LZ_A = np.array([1.0, 2.0, 1.0])[:, None]
+_LZ_B = np.array([1.0, 0.0, 1.0])[:, None]
+
+
 def log_z_expectation(m, v):
-    """E[log Z(y)], dE/dm, dE/dv by exact piecewise Gauss-Legendre integration (breaks at -1, 1)."""
-    return gauss_expect(log_z, (-1.0, 1.0), m, v, pieces=_LOG_Z_PIECES)
+    """E[log Z(y)], dE/dm, dE/dv by exact piecewise Gauss-Legendre integration (breaks at -1, 1).
+
+    The same rule as ``gauss_expect`` (derivatives by the score identities), written out for log Z's
+    three pieces with one formula on all nodes and in-place arithmetic: this is the inner loop's hottest
+    function (half of an evaluation of F at n = 100). Each piece is cut to [m - 6 s, m + 6 s] and gets
+    20 nodes: absolute error < 3e-6 in E, the m-derivative and v * dE/dv over m in [-6, 6],
+    v in [1e-6, 1e3], against the 32-node, 7 s rule (``gauss_expect``; tested to 4e-6).
+    """
+    m = np.asarray(m, dtype=float)
+    shape = m.shape
+    m = m.reshape(-1)
+    v = np.broadcast_to(np.asarray(v, dtype=float), shape).reshape(-1)
+    s = np.sqrt(v)
+    sinv = 1.0 / s
+    lo = np.maximum(_LZ_LO, (m - _LZ_SPAN * s)[:, None])                # (n, 3)
+    hi = np.minimum(_LZ_HI, (m + _LZ_SPAN * s)[:, None])
+    half = 0.5 * np.maximum(hi - lo, 0.0)
+    # in-place arithmetic on (n, 3, Q) arrays throughout: temporaries cost as much as the exp's here
+    nodes = np.multiply(half[:, :, None], _LZ_X)
+    nodes += (0.5 * (lo + hi))[:, :, None]
+    z = nodes - m[:, None, None]
+    z *= sinv[:, None, None]
+    zz = z * z
+    wts = np.multiply(zz, -0.5)
+    np.exp(wts, out=wts)
+    wts *= _LZ_W
+    wts *= (half * (sinv / _SQRT2PI)[:, None])[:, :, None]
+    u = np.abs(nodes)
+    fv = np.multiply(u, -_LZ_A)
+    fv -= _LZ_B
+    np.exp(fv, out=fv)
+    np.log1p(fv, out=fv)
+    fv[:, 1, :] += u[:, 1, :] - 1.0                                       # the middle piece's G (u - 1)
+    E = np.einsum("npq,npq->n", fv, wts)
+    fv -= log_z(m)[:, None, None]
+    fv *= wts
+    dm = np.einsum("npq,npq->n", fv, z) * sinv
+    dv = (np.einsum("npq,npq->n", fv, zz) - fv.sum(axis=(1, 2))) * (0.5 * sinv * sinv)
+    return E.reshape(shape), dm.reshape(shape), dv.reshape(shape)
 
 
 def svc_expectation(t, m, v):
