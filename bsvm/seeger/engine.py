@@ -23,8 +23,9 @@ from .free_energy import JITTER, Prior, QParams, make_prior, objective, pack, th
 class Config(NamedTuple):
     loss: str = "svc"
     inner_maxiter: int = 200
-    inner_gtol: float = 3e-2       # max |dF/d(a, log D, B)|. On twonorm, n = 100, 6 seeds: 1e-2 took 1.35x
-                                   # the evaluations for F within 0.05; 1e-3 another 1.3-1.8x (n = 100, 500)
+    # inner_gtol: max |dF/dz|, z = (a, log sqrt D, B). Twonorm, n = 100, 6 seeds: 1e-2 took 1.35x the
+    # evaluations for F within 0.05; 1e-3 another 1.3-1.8x (n = 100 and 500)
+    inner_gtol: float = 3e-2
     max_step: float = 2.0          # largest change of any log-parameter in one outer step
     armijo: float = 1e-4
     max_backtracks: int = 8
@@ -50,7 +51,7 @@ class StepInfo(NamedTuple):
 
 
 def optimise_q(prior: Prior, t, q: QParams, cfg: Config):
-    """Inner loop: CG over (a, log D, B) from the warm start q. Returns (q, F, iterations)."""
+    """Inner loop: CG over (a, log sqrt D, B) from the warm start q. Returns (q, F, iterations)."""
     n, M = q.Cf.shape
     a, B = whiten(prior, q)
     res = minimize(objective, pack(a, q.log_d, B), args=(prior, t, cfg.loss, M), jac=True, method="CG",
