@@ -26,6 +26,7 @@ _HYPER = re.compile(r"(lengthscale|variance|amplitude|offset|relevance|^w\[|ard|
 BOOKKEEPING = ("burnin", "n_draws", "draws_kept", "inner_iterations", "n_support")
 #: A horizontal legend under the plot, anchored to the figure's bottom edge: Plotly then shrinks the plot
 #: area to make room, so the legend never covers the x-axis title (a legend at a negative paper y does).
+MAX_LEGEND_ENTRIES = 12
 LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom", "x": 0.0}
 #: Series shorter than this are drawn with markers too: a single point in "lines" mode is invisible.
 MARKERS_BELOW = 30
@@ -159,8 +160,38 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     if stacked:  # the shared iteration axis sits under the bottom panel
         return _fast_figure(traces, title, max(height, 110 * n + 90),
                             xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False, **axes)
+    if n > MAX_LEGEND_ENTRIES:
+        # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;
+        # hovering a line names it
+        return _fast_figure(traces, f"{title} ({n} curves; hover to name one)", height,
+                            xaxis=_axis("iteration"), yaxis={"type": "log"} if log_y else {},
+                            showlegend=False)
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"),
                         yaxis={"type": "log"} if log_y else {}, legend=LEGEND_BELOW)
+
+
+_ARD_WEIGHT = re.compile(r"^w\[(.+)\]$")
+
+
+def ard_weights(history, height: int = 300, max_bars: int = 40):
+    """The latest ARD weights (metrics named ``w[feature]``, as SeegerARD records them) as bars, largest
+    first on a log axis: which inputs the kernel uses, as the fit goes. None if the run records none."""
+    if not history:
+        return None
+    latest = history[-1].metrics
+    pairs = [(m.group(1), float(v)) for k, v in latest.items() if (m := _ARD_WEIGHT.match(k))]
+    if not pairs:
+        return None
+    pairs.sort(key=lambda p: -p[1])
+    shown = pairs[:max_bars]
+    more = f", {len(shown)} largest of {len(pairs)}" if len(pairs) > len(shown) else ""
+    names = [p[0] for p in shown][::-1]          # largest on top
+    values = [max(p[1], 1e-12) for p in shown][::-1]
+    bars = [{"type": "bar", "orientation": "h", "x": values, "y": names, "marker": {"color": "#1f77b4"},
+             "hovertemplate": "%{y}: w = %{x:.3g}<extra></extra>"}]
+    return _fast_figure(bars, f"ARD weights w at iteration {history[-1].iteration}{more}",
+                        max(height, 16 * len(shown) + 90), xaxis=_axis("w (log scale)", type="log"),
+                        yaxis={"automargin": True}, showlegend=False)
 
 
 def objective_curve(history, height: int = 300):

@@ -134,9 +134,33 @@ def test_fast_live_figures_are_valid_plotly():
     figs = [figures.objective_curve(hist), figures.metric_curves(hist, ["lengthscale"], "h", log_y=True),
             figures.snapshot_traces(hist), figures.empty_figure("nothing"),
             figures.proba_heatmap(grid, p, np.zeros((2, 2)), np.array([0, 1]), [0, 1], truth=p,
-                                  overlay=np.ones((3, 2)), overlay_name="inducing points")]
+                                  overlay=np.ones((3, 2)), overlay_name="inducing points"),
+            figures.ard_weights(_ard_history(3, 5)),
+            figures.metric_curves(_ard_history(3, 30), [f"w[x{j}]" for j in range(30)], "h", log_y=True)]
     for fig in figs:
         go.Figure(fig.to_dict())  # raises ValueError on any invalid property
+
+
+def _ard_history(n, d):
+    """SeegerARD-like records: F and one weight per feature, feature j's weight shrinking unless j < 2."""
+    return [Progress(i, 0.1 * i, {"free_energy": 50.0 - i, "C": 2.0, "v": 0.1,
+                                  **{f"w[x{j}]": (1.0 if j < 2 else 0.5 ** i) for j in range(d)}}, {})
+            for i in range(n)]
+
+
+def test_ard_weights_bars_sorted_largest_on_top_and_many_curves_drop_the_legend():
+    hist = _ard_history(6, 30)
+    fig = figures.ard_weights(hist, max_bars=10)
+    bars = fig.data[0]
+    assert list(bars.y[-2:]) == ["x1", "x0"] or list(bars.y[-2:]) == ["x0", "x1"]     # relevant ones on top
+    assert len(bars.x) == 10 and bars.x[-1] == 1.0 and bars.x[0] == pytest.approx(0.5 ** 5)
+    assert "iteration 5" in fig.layout.title.text and "10 largest of 30" in fig.layout.title.text
+    assert figures.ard_weights(_history(5)) is None and figures.ard_weights([]) is None
+    names = [f"w[x{j}]" for j in range(30)]
+    crowded = figures.metric_curves(hist, names, "Hyperparameters", log_y=True)
+    assert crowded.layout.showlegend is False and "30 curves" in crowded.layout.title.text
+    few = figures.metric_curves(hist, names[:3], "Hyperparameters", log_y=True)
+    assert few.layout.showlegend is not False and len(few.data) == 3
 
 
 def test_split_metrics_classifies_sampler_statistics():

@@ -141,6 +141,9 @@ with right:
                 if fig is not None:
                     st.plotly_chart(fig, key="live_map")
             elif data.n_features != 2:
+                ard = figures.ard_weights(hist)
+                if ard is not None:   # with many inputs, which of them the kernel uses is the live view
+                    st.plotly_chart(ard, key="live_ard")
                 st.info("The live probability map needs exactly two features: choose two on the Data page "
                         "(or use the Calibration page's two-feature option).")
         if r.status != RUNNING and live:
