@@ -36,7 +36,7 @@ def _pdf(y, m, s):
     return np.exp(-0.5 * ((y - m) / s) ** 2) / (s * _SQRT2PI)
 
 
-def gauss_expect(f, breaks, m, v, derivatives=True, pieces=None):
+def gauss_expect(f, breaks, m, v, derivatives=True):
     """E[f(y)] for y ~ N(m, v), f analytic between the sorted ``breaks`` (continuous across them).
 
     Each piece, cut to [m - 7 s, m + 7 s] (Gaussian mass outside 2.6e-12, and |f| <= 1 wherever it is
@@ -44,9 +44,7 @@ def gauss_expect(f, breaks, m, v, derivatives=True, pieces=None):
     dE/dv by the Gaussian score identities dE/dm = E[(f(y) - f(m)) z] / s and
     dE/dv = E[(f(y) - f(m)) (z^2 - 1)] / (2 v), z = (y - m) / s, which hold for any f (kinks included:
     the density is differentiated, not f); subtracting f(m), whose score expectations vanish, removes the
-    cancellation when v is small. Vectorised over points: one call of f on all nodes, or, if ``pieces``
-    gives one function per piece (each equal to f on its own piece, finite anywhere), one call per piece
-    (cheaper when f's pieces have simple separate formulas).
+    cancellation when v is small. Vectorised over points: one call of f on all nodes.
     """
     m = np.asarray(m, dtype=float)
     s = np.sqrt(np.asarray(v, dtype=float))
@@ -62,12 +60,7 @@ def gauss_expect(f, breaks, m, v, derivatives=True, pieces=None):
     wts = np.exp(-0.5 * zz)
     wts *= (hz / _SQRT2PI)[..., None] * _GL_W
     nodes = ctr[..., None] + half[..., None] * _GL_X
-    if pieces is None:
-        fv = f(nodes)
-    else:
-        fv = np.empty_like(nodes)
-        for k, fk in enumerate(pieces):
-            fv[..., k, :] = fk(nodes[..., k, :])
+    fv = f(nodes)
     E = np.einsum("...pq,...pq->...", fv, wts)
     if not derivatives:
         return E
@@ -84,24 +77,6 @@ def log_z(y):
     """log Z(y), Z(y) = e^{-[1-y]_+} + e^{-[1+y]_+} (sec. 1); analytic on (-inf,-1), (-1,1), (1,inf)."""
     y = np.asarray(y, dtype=float)
     return np.logaddexp(-np.maximum(1.0 - y, 0.0), -np.maximum(1.0 + y, 0.0))
-
-
-# log Z on each piece by its own formula (the arguments are clipped into the piece, so each is finite
-# everywhere; gauss_expect only weights nodes inside the piece)
-def _log_z_low(y):                       # y <= -1
-    return np.log1p(np.exp(np.minimum(y, -1.0) - 1.0))
-
-
-def _log_z_mid(y):                       # |y| <= 1: -1 + log(2 cosh y)
-    u = np.abs(y)
-    return u - 1.0 + np.log1p(np.exp(-2.0 * u))
-
-
-def _log_z_high(y):                      # y >= 1
-    return np.log1p(np.exp(-1.0 - np.maximum(y, 1.0)))
-
-
-_LOG_Z_PIECES = (_log_z_low, _log_z_mid, _log_z_high)
 
 
 def svc_loss(t, y):
@@ -124,7 +99,8 @@ _LZ_X, _LZ_W = np.polynomial.legendre.leggauss(_LZ_Q)
 _LZ_LO = np.array([-np.inf, -1.0, 1.0])           # the three pieces of log Z
 _LZ_HI = np.array([-1.0, 1.0, np.inf])
 # On every piece, with u = |y|:  log Z(y) = log1p(exp(-(A u + B))) + G (u - 1)
-#   |y| >= 1: A = 1, B = 1, G = 0;   |y| <= 1: A = 2, B = 0, G = 1   (see log_z's pieces above)
+#   |y| >= 1: A = 1, B = 1, G = 0  (log(1 + e^{-1-|y|}));
+#   |y| <= 1: A = 2, B = 0, G = 1  (-1 + log(2 cosh y) = |y| - 1 + log(1 + e^{-2|y|}))
 # (G is applied to the middle piece directly)
 _LZ_A = np.array([1.0, 2.0, 1.0])[:, None]
 _LZ_B = np.array([1.0, 0.0, 1.0])[:, None]
