@@ -6,20 +6,14 @@ browser download is never used. Screenshots go to tests/screenshots/ (git-ignore
 
 import importlib.util
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
+from bsvm.bench._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, dashboard_server
+
 SHOTS = ROOT / "tests" / "screenshots"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 pytestmark = pytest.mark.browser
 
@@ -28,49 +22,20 @@ if not Path(CHROMIUM).exists():
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
-         "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.2)
-        if proc.poll() is not None:
-            pytest.fail(f"streamlit exited: {proc.stdout.read().decode(errors='replace')[-2000:]}")
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not come up within 60 s")
-    yield url
-    proc.terminate()
     try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        with dashboard_server() as (url, _):
+            yield url
+    except RuntimeError as err:
+        pytest.fail(str(err))
 
 
 @pytest.fixture(scope="module")
 def page(server):
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         # tall enough that one screenshot shows a whole page (Streamlit scrolls inside its main block)
         pg = browser.new_page(viewport={"width": 1500, "height": 2200})
         pg.set_default_timeout(30_000)

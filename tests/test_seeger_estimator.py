@@ -77,6 +77,12 @@ def test_mode_prediction_logistic_and_early_stop():
     # mode predictions come from the SVM on the adapted kernel: its sign decides the class
     dec = model.svc_.decision_function(model.kernel_(model.X_fit_, model.X_fit_))
     assert np.all((p > 0.5) == (dec > 0))
+    np.testing.assert_allclose(model.mode_decision_function(X), dec)
+    # a mean-predicting fit (the same kernel path: predict_with only changes prediction) trains the same
+    # SVM on demand, without storing it
+    mean_model = SeegerARD(loss="logistic", n_factors=1, max_iter=2).fit(X, y)
+    np.testing.assert_allclose(mean_model.mode_decision_function(X), dec, rtol=1e-6, atol=1e-8)
+    assert not hasattr(mean_model, "svc_")
 
 
 def test_same_input_same_result():

@@ -21,15 +21,13 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
+from ._browser import CHROMIUM, CHROMIUM_ARGS, dashboard_server
 from ._common import print_table
 
 
@@ -111,47 +109,18 @@ def run(n: int = 2000, seconds: float = 300.0, method: str = "sbsvm", seed: int 
             "rss_growth_mb": rss_max - rss0, "status": live.status, "error": live.error}
 
 
-CHROMIUM = "/usr/bin/chromium"
-_CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
-
-
 def startup(timeout: float = 60.0) -> dict:
     """Seconds from 'server up' to a usable Data page in a real browser (first and second session)."""
-    root = Path(__file__).resolve().parents[2]
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         return {"error": "the playwright package is not installed"}
     if not Path(CHROMIUM).exists():
         return {"error": f"{CHROMIUM} not installed"}
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    t_launch = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(root / "dashboard" / "app.py"),
-         "--server.headless", "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.perf_counter() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.perf_counter() > deadline:
-                return {"error": "streamlit did not come up"}
-            time.sleep(0.1)
-        server_up = time.perf_counter() - t_launch
-        out = {"server_up_s": server_up}
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=_CHROMIUM_ARGS)
+        with dashboard_server(timeout) as (url, server_up), sync_playwright() as p:
+            out = {"server_up_s": server_up}
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 for name in ("data_page_first_s", "data_page_next_s"):
                     page = browser.new_page(viewport={"width": 1500, "height": 1000})
@@ -164,13 +133,9 @@ def startup(timeout: float = 60.0) -> dict:
                     page.close()
             finally:
                 browser.close()
-        return out
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            return out
+    except RuntimeError as err:
+        return {"error": str(err)}
 
 
 def main(argv=None) -> int:

@@ -8,7 +8,7 @@ from scipy.special import ndtr, ndtri
 
 from ..base import BayesianClassifier
 from ..data import check_predict_data
-from ..kernels import RBF, Kernel
+from ..kernels import RBF, Kernel, Linear
 from . import engine
 
 
@@ -143,7 +143,7 @@ class MSBPM(BayesianClassifier):
     log_posterior_, log_likelihood_, train_error_ : (n_chains, n_draws) traces of the kept draws (eq. 4
         plus the log prior of the sampled coordinates, up to a constant; eq. 4; training error of the
         configuration's classifier, without the nugget draws).
-    X_fit_ : training inputs (the kernel centres); kernel_ : the kernel used (None for "linear").
+    X_fit_ : training inputs (the kernel centres); kernel_ : the kernel (``Linear(bias=0)`` for "linear").
     basis_ : (N+1, r) orthonormal basis of the sampled subspace, or None (``rank_tol=0`` or ``prior="rkhs"``,
         where ``rank_tol`` truncates the eigenvalues of K instead).
     coef_map_ : (N, r) U w^-1/2 mapping the sampled rkhs coordinates to kernel weights (None for
@@ -206,7 +206,7 @@ class MSBPM(BayesianClassifier):
         if isinstance(self.kernel, Kernel):
             return self.kernel
         if self.kernel == "linear":
-            return None
+            return Linear(variance=1.0, bias=0.0)  # x . x': the bias is the model's own feature
         if self.kernel != "rbf":
             raise ValueError(f"kernel must be 'rbf', 'linear' or a bsvm.kernels.Kernel, got {self.kernel!r}.")
         gamma = self.gamma
@@ -221,8 +221,7 @@ class MSBPM(BayesianClassifier):
 
     def _features(self, X) -> np.ndarray:
         """phi(x) = [k(x_1, x), ..., k(x_N, x), bias_scale] (sec. 3.1 with the kernel trick)."""
-        K = X @ self.X_fit_.T if self.kernel_ is None else self.kernel_(X, self.X_fit_)
-        return np.hstack([K, np.full((X.shape[0], 1), float(self.bias_scale))])
+        return np.hstack([self.kernel_(X, self.X_fit_), np.full((X.shape[0], 1), float(self.bias_scale))])
 
     # -- inference ------------------------------------------------------------------------------------------
     def _iterate(self, X, y_index):
@@ -289,13 +288,6 @@ class MSBPM(BayesianClassifier):
         noise = solve_triangular(c, z.reshape(-1, F.shape[1]).T, lower=True, trans="T").T
         return mean[None] + noise.reshape(state.beta.shape)
 
-    def _gram(self, X, Y=None):
-        Y = X if Y is None else Y
-        return X @ Y.T if self.kernel_ is None else self.kernel_(X, Y)
-
-    def _kernel_diag(self, X):
-        return np.einsum("ij,ij->i", X, X) if self.kernel_ is None else self.kernel_.diag(X)
-
     def _rkhs_features(self, X):
         """Training features of the feature-space isotropic prior (Herbrich et al. 2001): with
         K = U diag(w) U^T (eigenvalues above ``rank_tol * trace(K)`` kept), F = [U sqrt(w), bias_scale], so
@@ -303,7 +295,7 @@ class MSBPM(BayesianClassifier):
         F z a Gaussian-process prior. Sets ``coef_map_`` = U / sqrt(w), which maps z to the kernel expansion
         of the conditional mean at new inputs, beta = coef_map_ z, and ``nugget_``. The nugget's per-point
         columns are appended by :func:`engine.make_problem`."""
-        G = self._gram(X)
+        G = self.kernel_(X)
         # relative to the kernel's variance about its mean over the training inputs (mean diagonal of the
         # centred Gram matrix): the constant part of k is the bias's job, and for a wide RBF it dominates
         self.nugget_ = float(self.nugget) * max(float(np.mean(np.diag(G)) - np.mean(G)), 1e-12)
@@ -328,8 +320,8 @@ class MSBPM(BayesianClassifier):
     def _conditional_sd(self, X):
         if getattr(self, "coef_map_", None) is None:
             return np.zeros(X.shape[0])
-        proj = self._gram(X, self.X_fit_) @ self.coef_map_
-        var = self._kernel_diag(X) - np.einsum("ij,ij->i", proj, proj) + self.nugget_
+        proj = self.kernel_(X, self.X_fit_) @ self.coef_map_
+        var = self.kernel_.diag(X) - np.einsum("ij,ij->i", proj, proj) + self.nugget_
         return self.prior_scale * np.sqrt(np.maximum(var, 0.0))
 
     def _principal_basis(self, phi):

@@ -14,6 +14,7 @@ from sklearn.svm import SVC
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
 from . import engine
+from .free_energy import prior_covariance
 from .kernel import SeegerKernel
 from .losses import LOSSES, predictive_proba
 
@@ -142,7 +143,7 @@ class SeegerARD(BayesianClassifier):
         self.alpha_ = self.Kinv_ @ self.mu_
         self.relevance_ = pd.Series(k.w.copy(), index=labels, name="w")
         if self.predict_with == "mode":
-            self.svc_ = SVC(kernel="precomputed", C=1.0).fit(state.prior.K, self.y_fit_)
+            self.svc_ = self._mode_svc(state.prior.K)
 
     def _metrics(self, info, labels):
         k = self.kernel_
@@ -156,6 +157,20 @@ class SeegerARD(BayesianClassifier):
         return {"w": self.kernel_.w.copy(), "theta": self.theta_.copy()}
 
     # -- prediction --------------------------------------------------------------------------------------
+    def _mode_svc(self, K):
+        """The paper's y_hat predictor: scikit-learn's SVC (C = 1) on the precomputed adapted prior
+        covariance K (nugget included)."""
+        return SVC(kernel="precomputed", C=1.0).fit(K, self.y_fit_)
+
+    def mode_decision_function(self, X):
+        """Decision values of the SVM trained with the adapted kernel (the mode prediction, y_hat), whatever
+        ``predict_with`` is: positive means ``classes_[1]``. With ``predict_with="mode"`` it is the fitted
+        ``svc_``; otherwise the SVM is trained on the spot (nothing is stored)."""
+        X = check_predict_data(self, X)
+        svc = self.svc_ if self.predict_with == "mode" else self._mode_svc(
+            prior_covariance(self.kernel_, self.X_fit_, self.jitter))
+        return svc.decision_function(self.kernel_((X - self.x_mean_) / self.x_scale_, self.X_fit_))
+
     def _latent(self, X):
         Xs = (X - self.x_mean_) / self.x_scale_
         Ks = self.kernel_(self.X_fit_, Xs)                    # n x m
