@@ -2,17 +2,18 @@
 
 ``scripts/make_sample_data.py`` writes the files from :mod:`bsvm.datasets` and scikit-learn's bundled
 sets; this module lists them for the dashboard and for scripts, with the generator that knows the true
-p(y = 1 | x) where there is one.
+p(y = 1 | x) where there is one. The repository keeps them in its top-level ``sample_data/``; the wheel
+ships that folder as the package ``bsvm.sample_data`` (see pyproject.toml), so they are read with
+:mod:`importlib.resources` and load the same from a checkout, an editable or a regular install.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from .data import LoadedCSV, load_csv
-
-SAMPLE_DIR = Path(__file__).resolve().parent.parent / "sample_data"
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ SAMPLES: dict[str, Sample] = {s.file: s for s in [
 def sample_path(file: str) -> Path:
     if file not in SAMPLES:
         raise ValueError(f"Unknown sample {file!r}; the samples are {sorted(SAMPLES)}.")
-    return SAMPLE_DIR / file
+    # the wheel installs the package as files (not zipped), so the resource is a real path
+    return Path(str(resources.files("bsvm.sample_data") / file))
 
 
 def load_sample(file: str) -> LoadedCSV:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from bsvm.bench.sbsvm import DEFAULT_PRIOR_VARIANCE, PRIOR_VARIANCE_GRID, one_se_towards_default
-from bsvm.bench.seeger import linear_discriminant_error, ripley_pima
+from benchmarks.sbsvm import DEFAULT_PRIOR_VARIANCE, PRIOR_VARIANCE_GRID, one_se_towards_default
+from benchmarks.seeger import linear_discriminant_error, ripley_pima
 
 
 def _cv_results(scores):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bsvm.bench._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, dashboard_server
+from benchmarks._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, dashboard_server
 
 SHOTS = ROOT / "tests" / "screenshots"
 

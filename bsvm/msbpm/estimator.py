@@ -98,7 +98,7 @@ class MSBPM(BayesianClassifier):
         over the training inputs (the constant part is the bias's job; for a wide RBF it dominates). The
         nugget makes the vote fractions probit-smooth instead of 0/1 away from the boundary: without it
         most Ripley test points get unanimous votes, and a wrong unanimous vote costs -log(1e-15) in log
-        loss. The default 0.6 is an empirical choice on Ripley-like data (bsvm/bench/msbpm.py, 0.2-0.6
+        loss. The default 0.6 is an empirical choice on Ripley-like data (benchmarks/msbpm.py, 0.2-0.6
         tried), not from the paper, which has no nugget; 0 gives the noise-free feature-space prior.
     prior_scale : sigma of the prior. The likelihood is scale invariant, so it only scales beta.
     bias_scale : the bias feature's value, i.e. the prior sd of the bias relative to the weights
@@ -115,7 +115,7 @@ class MSBPM(BayesianClassifier):
         is kept afterwards, so a fit runs burn_in + n_samples * thin sweeps (one line move per chain each,
         then the nugget and block steps). The defaults (16 chains, 300 + 100 x 8 sweeps) give R-hat below
         1.05 for the held-out predictive probabilities on Ripley-like data with N = 500 (``python -m
-        bsvm.bench msbpm``); the paper ran 200 chains of 50 draws after 1000 ADS iterations.
+        benchmarks msbpm``); the paper ran 200 chains of 50 draws after 1000 ADS iterations.
     direction : "ads" (ADS with probability ``ads_prob``, else hit-and-run), "hit_and_run" or "gibbs".
     block_update : with a nugget (``prior="rkhs"``, ``nugget > 0``), follow every sweep of line moves by an
         exact Gaussian draw of all feature-space coordinates given the latent scores

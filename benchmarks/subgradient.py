@@ -1,6 +1,6 @@
 """Subgradient MCMC benchmark (issue 4): speed vs the exact Gibbs sampler, accuracy, memory.
 
-``python -m bsvm.bench subgradient [--n 100000 --d 50 --gibbs-sweeps 300 --folds 5 --skip-raetsch]``
+``python -m benchmarks subgradient [--n 100000 --d 50 --gibbs-sweeps 300 --folds 5 --skip-raetsch]``
 
 Table 1: a linear problem (n x d, labels drawn from the model). Bulk-ESS per second (minimum over
 parameters, whole fit time including pilot and burn-in) of SSGLD and SSGNHT against GibbsSVM in the same
@@ -19,8 +19,8 @@ import tracemalloc
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
+from benchmarks._common import load_raetsch, print_table
 from bsvm import diagnostics
-from bsvm.bench._common import load_raetsch, print_table
 from bsvm.platt import PlattSVM
 from bsvm.subgradient import GibbsSVM, SubgradientHMC
 
@@ -136,7 +136,7 @@ def memory_table(n=20000, d=499, chains=10, draws=2000, seed=0):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m bsvm.bench subgradient")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks subgradient")
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--d", type=int, default=50)
     ap.add_argument("--gibbs-sweeps", type=int, default=3000)

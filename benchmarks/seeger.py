@@ -1,6 +1,6 @@
 """Benchmark for ``SeegerARD`` (Seeger 2000): the paper's Table 1 protocol and speed against scikit-learn.
 
-    python -m bsvm.bench seeger [--splits 10] [--sizes 100,200,500,1000] [--only table1|speed]
+    python -m benchmarks seeger [--splits 10] [--sizes 100,200,500,1000] [--only table1|speed]
 
 Table 1: train/test sizes as printed in the paper; the whole set is standardised (the estimator does it
 on the training part), a random training set is drawn per split and the rest (up to the paper's test
@@ -24,7 +24,7 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.gaussian_process import GaussianProcessClassifier
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from bsvm.bench._common import load_raetsch, print_table
+from benchmarks._common import load_raetsch, print_table
 from bsvm.datasets import make_ringnorm, make_twonorm
 from bsvm.seeger import SeegerARD
 
@@ -191,7 +191,7 @@ def speed_300x30(seed=0):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m bsvm.bench seeger")
+    p = argparse.ArgumentParser(prog="python -m benchmarks seeger")
     p.add_argument("--splits", type=int, default=10)
     p.add_argument("--sizes", default="100,200,500,1000")
     p.add_argument("--only", choices=["table1", "speed"], default=None)

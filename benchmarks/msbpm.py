@@ -1,7 +1,7 @@
 """MS-BPM benchmark (issue 3): accuracy vs a grid-searched RBF SVC in the paper's bootstrap protocol,
 Ripley probabilities vs PlattSVM, and speed / convergence (R-hat, ESS per second) against N.
 
-    python -m bsvm.bench msbpm [--runs 20] [--sets Diabetis,Heart,BreastCancer,German] [--msbpm k=v,...]
+    python -m benchmarks msbpm [--runs 20] [--sets Diabetis,Heart,BreastCancer,German] [--msbpm k=v,...]
                                [--skip-accuracy]
                                [--skip-ripley] [--skip-speed] [--skip-mixing] [--ns 250,500,1000,2000]
 
@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
 
-from bsvm.bench._common import load_raetsch, print_table
+from benchmarks._common import load_raetsch, print_table
 from bsvm.datasets import make_ripley, ripley_proba
 from bsvm.metrics import log_loss, mean_abs_deviation
 from bsvm.msbpm import MSBPM
@@ -193,7 +193,7 @@ def mixing_table(n=250, msbpm_kw=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m bsvm.bench msbpm")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks msbpm")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--ripley-seeds", type=int, default=10)

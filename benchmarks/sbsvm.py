@@ -1,9 +1,9 @@
 """S-BSVM benchmarks (issue: "The bsvm package, its shared core, and S-BSVM").
 
-    python -m bsvm.bench sbsvm                 # all three parts
-    python -m bsvm.bench sbsvm --part table1   # Raetsch sets, stratified 10-fold CV vs PlattSVM
-    python -m bsvm.bench sbsvm --part twonorm  # 20,000 training points, fit time vs PlattSVM
-    python -m bsvm.bench sbsvm --part ringnorm # 1,000,000 training points, d = 20
+    python -m benchmarks sbsvm                 # all three parts
+    python -m benchmarks sbsvm --part table1   # Raetsch sets, stratified 10-fold CV vs PlattSVM
+    python -m benchmarks sbsvm --part twonorm  # 20,000 training points, fit time vs PlattSVM
+    python -m benchmarks sbsvm --part ringnorm # 1,000,000 training points, d = 20
 
 Timings are ratios against PlattSVM fitted in the same process on the same folds.
 """
@@ -17,8 +17,8 @@ import time
 import numpy as np
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
+from benchmarks._common import RAETSCH_DIR, load_raetsch, peak_rss_mb, print_table
 from bsvm import PlattSVM
-from bsvm.bench._common import RAETSCH_DIR, load_raetsch, peak_rss_mb, print_table
 from bsvm.datasets import make_ringnorm, make_twonorm
 from bsvm.metrics import brier_score, error_rate
 from bsvm.sbsvm import SBSVM
@@ -178,7 +178,7 @@ def smoke():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m bsvm.bench sbsvm")
+    ap = argparse.ArgumentParser(prog="python -m benchmarks sbsvm")
     ap.add_argument("--part", choices=["all", "table1", "twonorm", "ringnorm"], default="all")
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--ringnorm-n", type=int, default=1_000_000)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 RAETSCH_DIR = Path(os.environ.get("BSVM_RAETSCH_DIR",
-                                  Path(__file__).resolve().parents[3] / "shared" / "datasets" / "raetsch"))
+                                  Path(__file__).resolve().parents[2] / "shared" / "datasets" / "raetsch"))
 
 
 def load_raetsch(name: str):

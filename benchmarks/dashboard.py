@@ -1,6 +1,6 @@
 """Dashboard benchmark: start-up time, redraws per second and memory over a long S-BSVM run.
 
-    python -m bsvm.bench dashboard [--n 2000] [--seconds 300] [--method sbsvm] [--no-startup]
+    python -m benchmarks dashboard [--n 2000] [--seconds 300] [--method sbsvm] [--no-startup]
 
 Start-up: ``streamlit run dashboard/app.py`` is started headless on a free port; once its health
 endpoint answers (the server is up), a fresh chromium session (Playwright, Debian's /usr/bin/chromium)
@@ -32,7 +32,7 @@ from ._common import print_table
 
 
 def _dashboard_modules():
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     import plotly.io as pio
@@ -139,7 +139,7 @@ def startup(timeout: float = 60.0) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bsvm.bench dashboard", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks dashboard", description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=2000, help="training points (default 2000)")
     ap.add_argument("--seconds", type=float, default=300.0, help="length of the run (default 300)")
     ap.add_argument("--method", default="sbsvm")

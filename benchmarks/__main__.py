@@ -1,4 +1,4 @@
-"""Dispatch ``python -m bsvm.bench NAME [options]`` to ``bsvm.bench.NAME.main``.
+"""Dispatch ``python -m benchmarks NAME [options]`` to ``benchmarks.NAME.main``.
 
 ``smoke`` runs every benchmark's tiny smoke variant (used by CI to keep the scripts working).
 """
@@ -7,7 +7,7 @@ import importlib
 import pkgutil
 import sys
 
-import bsvm.bench as _pkg
+import benchmarks as _pkg
 
 
 def _names():
@@ -18,12 +18,12 @@ def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
     names = _names()
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: python -m bsvm.bench {" + ",".join([*names, "smoke"]) + "} [options]")
+        print("usage: python -m benchmarks {" + ",".join([*names, "smoke"]) + "} [options]")
         return 0
     name, rest = argv[0], argv[1:]
     if name == "smoke":
         for n in names:
-            mod = importlib.import_module(f"bsvm.bench.{n}")
+            mod = importlib.import_module(f"benchmarks.{n}")
             if hasattr(mod, "smoke"):
                 print(f"== smoke: {n}")
                 mod.smoke()
@@ -31,7 +31,7 @@ def main(argv=None):
     if name not in names:
         print(f"unknown benchmark {name!r}; choose from {names + ['smoke']}")
         return 2
-    return importlib.import_module(f"bsvm.bench.{name}").main(rest) or 0
+    return importlib.import_module(f"benchmarks.{name}").main(rest) or 0
 
 
 if __name__ == "__main__":
