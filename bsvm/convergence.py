@@ -187,14 +187,18 @@ def monitor_rows(n_samples: int, n_rows: int = 20) -> np.ndarray:
 
 
 def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, budget: str,
-                       rule: StoppingRule = StoppingRule(), stacklevel: int = 3) -> None:
+                       rule: StoppingRule = StoppingRule(), stacklevel: int = 3,
+                       draws: int | None = None) -> None:
     """Emit the ConvergenceWarning of a run that stopped without meeting the rule. ``budget`` names what
-    ran out, e.g. "max_time=60 s" or "max_iter=20000" or "n_samples=500 (fixed length)"."""
+    ran out, e.g. "max_time=60 s" or "max_iter=20000" or "n_samples=500 (fixed length)"; ``draws`` the
+    kept draws per chain (default: the status's count)."""
+    if draws is None:
+        draws = 0 if status is None else status.draws
     if status is None:
         what = "no convergence check could be made (the budget ended before the first check)"
     else:
         what = status.explain()
     warnings.warn(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
-                  f"{0 if status is None else status.draws} kept draws per chain; {what}. Rule: "
+                  f"{draws} kept draws per chain; {what}. Rule: "
                   f"{rule.describe()}. The draws kept so far are usable but not trustworthy; raise the "
                   "budget or inspect the chains.", ConvergenceWarning, stacklevel=stacklevel)
