@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..base import _blas_limit
-from .potential import HingeModel, normalised_likelihood, potential, scores
+from .potential import ChainLayout, HingeModel, normalised_likelihood, potential, scores
 from .samplers import HMC, SGLD, SGNHT, Gibbs, Potential, WindowAdaptation
 
 STAT_NAMES = ("potential", "accept_prob", "step_size", "energy", "diverging", "n_leapfrog", "xi")
@@ -29,10 +29,10 @@ class EngineSpec(NamedTuple):
     diffusion: float = 1.0
 
 
-def build_engine(spec: EngineSpec, X, y):
+def build_engine(spec: EngineSpec, X, y, layout: ChainLayout | None = None):
     if spec.kind == "gibbs":
         return Gibbs(spec.model, X, y)
-    pot = Potential(spec.model, X, y, None if spec.kind == "hmc" else spec.batch_size)
+    pot = Potential(spec.model, X, y, None if spec.kind == "hmc" else spec.batch_size, layout)
     if spec.kind == "hmc":
         return HMC(pot, spec.n_leapfrog)
     return SGLD(pot) if spec.kind == "sgld" else SGNHT(pot, spec.diffusion)
@@ -68,22 +68,22 @@ class SegmentOut(NamedTuple):
     t_end: int  # iterations done
 
 
-def monitored(spec: EngineSpec, theta, U_full, X_rows, y_rows):
+def monitored(spec: EngineSpec, theta, U_full, X_rows, y_rows, layout=None):
     """(C, 1 + R): log posterior -U (full data) and p(y_obs | x) at the monitored rows."""
-    F = scores(spec.model, theta, X_rows)
+    F = scores(spec.model, theta, X_rows, layout)
     p = normalised_likelihood(spec.model, F)  # (C, R, K)
     p_obs = np.take_along_axis(p, y_rows[None, :, None], axis=-1)[..., 0]
     return np.column_stack([-U_full, p_obs])
 
 
 def run_segment(spec: EngineSpec, X, y, y_index_rows, adaptation: WindowAdaptation, plan: Plan,
-                carry: Carry, t0: int, t1: int, path_wanted: bool) -> SegmentOut:
+                carry: Carry, t0: int, t1: int, path_wanted: bool, layout: ChainLayout) -> SegmentOut:
     with _blas_limit(1):
-        return _run_segment(spec, X, y, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted)
+        return _run_segment(spec, X, y, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout)
 
 
-def _run_segment(spec, X, y, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted):
-    engine = build_engine(spec, X, y)
+def _run_segment(spec, X, y, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout):
+    engine = build_engine(spec, X, y, layout)
     rng, astate, tuning, kept = carry.rng, carry.astate, carry.tuning, carry.kept
     state = carry.state if carry.state is not None else engine.init(rng, carry.theta0)
     C = len(rng)
@@ -120,8 +120,8 @@ def _run_segment(spec, X, y, y_index_rows, adaptation, plan, carry, t0, t1, path
         for name in STAT_NAMES:
             stats[name][:, k] = getattr(info, name)
         if kept % plan.monitor_every == 0:
-            U = info.potential if not sg else potential(spec.model, state.theta, X, y)
-            quants.append(monitored(spec, state.theta, U, X_rows, y_index_rows))
+            U = info.potential if not sg else potential(spec.model, state.theta, X, y, layout)
+            quants.append(monitored(spec, state.theta, U, X_rows, y_index_rows, layout))
         kept += 1
         k += 1
     if info is not None and info.path is not None:

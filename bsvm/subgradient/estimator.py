@@ -30,7 +30,7 @@ from . import samplers as S
 from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, run_segment
 from .features import fit_feature_map, transform
 from .laplace import find_mode, laplace_pilot, per_datum_noise
-from .potential import HingeModel, control_variate, normalised_likelihood, scores
+from .potential import ChainLayout, HingeModel, control_variate, normalised_likelihood, scores
 
 SAMPLERS = ("hmc", "sgld", "sgnht")
 PRECONDITIONERS = (None, "laplace", "adagrad")
@@ -144,13 +144,21 @@ class _HingeSampler(BayesianClassifier):
         status, stop_reason, path = None, None, None
         self._stats = {}
         acc_since = []
+        parallel = len(groups) > 1
         with ChainPool(len(groups)) as pool:
             Xs, ys = pool.share(Phi), y
             y_rows = np.asarray(y_index)[rows]
             while True:
                 resumed = time.perf_counter()
                 t_prev = t
-                stops = [end, (t // every + 1) * every] + [s for s in sync if s > t]
+                stops = [end] + [s for s in sync if s > t]
+                if parallel:
+                    # workers: records only at sync points and about every 2 s (each dispatch costs
+                    # ~20 ms), which never changes the draws
+                    if rate is not None:
+                        stops.append(t + max(1, int(max(2.0, 0.1 * compute) / rate)))
+                else:
+                    stops.append((t // every + 1) * every)
                 if auto:
                     stops.append(B + monitor.next_check * monitor_every * thin)
                 t1 = max(t + 1, min(s for s in stops if s > t))
@@ -160,8 +168,8 @@ class _HingeSampler(BayesianClassifier):
                     cap = 5 if rate is None else max(1, int(span / rate))
                     t1 = min(t1, t + cap)
                 outs = pool.map(run_segment, [
-                    (spec, Xs, ys, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path)
-                    for i in range(len(groups))])
+                    (spec, Xs, ys, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path,
+                     ChainLayout(groups[i], C)) for i in range(len(groups))])
                 carries = [o.carry for o in outs]
                 for name in ("draws", "quantities"):
                     block = np.concatenate([getattr(o, name) for o in outs], axis=0)

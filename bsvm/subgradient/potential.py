@@ -39,31 +39,67 @@ class HingeModel(NamedTuple):
         return self.n_blocks * (self.n_features + 1)
 
 
-def _linear(theta_blocks: np.ndarray, X: np.ndarray) -> np.ndarray:
+class ChainLayout(NamedTuple):
+    """Where a group's chains sit among all ``n_total`` chains. BLAS picks its kernels (and so its
+    rounding) by the operands' shapes, so products with the data are computed at the full chain count,
+    each chain in its own column, whatever group of chains a process runs: a seed then gives bit-identical
+    draws whatever ``n_jobs`` (rounding differences would otherwise grow chaotically in burn-in)."""
+
+    positions: np.ndarray  # (C_g,) global indices of this group's chains
+    n_total: int
+
+
+def _pad(A: np.ndarray, layout: ChainLayout | None) -> np.ndarray:
+    """Columns (C_g * k) of A placed at their chains' positions among n_total * k zero columns."""
+    if layout is None or len(layout.positions) == layout.n_total:
+        return A
+    rows, cols = A.shape
+    k = cols // len(layout.positions)
+    out = np.zeros((rows, layout.n_total * k))
+    idx = (layout.positions[:, None] * k + np.arange(k)).reshape(-1)
+    out[:, idx] = A
+    return out
+
+
+def _unpad_cols(A: np.ndarray, layout: ChainLayout | None, k: int) -> np.ndarray:
+    if layout is None or len(layout.positions) == layout.n_total:
+        return A
+    idx = (layout.positions[:, None] * k + np.arange(k)).reshape(-1)
+    return A[:, idx]
+
+
+def _linear(theta_blocks: np.ndarray, X: np.ndarray, layout: ChainLayout | None = None) -> np.ndarray:
     """Scores (C, m, B) for theta_blocks (C, B, d + 1) and X (m, d) shared or (C, m, d) per chain."""
     W, b = theta_blocks[..., :-1], theta_blocks[..., -1]
     if X.ndim == 2:
         C, B, d = W.shape
-        F = (X @ W.reshape(C * B, d).T).reshape(X.shape[0], C, B).transpose(1, 0, 2)
+        # X (m, d) @ W^T (d, C B): the chains are the product's columns
+        F = _unpad_cols(X @ _pad(W.reshape(C * B, d).T, layout), layout, B)
+        # chain-major and contiguous: the per-chain sums below then reduce each chain's row the same way
+        # whatever the number of chains (numpy's summation order follows the memory layout)
+        F = np.ascontiguousarray(F.reshape(X.shape[0], C, B).transpose(1, 0, 2))
     else:
         F = np.matmul(X, np.swapaxes(W, -1, -2))
     return F + b[:, None, :]
 
 
-def _contract(G: np.ndarray, X: np.ndarray) -> np.ndarray:
+def _contract(G: np.ndarray, X: np.ndarray, layout: ChainLayout | None = None) -> np.ndarray:
     """sum_m G[c, m, b] [x_m, 1]  -> (C, B, d + 1): the chain rule through the linear score."""
     if X.ndim == 2:
         C, m, B = G.shape
-        gw = (G.transpose(0, 2, 1).reshape(C * B, m) @ X).reshape(C, B, X.shape[1])
+        # X^T (d, m) @ G (m, C B): the chains are the product's columns again
+        Gm = G.transpose(1, 0, 2).reshape(m, C * B)
+        gw = _unpad_cols(X.T @ _pad(Gm, layout), layout, B).T.reshape(C, B, X.shape[1])
     else:
         gw = np.matmul(np.swapaxes(G, -1, -2), X)
     return np.concatenate([gw, G.sum(axis=1)[..., None]], axis=-1)
 
 
-def scores(model: HingeModel, theta: np.ndarray, X: np.ndarray) -> np.ndarray:
+def scores(model: HingeModel, theta: np.ndarray, X: np.ndarray,
+           layout: ChainLayout | None = None) -> np.ndarray:
     """Linear scores (C, m, n_blocks)."""
     theta = np.atleast_2d(theta)
-    return _linear(theta.reshape(theta.shape[0], model.n_blocks, model.n_features + 1), X)
+    return _linear(theta.reshape(theta.shape[0], model.n_blocks, model.n_features + 1), X, layout)
 
 
 def hinge_losses(model: HingeModel, F: np.ndarray, y: np.ndarray):
@@ -81,13 +117,14 @@ def hinge_losses(model: HingeModel, F: np.ndarray, y: np.ndarray):
     return np.maximum(0.0, model.l + f_star - f_true), y_star
 
 
-def data_terms(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray):
+def data_terms(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray,
+               layout: ChainLayout | None = None):
     """Per-datum c * hinge (C, m) and the per-datum subgradient coefficients G (C, m, n_blocks): the
     data-term subgradient of point d is sum_b G[:, d, b] e_b (x) [x_d, 1] (eq. 15 / 21, sign of U)."""
     theta = np.atleast_2d(theta)
     C = theta.shape[0]
     B, p = model.n_blocks, model.n_features + 1
-    F = _linear(theta.reshape(C, B, p), X)
+    F = _linear(theta.reshape(C, B, p), X, layout)
     loss, y_star = hinge_losses(model, F, y)
     active = loss > 0.0
     if model.n_classes == 2:
@@ -100,16 +137,16 @@ def data_terms(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarra
 
 
 def potential_and_grad(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray,
-                       scale: float = 1.0):
+                       scale: float = 1.0, layout: ChainLayout | None = None):
     """U(theta) and a subgradient, for every chain: returns (U (C,), grad (C, n_params)).
 
     ``X``/``y`` are the full data (scale 1) or a minibatch with ``scale = n / |batch|`` (eq. 7), given
     either shared by all chains ((m, d), (m,)) or one per chain ((C, m, d), (C, m)). At a kink the
     subgradient chosen is the one-sided value with the hinge inactive (eq. 15's convention)."""
     theta = np.atleast_2d(theta)
-    loss, G = data_terms(model, theta, X, y)
+    loss, G = data_terms(model, theta, X, y, layout)
     U = 0.5 * np.einsum("cp,cp->c", theta, theta) + scale * loss.sum(axis=1)
-    grad = theta + scale * _contract(G, X).reshape(theta.shape)
+    grad = theta + scale * _contract(G, X, layout).reshape(theta.shape)
     return U, grad
 
 
@@ -143,9 +180,12 @@ def potential_and_grad_cv(model: HingeModel, cv: ControlVariate, theta: np.ndarr
     return U, grad
 
 
-def potential(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+def potential(model: HingeModel, theta: np.ndarray, X: np.ndarray, y: np.ndarray,
+              layout: ChainLayout | None = None) -> np.ndarray:
     """U(theta) on the full data, (C,)."""
-    return potential_and_grad(model, theta, X, y)[0]
+    theta = np.atleast_2d(theta)
+    loss, _ = data_terms(model, theta, X, y, layout)
+    return 0.5 * np.einsum("cp,cp->c", theta, theta) + loss.sum(axis=1)
 
 
 def normalised_likelihood(model: HingeModel, F: np.ndarray) -> np.ndarray:

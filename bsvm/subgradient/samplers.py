@@ -29,7 +29,14 @@ from typing import NamedTuple
 import numpy as np
 
 from .gibbs import gibbs_step
-from .potential import HingeModel, potential_and_grad, potential_and_grad_cv
+from .potential import (
+    ChainLayout,
+    HingeModel,
+    _pad,
+    _unpad_cols,
+    potential_and_grad,
+    potential_and_grad_cv,
+)
 
 
 class Diagonal(NamedTuple):
@@ -38,22 +45,27 @@ class Diagonal(NamedTuple):
     d: np.ndarray
 
 
-def apply_factor(L, v: np.ndarray) -> np.ndarray:
-    """Rows of ``v`` mapped by L (z-space -> theta-space)."""
+def apply_factor(L, v: np.ndarray, layout: ChainLayout | None = None) -> np.ndarray:
+    """Rows of ``v`` mapped by L (z-space -> theta-space). Dense: L @ v^T with the chains as the
+    product's columns, padded to the full chain count (see ``potential.ChainLayout``)."""
     if L is None:
         return v
     if isinstance(L, Diagonal):
         return L.d * v
-    return L * v if np.ndim(L) == 1 else v @ L.T
+    if np.ndim(L) == 1:
+        return L * v
+    return _unpad_cols(L @ _pad(v.T, layout), layout, 1).T
 
 
-def apply_factor_t(L, g: np.ndarray) -> np.ndarray:
+def apply_factor_t(L, g: np.ndarray, layout: ChainLayout | None = None) -> np.ndarray:
     """Rows of ``g`` mapped by L^T (theta-space gradient -> z-space gradient)."""
     if L is None:
         return g
     if isinstance(L, Diagonal):
         return L.d * g
-    return L * g if np.ndim(L) == 1 else g @ L
+    if np.ndim(L) == 1:
+        return L * g
+    return _unpad_cols(L.T @ _pad(g.T, layout), layout, 1).T
 
 
 def _col(x, n_chains: int) -> np.ndarray:
@@ -89,14 +101,15 @@ class Potential:
     """``U(theta)`` and a subgradient for every chain, full data or a minibatch per chain per call
     (eq. 7; with ``tuning.cv`` the control-variate estimate of Baker et al. 2019)."""
 
-    def __init__(self, model: HingeModel, X: np.ndarray, y: np.ndarray, batch_size: int | None = None):
-        self.model, self.X, self.y = model, X, y
+    def __init__(self, model: HingeModel, X: np.ndarray, y: np.ndarray, batch_size: int | None = None,
+                 layout: ChainLayout | None = None):
+        self.model, self.X, self.y, self.layout = model, X, y, layout
         n = X.shape[0]
         self.batch_size = None if batch_size is None or batch_size >= n else int(batch_size)
 
     def __call__(self, rng, theta, cv=None):
         if self.batch_size is None:
-            return potential_and_grad(self.model, theta, self.X, self.y)
+            return potential_and_grad(self.model, theta, self.X, self.y, layout=self.layout)
         n, m = self.X.shape[0], self.batch_size
         idx = rng.integers(0, n, size=(theta.shape[0], m))
         if cv is not None:
@@ -126,20 +139,20 @@ class HMC:
         return HMCState(np.asarray(theta0, dtype=float), U, g)
 
     def step(self, rng, state: HMCState, tuning: Tuning):
-        L = tuning.factor
+        L, lay = tuning.factor, self.potential.layout
         C = state.theta.shape[0]
         h = _col(tuning.step_size, C) * rng.uniform(1.0 - self.jitter, 1.0 + self.jitter, size=(C, 1))
         r = rng.standard_normal(state.theta.shape)
         H0 = state.U + 0.5 * np.einsum("cp,cp->c", r, r)
         theta, g = state.theta, state.grad
         path = [theta[0]] if self.record_path else None
-        r = r - 0.5 * h * apply_factor_t(L, g)
+        r = r - 0.5 * h * apply_factor_t(L, g, lay)
         n = self.n_leapfrog
         with np.errstate(over="ignore", invalid="ignore"):
             for i in range(n):
-                theta = theta + h * apply_factor(L, r)
+                theta = theta + h * apply_factor(L, r, lay)
                 U, g = self.potential(rng, theta)
-                r = r - (h if i < n - 1 else 0.5 * h) * apply_factor_t(L, g)
+                r = r - (h if i < n - 1 else 0.5 * h) * apply_factor_t(L, g, lay)
                 if path is not None:
                     path.append(theta[0])
             H1 = U + 0.5 * np.einsum("cp,cp->c", r, r)
@@ -175,8 +188,9 @@ class SGLD:
         U, g = self.potential(rng, state.theta, tuning.cv)
         C = g.shape[0]
         h = _col(tuning.step_size, C)
-        z_move = -0.5 * h * h * apply_factor_t(tuning.factor, g) + h * rng.standard_normal(g.shape)
-        new = SGLDState(state.theta + apply_factor(tuning.factor, z_move))
+        lay = self.potential.layout
+        z_move = -0.5 * h * h * apply_factor_t(tuning.factor, g, lay) + h * rng.standard_normal(g.shape)
+        new = SGLDState(state.theta + apply_factor(tuning.factor, z_move, lay))
         return new, StepInfo(U, _nan(C), _nan(C), ~np.isfinite(U), _nan(C), h[:, 0], _nan(C), None, g * g)
 
 
@@ -206,9 +220,10 @@ class SGNHT:
         U, g = self.potential(rng, state.theta, tuning.cv)
         C, n = state.theta.shape
         h = _col(tuning.step_size, C)
-        r = (state.r - h * state.xi[:, None] * state.r - h * apply_factor_t(tuning.factor, g)
+        lay = self.potential.layout
+        r = (state.r - h * state.xi[:, None] * state.r - h * apply_factor_t(tuning.factor, g, lay)
              + np.sqrt(2.0 * self.diffusion * h) * rng.standard_normal(g.shape))
-        theta = state.theta + h * apply_factor(tuning.factor, r)
+        theta = state.theta + h * apply_factor(tuning.factor, r, lay)
         xi = state.xi + h[:, 0] * (np.einsum("cp,cp->c", r, r) / n - 1.0)
         info = StepInfo(U, _nan(C), _nan(C), ~np.isfinite(U), _nan(C), h[:, 0], xi, None, g * g)
         return SGNHTState(theta, r, xi), info
