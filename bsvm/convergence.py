@@ -139,13 +139,13 @@ class ConvergenceMonitor:
 
     The first check is at ``first`` draws (default: enough for the ESS target if the draws were
     independent, ceil(ess / n_chains), at least 20). After a failed check at D draws the next is at
-    D * clip(1.1 * predicted / D, 1.25, 2), where ``predicted`` = D * ess_target / ess (ESS grows about
+    D * clip(1.1 * predicted / D, 1.25, 1.5), where ``predicted`` = D * ess_target / ess (ESS grows about
     linearly in D once the chains have mixed): never closer than 25 % apart, so the total cost of the
-    checks is at most 5x the last one, and never more than doubling, so the run overshoots the point of
-    convergence by at most 2x."""
+    checks is at most 5x the last one, and at most 1.5x, so the run overshoots the point of convergence
+    by at most 1.5x."""
 
     def __init__(self, n_chains: int, rule: StoppingRule = StoppingRule(), first: int | None = None,
-                 min_growth: float = 1.25, max_growth: float = 2.0):
+                 min_growth: float = 1.25, max_growth: float = 1.5):
         self.rule = rule
         self.n_chains = int(n_chains)
         target = max(rule.ess_bulk, rule.ess_tail)

@@ -37,7 +37,8 @@ def test_auto_run_stops_when_the_rule_holds_and_records_say_so():
     assert Q.shape[:2] == (4, est.samples_.shape[1]) and np.all(diagnostics.rhat(Q) <= 1.01)
     # hmc in 3 dimensions: the leapfrog path of chain 0's last transition, for the teaching view
     path = records[-1].snapshot["leapfrog_path"]
-    assert path.shape == (est.n_leapfrog + 1, 3)
+    n_steps = est.to_arviz()["sample_stats"]["n_steps"].values[0, -1]
+    assert path.shape == (n_steps + 1, 3)
 
 
 def test_budgets_and_bad_input_warn_and_keep_usable_draws():

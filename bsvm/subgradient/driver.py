@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..base import _blas_limit
-from .potential import ChainLayout, HingeModel, normalised_likelihood, potential, scores
+from .potential import ChainLayout, HingeModel, binary_full, normalised_likelihood, potential, scores
 from .samplers import HMC, SGLD, SGNHT, Gibbs, Potential, WindowAdaptation
 
 STAT_NAMES = ("potential", "accept_prob", "step_size", "energy", "diverging", "n_leapfrog", "xi")
@@ -25,14 +25,14 @@ class EngineSpec(NamedTuple):
     kind: str  # "hmc", "sgld", "sgnht" or "gibbs"
     model: HingeModel
     batch_size: int | None = None
-    n_leapfrog: int = 10
+    n_leapfrog: int | None = None
     diffusion: float = 1.0
 
 
-def build_engine(spec: EngineSpec, X, y, layout: ChainLayout | None = None):
+def build_engine(spec: EngineSpec, X, y, layout: ChainLayout | None = None, Z=None):
     if spec.kind == "gibbs":
         return Gibbs(spec.model, X, y)
-    pot = Potential(spec.model, X, y, None if spec.kind == "hmc" else spec.batch_size, layout)
+    pot = Potential(spec.model, X, y, None if spec.kind == "hmc" else spec.batch_size, layout, Z)
     if spec.kind == "hmc":
         return HMC(pot, spec.n_leapfrog)
     return SGLD(pot) if spec.kind == "sgld" else SGNHT(pot, spec.diffusion)
@@ -76,14 +76,16 @@ def monitored(spec: EngineSpec, theta, U_full, X_rows, y_rows, layout=None):
     return np.column_stack([-U_full, p_obs])
 
 
-def run_segment(spec: EngineSpec, X, y, y_index_rows, adaptation: WindowAdaptation, plan: Plan,
+def run_segment(spec: EngineSpec, data, y_index_rows, adaptation: WindowAdaptation, plan: Plan,
                 carry: Carry, t0: int, t1: int, path_wanted: bool, layout: ChainLayout) -> SegmentOut:
+    """``data`` = (X, y, Z): features, labels (+-1 binary) and the signed design (binary, else None)."""
     with _blas_limit(1):
-        return _run_segment(spec, X, y, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout)
+        return _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout)
 
 
-def _run_segment(spec, X, y, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout):
-    engine = build_engine(spec, X, y, layout)
+def _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout):
+    X, y, Z = data
+    engine = build_engine(spec, X, y, layout, Z)
     rng, astate, tuning, kept = carry.rng, carry.astate, carry.tuning, carry.kept
     state = carry.state if carry.state is not None else engine.init(rng, carry.theta0)
     C = len(rng)
@@ -120,7 +122,12 @@ def _run_segment(spec, X, y, y_index_rows, adaptation, plan, carry, t0, t1, path
         for name in STAT_NAMES:
             stats[name][:, k] = getattr(info, name)
         if kept % plan.monitor_every == 0:
-            U = info.potential if not sg else potential(spec.model, state.theta, X, y, layout)
+            if not sg:
+                U = info.potential
+            elif Z is not None:
+                U = binary_full(spec.model, state.theta, Z, layout)[0]
+            else:
+                U = potential(spec.model, state.theta, X, y, layout)
             quants.append(monitored(spec, state.theta, U, X_rows, y_index_rows, layout))
         kept += 1
         k += 1

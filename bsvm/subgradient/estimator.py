@@ -30,7 +30,14 @@ from . import samplers as S
 from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, run_segment
 from .features import fit_feature_map, transform
 from .laplace import find_mode, laplace_pilot, per_datum_noise
-from .potential import ChainLayout, HingeModel, control_variate, normalised_likelihood, scores
+from .potential import (
+    ChainLayout,
+    HingeModel,
+    control_variate,
+    normalised_likelihood,
+    scores,
+    signed_design,
+)
 
 SAMPLERS = ("hmc", "sgld", "sgnht")
 PRECONDITIONERS = (None, "laplace", "adagrad")
@@ -67,6 +74,9 @@ class _HingeSampler(BayesianClassifier):
 
     _sampler_kind = "gibbs"
 
+    def _default_burnin(self) -> int:
+        return 100
+
     def _validate_common(self):
         self._c = _check_pos("c", self.c, allow_zero=True)
         if not (isinstance(self.l, numbers.Real) and np.isfinite(self.l)):
@@ -78,7 +88,8 @@ class _HingeSampler(BayesianClassifier):
             self._n_samples = None
         else:
             self._n_samples = _check_int("n_samples", self.n_samples, 1)
-        self._n_burnin = _check_int("n_burnin", self.n_burnin, 0)
+        self._n_burnin = (self._default_burnin() if self.n_burnin is None
+                          else _check_int("n_burnin", self.n_burnin, 0))
         self._thin = _check_int("thin", self.thin, 1)
         self._n_chains = _check_int("n_chains", self.n_chains, 1)
         self._n_trace = _check_int("n_trace", self.n_trace, 0)
@@ -146,7 +157,8 @@ class _HingeSampler(BayesianClassifier):
         acc_since = []
         parallel = len(groups) > 1
         with ChainPool(len(groups)) as pool:
-            Xs, ys = pool.share(Phi), y
+            Z = signed_design(Phi, y) if self.model_.n_classes == 2 and spec.kind != "gibbs" else None
+            data = (pool.share(Phi), y, None if Z is None else pool.share(Z))
             y_rows = np.asarray(y_index)[rows]
             while True:
                 resumed = time.perf_counter()
@@ -168,7 +180,7 @@ class _HingeSampler(BayesianClassifier):
                     cap = 5 if rate is None else max(1, int(span / rate))
                     t1 = min(t1, t + cap)
                 outs = pool.map(run_segment, [
-                    (spec, Xs, ys, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path,
+                    (spec, data, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path,
                      ChainLayout(groups[i], C)) for i in range(len(groups))])
                 carries = [o.carry for o in outs]
                 for name in ("draws", "quantities"):
@@ -387,7 +399,7 @@ _RUN_DOC = """
     n_samples="auto" (default) runs burn-in, then keeps draws until rank-normalised split R-hat <= 1.01 and
     bulk and tail ESS >= 400 (Vehtari et al. 2021, arviz-stats) hold on the log posterior and on p(y|x) at
     20 fixed training rows (evenly spaced row indices). The rule is checked at geometrically spaced draw
-    counts (x1.25 to x2 apart), so checks stay cheap. It stops there, or when ``max_iter`` (iterations,
+    counts (x1.25 to x1.5 apart), so checks stay cheap. It stops there, or when ``max_iter`` (iterations,
     burn-in included; default: burn-in + {max_iter}) or ``max_time`` (seconds of computation; default
     None, no limit) is spent; then a ``ConvergenceWarning`` names the budget and what failed. An integer
     n_samples is a fixed-length run (draws per chain after thinning); it is checked once at its end and
@@ -413,14 +425,17 @@ class SubgradientHMC(_HingeSampler):
         eq. 13) or "sgnht" (SSGNHT, eq. 14).
     c, l : cost and margin of the pseudo-likelihood (c >= 0; c -> 0 leaves the prior).
     n_samples : "auto" or draws kept per chain (after thinning), see "Run length". n_burnin : discarded
-        iterations (adaptation happens here). thin : keep every thin-th iteration. n_chains : independent
+        iterations (adaptation happens here); None: 200 (hmc) or 500 (sgld/sgnht). thin : keep every
+        thin-th iteration. n_chains : independent
         chains from dispersed starts. max_iter, max_time, n_jobs : see "Run length".
     batch_size : minibatch size for sgld/sgnht (None: min(n, 1000)); hmc always uses the full data.
     step_size : h (hmc: initial value, None = adapted per chain by dual averaging in burn-in towards
         ``target_accept``; sgld/sgnht: h0 of the schedule h_t = h0 (1 + t / step_decay_b)^-step_decay,
         None = chosen from the estimated minibatch noise with the laplace preconditioner, see
         ``_default_sg_step``; 0.3 with adagrad; 0.01 with the identity).
-    n_leapfrog : leapfrog steps per HMC trajectory. target_accept : dual-averaging target.
+    n_leapfrog : leapfrog steps per HMC trajectory; None (default): ceil((pi / 2) / h) per chain, an
+        integration time of a quarter orbit in the whitened coordinates (see ``samplers.HMC``).
+        target_accept : dual-averaging target.
     step_decay, step_decay_b : gamma and b of the polynomial decay (gamma = 0: constant step).
     diffusion : A of SSGNHT (the thermostat starts at xi_0 = A).
     preconditioner : "laplace" (default: a dense metric started from the mode and the posterior-averaged
@@ -446,9 +461,9 @@ class SubgradientHMC(_HingeSampler):
     ``snapshot["leapfrog_path"]`` (n_leapfrog + 1, n_params): the last transition of chain 0.
     """
 
-    def __init__(self, sampler="hmc", c=1.0, l=1.0, n_samples="auto", n_burnin=500, thin=1, n_chains=4,
+    def __init__(self, sampler="hmc", c=1.0, l=1.0, n_samples="auto", n_burnin=None, thin=1, n_chains=4,
                  max_iter=None, max_time=None, n_jobs=None,
-                 batch_size=None, step_size=None, n_leapfrog=10, target_accept=0.8, step_decay=0.0,
+                 batch_size=None, step_size=None, n_leapfrog=None, target_accept=0.8, step_decay=0.0,
                  step_decay_b=1000.0, diffusion=1.0, preconditioner="laplace", control_variates=True,
                  features=None,
                  n_components=100, gamma=None, record_every=None, n_trace=3, random_state=None):
@@ -482,6 +497,11 @@ class SubgradientHMC(_HingeSampler):
     def _sampler_kind(self):
         return self.sampler
 
+    def _default_burnin(self) -> int:
+        """n_burnin=None: 200 transitions for hmc (dual averaging settles in ~100 from the laplace pilot's
+        start; the two metric windows need >= 100), 500 steps for sgld/sgnht (their smaller moves)."""
+        return 200 if self.sampler == "hmc" else 500
+
     def _validate(self, n):
         self._validate_common()
         if self.sampler not in SAMPLERS:
@@ -490,7 +510,8 @@ class SubgradientHMC(_HingeSampler):
             raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got {self.preconditioner!r}")
         if self.step_size is not None:
             _check_pos("step_size", self.step_size)
-        _check_int("n_leapfrog", self.n_leapfrog, 1)
+        if self.n_leapfrog is not None:
+            _check_int("n_leapfrog", self.n_leapfrog, 1)
         if not (isinstance(self.target_accept, numbers.Real) and 0 < self.target_accept < 1):
             raise ValueError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
         _check_pos("step_decay", self.step_decay, allow_zero=True)
@@ -572,7 +593,8 @@ class SubgradientHMC(_HingeSampler):
         adaptation = S.WindowAdaptation(self._n_burnin, float(self.target_accept),
                                         adapt_step=(not sg and self.step_size is None),
                                         adagrad=adagrad and sg, windows=windows)
-        spec = EngineSpec(sampler, model, m if sg else None, int(self.n_leapfrog), float(self.diffusion))
+        n_leap = None if self.n_leapfrog is None else int(self.n_leapfrog)
+        spec = EngineSpec(sampler, model, m if sg else None, n_leap, float(self.diffusion))
         # sgld/sgnht: the monitored log posterior needs a full-data pass; computing it at every k-th kept
         # draw with k = ceil(n / (5 m)) keeps that under ~20 % of the sampling cost
         monitor_every = max(1, math.ceil(n / (5 * m))) if sg else 1
@@ -587,7 +609,8 @@ class SubgradientHMC(_HingeSampler):
             new_cv = None
             if use_cv:
                 new_cv = control_variate(model, centre, Phi_, y_)
-                new_cv = new_cv._replace(loss=share(new_cv.loss), G=share(new_cv.G))
+                new_cv = new_cv._replace(loss=share(new_cv.loss), G=share(new_cv.G),
+                                          active=None if new_cv.active is None else share(new_cv.active))
             theta = np.concatenate([c.state.theta for c in carries], axis=0)
             h_new = None
             if sg and self.step_size is None:

@@ -158,12 +158,58 @@ class ControlVariate(NamedTuple):
     grad_sum: np.ndarray  # (p,) data-term subgradient at theta_hat, full data
     loss: np.ndarray  # (n,) per-datum c * hinge at theta_hat
     G: np.ndarray  # (n, n_blocks) per-datum coefficients at theta_hat
+    active: np.ndarray | None = None  # (n,) float 1.0 where the hinge is active at theta_hat (binary)
 
 
 def control_variate(model: HingeModel, theta_hat: np.ndarray, X: np.ndarray, y: np.ndarray) -> ControlVariate:
     loss, G = data_terms(model, theta_hat[None], X, y)
     grad = _contract(G, X).reshape(-1)
-    return ControlVariate(np.asarray(theta_hat, float), float(loss.sum()), grad, loss[0], G[0])
+    active = (loss[0] > 0.0).astype(float) if model.n_classes == 2 else None
+    return ControlVariate(np.asarray(theta_hat, float), float(loss.sum()), grad, loss[0], G[0], active)
+
+
+# ----------------------------------------------------------------- the binary model on the signed design
+def signed_design(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Z = y [X, 1] (n, d + 1), so the binary margins are y_d f(x_d) = Z theta. Built once per fit: every
+    full-data potential is then two BLAS products (Z theta^T and Z^T A) and a comparison, with no bias or
+    label arithmetic per call (3-4x fewer passes over the data than the general path)."""
+    n, d = X.shape
+    Z = np.empty((n, d + 1))
+    np.multiply(X, y[:, None], out=Z[:, :d])
+    Z[:, d] = y
+    return Z
+
+
+def binary_full(model: HingeModel, theta: np.ndarray, Z: np.ndarray, layout: ChainLayout | None = None):
+    """U and a subgradient on the full data (eq. 15): with margins s = Z theta^T and A = [s < l] (the
+    hinge active; inactive at the kink), the data term is c sum_A (l - s) = c (l |A| - theta . Z^T A) and
+    its subgradient -c Z^T A. |A| is an exact count, so per-chain values do not depend on the chain count."""
+    S = _unpad_cols(Z @ _pad(theta.T, layout), layout, 1)  # (n, C)
+    A = S < model.l
+    # (C, p), contiguous: einsum's summation order differs for strided rows, which would make a chain's
+    # U depend on how many chains share the call
+    gz = np.ascontiguousarray(_unpad_cols(Z.T @ _pad(A.astype(float), layout), layout, 1).T)
+    count = np.count_nonzero(A, axis=0)
+    U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
+                                                                - np.einsum("cp,cp->c", theta, gz))
+    return U, theta - model.c * gz
+
+
+def binary_batch(model: HingeModel, theta: np.ndarray, Zb: np.ndarray, scale: float,
+                 cv: ControlVariate | None = None, idx: np.ndarray | None = None):
+    """Minibatch estimate (eq. 7) from per-chain rows Zb (C, m, p); with ``cv`` the control-variate
+    estimate (Baker et al. 2019): full sums at theta_hat + scale * sum over the batch of differences."""
+    S = np.matmul(Zb, theta[:, :, None])[..., 0]  # (C, m)
+    A = S < model.l
+    loss = np.where(A, model.l - S, 0.0)
+    quad = 0.5 * np.einsum("cp,cp->c", theta, theta)
+    if cv is None:
+        gz = np.matmul(A.astype(float)[:, None, :], Zb)[:, 0]
+        return quad + model.c * scale * loss.sum(axis=1), theta - model.c * scale * gz
+    D = A - cv.active[idx]
+    gz = np.matmul(D[:, None, :], Zb)[:, 0]
+    U = quad + cv.loss_sum + scale * (model.c * loss - cv.loss[idx]).sum(axis=1)
+    return U, theta + cv.grad_sum - model.c * scale * gz
 
 
 def potential_and_grad_cv(model: HingeModel, cv: ControlVariate, theta: np.ndarray, X: np.ndarray,
