@@ -169,6 +169,7 @@ def main(argv=None):
     ap.add_argument("--samplers", default="hmc,sgld,sgnht,gibbs")
     ap.add_argument("--nuts-warmup", type=int, default=1000)
     ap.add_argument("--nuts-draws", type=int, default=1000)
+    ap.add_argument("--ref-draws", type=int, default=4000, help="reference draws per chain (Gibbs; hmc: 3/4)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     tables = args.tables.split(",")
@@ -176,7 +177,7 @@ def main(argv=None):
     big = None if args.big == "none" else tuple(int(v) for v in args.big.split("x"))
     samplers = tuple(args.samplers.split(","))
     if "accuracy" in tables:
-        accuracy_table(args.seed, big, tuple(s for s in samplers if s != "gibbs"))
+        accuracy_table(args.seed, big, tuple(s for s in samplers if s != "gibbs"), args.ref_draws)
     if "speed" in tables:
         sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
         speed_table(sizes, args.nuts_warmup, args.nuts_draws, args.seed, samplers)
