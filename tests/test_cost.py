@@ -63,7 +63,8 @@ def test_subsample_suggestion_fits():
     with limits(max_memory=1e9), pytest.raises(CostError, match=r"subsample to ([\d,]+) rows") as info:
         est.fit(*make_ripley(12000, random_state=0))
     n_ok = int(info.value.args[0].split("subsample to ")[1].split(" rows")[0].replace(",", ""))
-    assert est.estimate_cost(n_ok, 2, 2).memory_bytes <= 1e9 < est.estimate_cost(n_ok * 1.2, 2, 2).memory_bytes
+    cost = est.estimate_cost
+    assert cost(n_ok, 2, 2).memory_bytes <= 1e9 < cost(n_ok * 1.2, 2, 2).memory_bytes
 
 
 def test_long_runs_warn_with_the_estimate():
