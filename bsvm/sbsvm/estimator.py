@@ -201,7 +201,8 @@ class SBSVM(BayesianClassifier):
             geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(self.prior_variance))))
         else:
             geom = sparse_geometry(self._initial_kernel(X, rng), self._select_inducing(X, rng))
-        engine = SVIEngine(X, y, geom, self._config(n), rng)
+        # A Dask input arrives as a row proxy that brings its own engine (sums over rows as reductions)
+        engine = getattr(X, "make_svi_engine", SVIEngine)(X, y, geom, self._config(n), rng)
         state = engine.init(rng)
         elbo = engine.elbo(state)
         self.converged_ = False
