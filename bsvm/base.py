@@ -201,6 +201,9 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
                 yield record
         except GeneratorExit:
             raise  # the consumer stopped early: keep the state reached (the fit_iter contract)
+        except _NUMERICAL as exc:
+            self._restore_fitted_state(saved)
+            raise NumericalError(_numerical_message(self, exc, X)) from exc
         except BaseException:
             self._restore_fitted_state(saved)
             raise
@@ -285,6 +288,36 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+class NumericalError(ValueError):
+    """An engine failed numerically (a factorisation, an overflow); the message names the likely cause."""
+
+
+_NUMERICAL = (np.linalg.LinAlgError, FloatingPointError, ZeroDivisionError, OverflowError)
+
+
+def _numerical_message(estimator, exc: BaseException, X: np.ndarray) -> str:
+    """Say what failed and what in the data most likely caused it (checked: magnitudes, column spread)."""
+    from .data import column_scales
+
+    name = type(estimator).__name__
+    sd = column_scales(X) if X.size else np.zeros(0)
+    live = sd[np.isfinite(sd) & (sd > 0)]
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    hints = []
+    if top > 1e3 or (live.size and live.min() < 1e-3):
+        spread = f" and column scales range from {live.min():.3g} to {live.max():.3g}" if live.size else ""
+        hints.append(f"the features reach |x| = {top:.3g}{spread}")
+    elif live.size and live.max() / live.min() > 1e3:
+        hints.append(f"column scales differ by a factor of {live.max() / live.min():.3g}")
+    if X.shape[0] <= X.shape[1] + 1:
+        hints.append(f"there are only {X.shape[0]} rows for {X.shape[1]} features")
+    cause = (f"likely cause: {'; '.join(hints)}. Standardise the features (sklearn.preprocessing."
+             "StandardScaler) and use more rows than features" if hints else
+             "the data looked ordinary (standardised scales, more rows than features): please report this "
+             "as a bug with the data and settings")
+    return f"{name} failed numerically ({type(exc).__name__}: {exc}); {cause}."
 
 
 def _interactive() -> bool:

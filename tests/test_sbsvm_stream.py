@@ -147,7 +147,7 @@ def test_failed_first_call_leaves_an_unfitted_estimator():
 def test_batch_variant_and_bad_stream_size_are_refused():
     with pytest.raises(ValueError, match="variant='svi'"):
         SBSVM(variant="batch").partial_fit(X[:50], y[:50], classes=[0, 1])
-    with pytest.raises(ValueError, match="stream_size=-3"):
+    with pytest.raises(ValueError, match="stream_size.*-3"):
         SBSVM(stream_size=-3).partial_fit(X[:50], y[:50], classes=[0, 1])
 
 

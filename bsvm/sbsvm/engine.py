@@ -1,7 +1,7 @@
 """The S-BSVM inference engine: ``init`` and ``step`` over a small immutable state (Algorithm 1).
 
 One step draws a minibatch S, sets alpha_i = B_i for i in S (eq. 11), forms the natural-gradient targets
-with the minibatch scale s = n / |S| (NOTES.md item 2; the paper omits s)
+with the minibatch scale s = n / |S| (docs/sbsvm.md sec. 4; the paper omits s)
 
     eta1_hat = s phi_S^T Y_S (1 + alpha_S^-1/2),
     P_hat = -2 eta2_hat = I + s phi_S^T diag(alpha_S^-1/2) phi_S
@@ -75,8 +75,11 @@ class SVIEngine:
         # variant's weight prior variance is bounded relative to 1 / (mean feature variance).
         theta0 = geom.kernel.theta if geom.kind == "sparse" else np.zeros(0)
         self.theta_bounds = (theta0 + THETA_BOUNDS[0], theta0 + THETA_BOUNDS[1])
-        feature_var = float(np.mean(column_scales(X) ** 2)) if X.size else 1.0
-        self.weight_var_scale = 1.0 / feature_var if np.isfinite(feature_var) and feature_var > 0 else 1.0
+        self.weight_var_scale = 1.0  # (rows held out of core, e.g. Dask: bounds relative to unit scale)
+        if geom.kind == "linear" and isinstance(X, np.ndarray) and X.size:
+            feature_var = float(np.mean(column_scales(X) ** 2))
+            if np.isfinite(feature_var) and feature_var > 0:
+                self.weight_var_scale = 1.0 / feature_var
         self._cache = (None, None)  # features of the full data for the current geometry (full-batch runs)
 
     # -- features, cached when every step uses all the data (batch variant: an n x n matrix per step)

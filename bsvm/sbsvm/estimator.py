@@ -80,7 +80,7 @@ class SBSVM(BayesianClassifier):
         by at most tol * |ELBO| (a stagnation test that tolerates the jitter of stochastic steps);
         tol=0 disables the test, so the run goes to max_iter.
     predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
-        likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
+        likelihood); both are corrected forms of eq. 13 (docs/sbsvm.md sec. 6).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches and the ELBO subset.
     stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
@@ -134,6 +134,7 @@ class SBSVM(BayesianClassifier):
         "predictive": [StrOptions({"probit", "hinge"})],
         "progress_every": [positive_int()],
         "random_state": RANDOM_STATE,
+        "stream_size": [None, positive_int()],
     }
 
     def _input_scale_rule(self):
