@@ -151,12 +151,16 @@ def test_batch_variant_and_bad_stream_size_are_refused():
         SBSVM(stream_size=-3).partial_fit(X[:50], y[:50], classes=[0, 1])
 
 
-def test_fit_after_partial_fit_starts_afresh():
+def test_fit_after_partial_fit_starts_afresh_and_partial_fit_after_fit_goes_on():
     est = stream_fit(SBSVM(n_inducing=20, max_iter=100, random_state=0), X[:1000], y[:1000])
     est.fit(X[:1000], y[:1000])
     assert not hasattr(est, "_stream_state")
-    est.partial_fit(X[:500], y[:500], classes=[0, 1])   # a new stream: classes needed again
-    assert est.history_[-1].metrics["rows_seen"] == 500
+    inducing, steps = est.inducing_points_.copy(), est.n_iter_
+    est.partial_fit(X[1000:1500], y[1000:1500])       # scikit-learn's convention: go on from the fit
+    assert est.history_[-1].metrics["rows_seen"] == 1500
+    assert est.n_iter_ == steps + 2
+    np.testing.assert_array_equal(est.inducing_points_, inducing)
+    assert error(est) < 0.06
 
 
 def test_numpy_streaming_does_not_import_dask():

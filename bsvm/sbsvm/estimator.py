@@ -179,7 +179,11 @@ class SBSVM(BayesianClassifier):
 
     # -- fitting --------------------------------------------------------------------------------------------
     def fit_iter(self, X, y):
-        self.__dict__.pop("_stream_state", None)  # fit starts afresh; a later partial_fit re-initialises
+        self.__dict__.pop("_stream_state", None)  # fit starts afresh; a later partial_fit goes on from it
+        try:  # n for a partial_fit that continues this fit (bsvm.sbsvm.stream.state_from_fit)
+            self._n_fit_rows = int(X.shape[0]) if hasattr(X, "shape") else len(X)
+        except (TypeError, ValueError):
+            pass
         from .stream import is_dask_collection
         if is_dask_collection(X) or is_dask_collection(y):
             from .dask_fit import dask_fit_iter
@@ -187,8 +191,9 @@ class SBSVM(BayesianClassifier):
         return super().fit_iter(X, y)
 
     def partial_fit(self, X, y, classes=None):
-        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention); the first call
-        needs ``classes``. See ``bsvm.sbsvm.stream`` for what the first call fixes and how n is known."""
+        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention). The first call
+        needs ``classes``, unless it continues a ``fit``. ``bsvm.sbsvm.stream`` says what the first call
+        fixes and how n is known."""
         from .stream import partial_fit
         return partial_fit(self, X, y, classes)
 

@@ -22,6 +22,9 @@ all), the initial kernel (the estimator's rule, on the standardised chunk) and t
 The standardisation is carried by the kernel (:class:`Standardized`), so prediction needs no extra step
 and the inducing points stay in the data's units.
 
+**After fit.** As in scikit-learn, ``partial_fit`` on an estimator fitted by ``fit`` goes on from that
+fit (its classes, kernel, inducing points and q(u); n counts the fit's rows too).
+
 **Failure leaves the model as it was.** ``partial_fit`` works on copies and restores the estimator's
 attributes on any exception (bad input, a singular matrix, a keyboard interrupt).
 
@@ -44,6 +47,7 @@ from ..kernels import Kernel
 from . import elbo as E
 from .engine import SVIEngine, SVIState
 from .geometry import linear_geometry, sparse_geometry
+from .schedules import adam_init
 
 
 # ----------------------------------------------------------------------------- Dask detection
@@ -236,6 +240,22 @@ def first_state(est, X, rng) -> SVIState:
     return engine.init(rng)
 
 
+def state_from_fit(est) -> StreamState:
+    """Continue a ``fit``: its q(u), geometry and step count; n is the fit's row count until more rows
+    arrive (or ``stream_size``); a fresh Adam state and random stream from ``random_state``."""
+    post = est.posterior_
+    P = post.Lp @ post.Lp.T
+    geom = est.geometry_
+    adam = adam_init(geom.kernel.theta.size) if geom.kind == "sparse" else None
+    svi = SVIState(int(getattr(est, "n_iter_", 0)), P @ post.m, P, geom, None, adam)
+    rng = np.random.default_rng(est.random_state)
+    if est._config(np.inf).schedule == "adaptive":  # the adaptive rate needs its running averages
+        engine = ChunkEngine(np.zeros((1, est.n_features_in_)), np.ones(1), geom, est._config(np.inf), 1.0,
+                             np.zeros(1, dtype=np.intp))
+        svi = svi._replace(rate=engine.init(rng).rate)
+    return StreamState(svi, rng.bit_generator.state, int(getattr(est, "_n_fit_rows", 0)), 0)
+
+
 def partial_fit(est, X, y, classes=None):
     """``SBSVM.partial_fit``: see the module docstring. Returns ``est``."""
     saved = dict(est.__dict__)
@@ -255,6 +275,8 @@ def _partial_fit(est, X, y, classes):
         raise TypeError("partial_fit takes in-memory chunks (NumPy arrays or DataFrames); for a Dask array "
                         "call fit(X, y), which streams its blocks.")
     stream = getattr(est, "_stream_state", None)
+    if stream is None and hasattr(est, "posterior_"):
+        stream = state_from_fit(est)  # scikit-learn's convention: partial_fit after fit goes on from it
     first = stream is None
     check_partial_fit_params(est)
     if first:
