@@ -226,3 +226,32 @@ def test_distributed_localcluster_agrees_with_in_memory_fit():
     assert est.elbo_ == pytest.approx(ref.elbo_, rel=1e-9)
     np.testing.assert_allclose(est.predict_proba(Xt), ref.predict_proba(Xt), atol=1e-8)
     assert est.kernel_.lengthscale == pytest.approx(ref.kernel_.lengthscale, rel=1e-8)
+
+
+def test_linear_variant_streams_and_reduces():
+    est = stream_fit(SBSVM(variant="linear", stream_size=len(X), random_state=0), X, y)
+    assert error(est) < 0.05
+    kw = dict(variant="linear", batch_size=10**9, max_iter=20, random_state=0)
+    a = SBSVM(**kw).fit(X, y)
+    b = SBSVM(**kw).fit(da.from_array(X, chunks=(800, 20)), y)
+    assert b.elbo_ == pytest.approx(a.elbo_, rel=1e-9)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_standardized_kernel_gradient_matches_finite_differences():
+    from bsvm.kernels import RBF
+    from bsvm.sbsvm.stream import Standardized
+
+    r = np.random.default_rng(0)
+    A, B = r.normal(size=(6, 3)) * [1, 1e3, 1e-3], r.normal(size=(4, 3)) * [1, 1e3, 1e-3]
+    k = Standardized(RBF(1.3, 0.7), np.array([0.1, 5.0, 0.0]), np.array([1.0, 1e3, 1e-3]))
+    G, g = r.normal(size=(6, 4)), r.normal(size=6)
+    eps = 1e-6
+    for j in range(k.theta.size):
+        e = np.eye(k.theta.size)[j] * eps
+        up, down = k.with_theta(k.theta + e), k.with_theta(k.theta - e)
+        fd = (np.sum(G * up(A, B)) - np.sum(G * down(A, B))) / (2 * eps)
+        fdd = (g @ k.with_theta(k.theta + e).diag(A) - g @ k.with_theta(k.theta - e).diag(A)) / (2 * eps)
+        assert k.grad_contract(A, B, G)[j] == pytest.approx(fd, rel=1e-6, abs=1e-9)
+        assert k.grad_diag_contract(A, g)[j] == pytest.approx(fdd, rel=1e-6, abs=1e-9)
+    assert k.lengthscale == 1.3 and k.describe() == {"lengthscale": 1.3, "variance": 0.7}
