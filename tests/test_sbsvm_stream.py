@@ -255,3 +255,12 @@ def test_standardized_kernel_gradient_matches_finite_differences():
         assert k.grad_contract(A, B, G)[j] == pytest.approx(fd, rel=1e-6, abs=1e-9)
         assert k.grad_diag_contract(A, g)[j] == pytest.approx(fdd, rel=1e-6, abs=1e-9)
     assert k.lengthscale == 1.3 and k.describe() == {"lengthscale": 1.3, "variance": 0.7}
+
+
+def test_dask_ml_incremental_drives_partial_fit():
+    """Not our multi-machine path (distributed.py says why), but partial_fit must work under it."""
+    wrappers = pytest.importorskip("dask_ml.wrappers")
+    inc = wrappers.Incremental(SBSVM(n_inducing=20, stream_size=len(X), random_state=0))
+    inc.fit(da.from_array(X, chunks=(500, 20)), da.from_array(y, chunks=500), classes=[0, 1])
+    assert len(inc.estimator_.history_) == len(X) // 500
+    assert error(inc.estimator_) < 0.05
