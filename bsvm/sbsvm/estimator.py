@@ -7,7 +7,17 @@ from sklearn.cluster import kmeans_plusplus
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
-from ..kernels import make_kernel, sq_dist
+from ..kernels import Kernel, make_kernel, sq_dist
+from ..params import (
+    RANDOM_STATE,
+    Interval,
+    Real,
+    RealNotInt,
+    StrOptions,
+    non_negative,
+    positive,
+    positive_int,
+)
 from . import elbo as E
 from .engine import SVIConfig, SVIEngine
 from .geometry import features, linear_geometry, sparse_geometry
@@ -85,6 +95,34 @@ class SBSVM(BayesianClassifier):
     """
 
     _binary_only = True
+
+    # parameter table (bsvm/params.py), checked before the data; cross-checks stay in _check_params
+    _parameter_constraints = {
+        "variant": [StrOptions({"svi", "batch", "linear"})],
+        "kernel": [StrOptions({"rbf", "ard", "linear"}), Kernel],
+        "lengthscale": [None, positive()],
+        "variance": [positive()],
+        "n_inducing": [positive_int(), Interval(RealNotInt, 0, 1, closed="right")],
+        "inducing": [StrOptions({"kmeans", "random"}), "array-like"],
+        "batch_size": [positive_int()],
+        "max_iter": [positive_int()],
+        "learning_rate": [StrOptions({"auto", "robbins_monro", "adaptive"}),
+                          Interval(Real, 0, 1, closed="right")],
+        "tau": [non_negative()],
+        # Robbins-Monro: sum rho = inf and sum rho^2 < inf need kappa in (0.5, 1]
+        "kappa": [Interval(Real, 0.5, 1, closed="right")],
+        "optimize_hyperparameters": ["boolean"],
+        "hyper_every": [positive_int()],
+        "hyper_lr": [positive()],
+        "prior_variance": [positive()],
+        "elbo_every": [positive_int()],
+        "elbo_batch_size": [None, positive_int()],
+        "tol": [non_negative()],
+        "patience": [positive_int()],
+        "predictive": [StrOptions({"probit", "hinge"})],
+        "progress_every": [positive_int()],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, variant="svi", kernel="rbf", lengthscale=None, variance=1.0, n_inducing=100,
                  inducing="kmeans", batch_size=256, max_iter=2000, learning_rate="auto", tau=1.0, kappa=0.6,
