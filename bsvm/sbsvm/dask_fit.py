@@ -20,12 +20,14 @@ gather that small array once). The proxy then supplies the engine:
 
 from __future__ import annotations
 
-import time
+import copy
 
 import numpy as np
 
-from ..base import BayesianClassifier, Progress, _blas_limit
+from ..base import _DATA_ATTRS, _MISSING, BayesianClassifier
+from ..cost import check_cost
 from ..data import MULTICLASS_HINT, _reject_nonfinite
+from ..params import validate_params
 from . import elbo as E
 from .distributed import DaskReduceEngine, tree_sum
 from .engine import SVIEngine
@@ -168,30 +170,19 @@ class DaskStreamEngine(SVIEngine):
 
 
 def dask_fit_iter(est, X, y):
-    """``fit_iter`` for Dask input: validation, then the estimator's own ``_iterate`` on a
-    :class:`DaskRows` proxy, wrapped in :class:`Progress` records as ``BayesianClassifier.fit_iter`` does."""
-    X, y_pm, y_index = check_dask_fit_data(est, X, y)
+    """``fit_iter`` for Dask input, as ``BayesianClassifier.fit_iter`` does it: the parameter table, the
+    data checks (here without computing X), the cost guard, then the shared loop ``_fit_steps`` (progress
+    records, roll-back on failure) over the estimator's own ``_iterate`` on a :class:`DaskRows` proxy."""
+    validate_params(est)
+    probe = copy.copy(est)  # the checks set classes_ etc.; the fit copies them over when it starts
+    X, y_pm, y_index = check_dask_fit_data(probe, X, y)
     if est.variant == "batch":
         est._check_params(X.shape[0])  # its own n <= 4000 limit, before anything is computed
         import dask
 
         Xc, yc = dask.compute(X, y)
-        yield from BayesianClassifier.fit_iter(est, Xc, yc)
-        return
-    steps = est._iterate(DaskRows(X, y_pm), y_index)
-    est.history_ = []
-    est.n_iter_ = 0
-    compute = 0.0
-    while True:
-        resumed = time.perf_counter()
-        with _blas_limit(est._blas_threads):
-            try:
-                iteration, metrics, snapshot = next(steps)
-            except StopIteration:
-                return
-        compute += time.perf_counter() - resumed
-        record = Progress(int(iteration), compute, dict(metrics), dict(snapshot))
-        est.n_iter_ = record.iteration
-        est.fit_time_ = compute
-        est.history_.append(record)
-        yield record
+        return BayesianClassifier.fit_iter(est, Xc, yc)
+    data_attrs = {k: probe.__dict__.get(k, _MISSING) for k in _DATA_ATTRS}
+    # memory: the engine holds one block (or one block's reduction) at a time, so the block is the "n"
+    check_cost(est, max(X.chunks[0]), X.shape[1], len(probe.classes_))
+    return est._fit_steps(DaskRows(X, y_pm), y_index, data_attrs)

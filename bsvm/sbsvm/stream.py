@@ -44,6 +44,7 @@ import numpy as np
 from ..base import Progress, _blas_limit
 from ..data import MULTICLASS_HINT, _reject_non_numeric, _reject_nonfinite
 from ..kernels import Kernel
+from ..params import validate_params
 from . import elbo as E
 from .engine import SVIEngine, SVIState
 from .geometry import linear_geometry, sparse_geometry
@@ -165,10 +166,6 @@ def check_partial_fit_params(est):
     if est.variant == "batch":
         raise ValueError("variant='batch' puts an inducing point at every training row, so it cannot take "
                          "its data in chunks: use variant='svi' (or 'linear') with partial_fit.")
-    ss = est.stream_size
-    if ss is not None and not (isinstance(ss, (int, np.integer)) and not isinstance(ss, bool) and ss >= 1):
-        raise ValueError(f"stream_size={ss!r}: pass the number of rows in the whole stream (a positive "
-                         "integer), or None to use the running count of rows seen.")
 
 
 def check_classes(est, classes) -> np.ndarray:
@@ -258,14 +255,10 @@ def state_from_fit(est) -> StreamState:
 
 def partial_fit(est, X, y, classes=None):
     """``SBSVM.partial_fit``: see the module docstring. Returns ``est``."""
-    saved = dict(est.__dict__)
-    try:
+    validate_params(est)  # the parameter table first, before the data
+    # deep=False: every attribute is rebound, never mutated in place, so a shallow copy restores the model
+    with est._rollback_on_error(deep=False):
         _partial_fit(est, X, y, classes)
-    except BaseException:
-        # Every attribute is rebound, never mutated in place, so restoring the dict restores the model.
-        est.__dict__.clear()
-        est.__dict__.update(saved)
-        raise
     return est
 
 
