@@ -178,7 +178,11 @@ def check_classes(est, classes) -> np.ndarray:
     arr = np.asarray(classes)
     if arr.ndim != 1:
         raise ValueError(f"classes must be a 1-D list of labels, got an array of shape {arr.shape}.")
-    uniq = np.unique(arr)
+    try:
+        uniq = np.unique(arr)
+    except TypeError:
+        raise ValueError(f"classes={arr.tolist()!r} mixes strings and numbers: give labels of one kind, "
+                         "as they appear in y.") from None
     if uniq.size != arr.size:
         raise ValueError(f"classes={arr.tolist()!r} lists a label twice: list each label once.")
     if uniq.size != 2:
@@ -218,7 +222,7 @@ def check_chunk(est, X, y, first: bool):
 
 
 # ----------------------------------------------------------------------------- partial_fit
-def first_state(est, X, rng) -> SVIState:
+def first_state(est, X, y, rng) -> SVIState:
     """Standardisation, kernel and inducing points from the first chunk (module docstring)."""
     if est.variant == "linear":
         geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(est.prior_variance))))
@@ -233,7 +237,9 @@ def first_state(est, X, rng) -> SVIState:
         kernel = inner if isinstance(inner, Standardized) else Standardized(inner, shift, scale)
         inducing = est._select_inducing(Xs, rng) * scale + shift
         geom = sparse_geometry(kernel, inducing)
-    engine = ChunkEngine(X, np.ones(X.shape[0]), geom, est._config(np.inf), 1.0, np.arange(X.shape[0]))
+    # (the adaptive learning rate's init draws a few minibatches of this chunk; n is only a scale there)
+    engine = ChunkEngine(X, y, geom, est._config(np.inf), float(est.stream_size or X.shape[0]),
+                         rng.permutation(X.shape[0]))
     return engine.init(rng)
 
 
@@ -267,11 +273,11 @@ def _partial_fit(est, X, y, classes):
     if is_dask_collection(X) or is_dask_collection(y):
         raise TypeError("partial_fit takes in-memory chunks (NumPy arrays or DataFrames); for a Dask array "
                         "call fit(X, y), which streams its blocks.")
+    check_partial_fit_params(est)
     stream = getattr(est, "_stream_state", None)
     if stream is None and hasattr(est, "posterior_"):
         stream = state_from_fit(est)  # scikit-learn's convention: partial_fit after fit goes on from it
     first = stream is None
-    check_partial_fit_params(est)
     if first:
         est.classes_ = check_classes(est, classes)
     elif classes is not None and not np.array_equal(np.unique(np.asarray(classes)), est.classes_):
@@ -282,7 +288,7 @@ def _partial_fit(est, X, y, classes):
     with _blas_limit(est._blas_threads):
         if first:
             rng = np.random.default_rng(est.random_state)
-            svi = first_state(est, X, rng)
+            svi = first_state(est, X, y, rng)
             n_seen, n_chunks, history, spent = 0, 0, [], 0.0
         else:
             rng = np.random.default_rng()
