@@ -176,19 +176,40 @@ da = pytest.importorskip("dask.array")
 FULL = dict(n_inducing=30, batch_size=10**9, max_iter=25, random_state=0)   # every step sees all rows
 
 
-def test_dask_full_batch_fit_equals_numpy_fit():
+def count_calls(monkeypatch, cls, name):
+    """Count calls of cls.name (to prove the Dask engines ran, not an in-memory fallback)."""
+    calls = []
+    original = getattr(cls, name)
+
+    def wrapped(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, wrapped)
+    return calls
+
+
+def test_dask_full_batch_fit_equals_numpy_fit(monkeypatch):
+    from bsvm.sbsvm.distributed import DaskReduceEngine
+
     a = SBSVM(**FULL).fit(X, y)
+    passes = count_calls(monkeypatch, DaskReduceEngine, "_natural_gradient")
     b = SBSVM(**FULL).fit(da.from_array(X, chunks=(700, 7)), da.from_array(y, chunks=900))
+    assert len(passes) >= 10
     assert b.elbo_ == pytest.approx(a.elbo_, rel=1e-9)
     np.testing.assert_allclose(b.predict_proba(Xt), a.predict_proba(Xt), atol=1e-8)
     assert [r.iteration for r in b.history_] == [r.iteration for r in a.history_]
 
 
-def test_dask_minibatch_fit_agrees_with_numpy_fit():
-    kw = dict(n_inducing=20, random_state=0, max_iter=300)
+def test_dask_minibatch_fit_agrees_with_numpy_fit(monkeypatch):
+    from bsvm.sbsvm.dask_fit import DaskStreamEngine
+
+    kw = dict(n_inducing=20, random_state=0, max_iter=300, batch_size=256)
     Xs, ys = X[:2000], y[:2000]
     a = SBSVM(**kw).fit(Xs, ys)
+    blocks = count_calls(monkeypatch, DaskStreamEngine, "_next_block")
     b = SBSVM(**kw).fit(da.from_array(Xs, chunks=(600, 20)), ys)
+    assert len(blocks) >= 4
     assert abs(error(b) - error(a)) <= 0.015
     assert abs(elbo_of(b, Xs, ys) - elbo_of(a, Xs, ys)) / len(Xs) < 0.05
     c = SBSVM(**kw).fit(da.from_array(Xs, chunks=(600, 20)), ys)

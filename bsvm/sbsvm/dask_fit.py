@@ -1,8 +1,9 @@
 """``SBSVM.fit`` on a Dask array: the same fit (``SBSVM._iterate``, its set-up rules, schedule and stopping
 test), with the data reached block by block, so the whole array is never in memory at once.
 
-The estimator receives a :class:`DaskRows` proxy in place of the array. Its set-up rules (median
-length scale, k-means inducing points) gather only the rows they sample, with the same random draws as
+The estimator receives a :class:`DaskRows` proxy in place of the array (and the labels in memory: one
+integer per row). Its set-up rules (column statistics as reductions, median length scale, k-means
+inducing points) gather only the rows they sample, with the same random draws as
 for a NumPy array (they look at every row only when n <= 20,000, for the duplicate count, and then
 gather that small array once). The proxy then supplies the engine:
 
@@ -85,7 +86,10 @@ def check_dask_fit_data(est, X, y):
     est.classes_ = classes
     est.n_features_in_ = int(X.shape[1])
     is_one = y == classes[1]
-    return X, da.where(is_one, 1.0, -1.0), da.where(is_one, 1, 0)
+    # The labels (one small integer per row) are gathered for the estimator's own rules (subsets, the
+    # ELBO rows); X never is. The workers read the -1/+1 labels block by block from the Dask array.
+    y_index = np.asarray(is_one.astype(np.int8).compute(), dtype=np.intp)
+    return X, da.where(is_one, 1.0, -1.0), y_index
 
 
 class DaskRows:
@@ -107,6 +111,19 @@ class DaskRows:
             return np.asarray(self.X[idx].compute(), dtype=np.float64)
         uniq, inverse = np.unique(np.asarray(idx), return_inverse=True)
         return np.asarray(self.X[uniq].compute(), dtype=np.float64)[inverse]
+
+    # column statistics and the affine standardisation the estimator may apply, kept lazy
+    def mean(self, axis=None):
+        return np.asarray(self.X.mean(axis=axis).compute(), dtype=np.float64)
+
+    def std(self, axis=None):
+        return np.asarray(self.X.std(axis=axis).compute(), dtype=np.float64)
+
+    def __sub__(self, other):
+        return DaskRows(self.X - np.asarray(other), self.y_pm)
+
+    def __truediv__(self, other):
+        return DaskRows(self.X / np.asarray(other), self.y_pm)
 
     def __array__(self, dtype=None, copy=None):
         size = self.shape[0] * self.shape[1] * 8
