@@ -57,6 +57,9 @@ class SeegerARD(BayesianClassifier):
         ARD weights then refer to standardised columns.
 
     The method is deterministic (no random_state): q starts from the prior's leading eigenvectors.
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "standardizes" (``standardize=True``): every column
+    is scaled to unit variance first, so scales never mislead it; with ``standardize=False``, "unit".
     """
 
     _binary_only = True
@@ -75,6 +78,9 @@ class SeegerARD(BayesianClassifier):
         "jitter": [positive()],
         "standardize": ["boolean"],
     }
+
+    def _input_scale_rule(self):
+        return "standardizes" if self.standardize else "unit"
 
     def __init__(self, loss="svc", n_factors=3, predict_with="mean", max_iter=50, tol=1e-3,
                  inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True):
