@@ -40,7 +40,7 @@ FINISHED = (DONE, FAILED, CANCELLED)
 
 #: The Train page's redraw period (its fragment's ``run_every``) and the live map's grid size. The
 #: dashboard benchmark uses the same numbers.
-REDRAW_SECONDS = 0.25
+REDRAW_SECONDS = 0.2
 MAP_GRID = 45
 
 _ids = itertools.count(1)

@@ -25,7 +25,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 @pytest.fixture(scope="module")
 def server():
     try:
-        with dashboard_server() as (url, _):
+        with dashboard_server() as (url, _, _pid):
             yield url
     except RuntimeError as err:
         pytest.fail(str(err))

@@ -5,8 +5,6 @@ flags through callbacks and return at once, and a fragment redraws the newest pr
 ``REDRAW_SECONDS``, updating its charts in place (dashboard/livechart.py).
 """
 
-import time
-
 import streamlit as st
 
 from dashboard import figures, state, ui
@@ -24,9 +22,6 @@ from dashboard.runner import (
 )
 
 PAGE = "train"
-#: the live map is recomputed at most this often (a prediction on the grid is the costliest part of a
-#: redraw, and it would take the CPU from the fit it shows)
-MAP_SECONDS = 0.5
 
 st.title("Train")
 data = state.require_data()
@@ -243,18 +238,14 @@ with right:
             st.rerun(scope="app")  # the run ended or paused: redraw the buttons, stop the timer
 
     def live_map(r: Run):
-        """The probability map of the run's newest state, recomputed at most every MAP_SECONDS."""
+        """The probability map of the run's newest state (recomputed only after a new record)."""
         cached = st.session_state.get("_live_map")
-        now = time.perf_counter()
-        if cached is not None and cached[0] == (r.id, r.records):
-            return cached[2]
-        if cached is not None and cached[0][0] == r.id and now - cached[1] < MAP_SECONDS and \
-                r.status == RUNNING:
-            return cached[2]
+        if cached is not None and cached[0] == (r.id, r.records, data.key):
+            return cached[1]
         if not r.fitted:
             return None
         fig = ui.proba_map(r.model, data, "Live map", n=MAP_GRID)
-        st.session_state["_live_map"] = ((r.id, r.records), now, fig)
+        st.session_state["_live_map"] = ((r.id, r.records, data.key), fig)
         return fig
 
     live_view()
