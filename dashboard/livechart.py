@@ -85,6 +85,24 @@ def _component():
         return None
 
 
+#: Streamlit's default categorical colours, so live charts look like the st.plotly_chart ones
+_COLOURS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa1", "#ff8700", "#ffd16a",
+            "#6d3fc0", "#d5dae5"]
+
+
+@st.cache_resource(show_spinner=False)
+def _template():
+    """plotly_white with Streamlit's colours. Needed because Streamlit sets Plotly's default template to
+    its own, whose colours are placeholders ("#000001"...) that only st.plotly_chart's frontend replaces:
+    drawn by plotly.js directly, every line came out black."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    t = go.layout.Template(pio.templates["plotly_white"])
+    t.layout.colorway = _COLOURS
+    return t
+
+
 def asset_name() -> str:
     """The name under which plotly.min.js is served (v1 components prefix the module name)."""
     return f"{__name__}.{_ASSET}"
@@ -104,7 +122,11 @@ def live_chart(fig, key: str) -> None:
     if mount is None:
         st.plotly_chart(fig, key=key)
         return
-    spec = fig.to_json(validate=False) if hasattr(fig, "to_json") else json.dumps(fig)
+    if hasattr(fig, "to_json"):
+        fig.layout.template = _template()
+        spec = fig.to_json(validate=False)
+    else:
+        spec = json.dumps(fig)
     last = st.session_state.get(f"_live:{key}")
     if last is not None and last[1] == spec:  # unchanged: keep the chart, send no figure
         mount(key=key, data={"rev": last[0], "asset": asset_name()}, height="content")

@@ -201,39 +201,44 @@ with right:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
             st.info(f"Stopped because {r.note}. **Continue** resumes it.", icon=":material/stop_circle:")
-        total = f" / {r.max_iter}" if r.max_iter else ""
-        shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
-        st.progress(r.fraction, text=f"{shown}: iteration {r.iteration}{total} - "
-                                     f"{r.rate:,.0f} it/s - {r.wall:.1f} s")
+        # Compute everything first, then emit the elements in one quick burst: an element still waiting
+        # for its new version while the page computes is shown faded (stale) by Streamlit.
+        status, iteration, fraction, rate, wall = r.status, r.iteration, r.fraction, r.rate, r.wall
         hist = list(r.history)  # a copy: the worker appends while we draw
+        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
+        objective = figures.objective_curve(hist)
+        if groups.get("hyper"):
+            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True)
+        elif groups.get("sampler") or groups.get("other"):
+            names = groups.get("sampler") or groups.get("other")
+            stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
+        else:
+            stats = figures.empty_figure(figures.no_stats_message(method.kind))
+        traces = figures.snapshot_traces(hist)
+        if data.n_features == 2:
+            last = live_map(r)
+            if last is None:
+                last = figures.empty_figure("The map appears with the first progress record.")
+        else:  # with many inputs, which of them the kernel uses is the live view
+            last = figures.ard_weights(hist)
+            if last is None:
+                last = figures.empty_figure("The live probability map needs exactly two features: choose "
+                                            "two on the Data page (or use the Calibration page's "
+                                            "two-feature option).")
+
+        total = f" / {r.max_iter}" if r.max_iter else ""
+        shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
+        st.progress(fraction, text=f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s")
         g1, g2 = st.columns(2)
         with g1:
-            live_chart(figures.objective_curve(hist), key="live_objective")
-        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
+            live_chart(objective, key="live_objective")
         with g2:
-            if groups.get("hyper"):
-                fig = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True)
-            elif groups.get("sampler") or groups.get("other"):
-                names = groups.get("sampler") or groups.get("other")
-                fig = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
-            else:
-                fig = figures.empty_figure(figures.no_stats_message(method.kind))
-            live_chart(fig, key="live_stats")
+            live_chart(stats, key="live_stats")
         g3, g4 = st.columns(2)
         with g3:
-            live_chart(figures.snapshot_traces(hist), key="live_traces")
+            live_chart(traces, key="live_traces")
         with g4:
-            if data.n_features == 2:
-                fig = live_map(r)
-                live_chart(fig if fig is not None else figures.empty_figure("The map appears with the first "
-                                                                            "progress record."),
-                           key="live_map")
-            else:
-                ard = figures.ard_weights(hist)
-                if ard is not None:   # with many inputs, which of them the kernel uses is the live view
-                    live_chart(ard, key="live_ard")
-                st.info("The live probability map needs exactly two features: choose two on the Data page "
-                        "(or use the Calibration page's two-feature option).")
+            live_chart(last, key="live_map" if data.n_features == 2 else "live_ard")
         if busy and not (r.status == RUNNING or r.busy):
             st.rerun(scope="app")  # the run ended or paused: redraw the buttons, stop the timer
 
