@@ -227,7 +227,14 @@ class Run:
                     self._thread = None if self._thread is threading.current_thread() else self._thread
                     return
                 if self._gen is None:
-                    self._gen = self.estimator.fit_iter(self.X, self.y)
+                    try:  # fit_iter checks the parameters when called, before the first record
+                        self._gen = self.estimator.fit_iter(self.X, self.y)
+                    except Exception as exc:  # noqa: BLE001 - a refused fit ends the run, not the page
+                        self.error = _message(exc)
+                        self.status = self._want = FAILED
+                        self.finished_at = time.perf_counter()
+                        self._thread = None
+                        return
                 gen = self._gen
             t0 = time.perf_counter()
             try:
