@@ -61,23 +61,34 @@ with left:
 
 
 def cost_estimate():
-    """The estimator's own cost estimate for this data (None when it has none), and whether it fits."""
+    """The estimator's cost estimate for this data (bsvm.cost, the same check ``fit`` makes before it
+    allocates anything): (cost or None, refusal message or "", warning or "")."""
     est = ui.safe(method.make, dict(opts), int(c["seed"]), what=f"Setting up {method.label}")
-    if est is None or not hasattr(est, "estimate_cost"):
-        return None, True
+    if est is None or not hasattr(est, "estimate_cost"):  # a library without cost guards
+        return None, "", ""
+    n, d, k = len(data.y_train), data.n_features, len(data.classes)
     try:
-        cost = est.estimate_cost(len(data.y_train), data.n_features, len(data.classes))
-    except Exception as exc:  # noqa: BLE001 - an estimate that fails must not block the page
-        st.caption(f"No cost estimate: {type(exc).__name__}: {exc}")
-        return None, True
-    mem = float(getattr(cost, "memory_bytes", 0) or 0)
-    try:
-        import psutil
+        import warnings
 
-        avail = float(psutil.virtual_memory().available)
+        from bsvm.cost import check_cost
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cost = check_cost(est, n, d, k)
+        return cost, "", " ".join(str(w.message) for w in caught)
     except ImportError:
-        avail = float("inf")
-    return cost, mem <= avail
+        pass
+    except ValueError as exc:  # CostError: fit would refuse, with the estimate and what to do instead
+        try:
+            return est.estimate_cost(n, d, k), str(exc), ""
+        except Exception:  # noqa: BLE001
+            return None, str(exc), ""
+    except Exception as exc:  # noqa: BLE001 - an estimate that fails must not block the page
+        return None, "", f"No cost estimate: {type(exc).__name__}: {exc}"
+    try:
+        return est.estimate_cost(n, d, k), "", ""
+    except Exception as exc:  # noqa: BLE001
+        return None, "", f"No cost estimate: {type(exc).__name__}: {exc}"
 
 
 # -- controls: callbacks run before the script, so the buttons are drawn with the new state ------------
@@ -157,17 +168,16 @@ def on_slow():
 with right:
     if msg := st.session_state.pop("train_msg", None):
         st.error(msg)
-    cost, fits = (None, True) if busy else cost_estimate()
-    if cost is not None:
-        mb = float(getattr(cost, "memory_bytes", 0) or 0) / 2**20
-        secs = getattr(cost, "seconds", None)
-        text = f"Estimated cost on {len(data.y_train)} rows: about {mb:,.0f} MB" + (
-            f", roughly {float(secs):,.1f} s" if secs is not None else "") + "."
-        hint = getattr(cost, "hint", "")
-        if fits:
-            st.caption(text + (f" {hint}" if hint and mb > 500 else ""))
-        else:
-            st.error(f"{text} That is more memory than this machine has free, so Start is off. {hint}")
+    cost, refused, warned = (None, "", "") if busy else cost_estimate()
+    fits = not refused
+    if refused:
+        st.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
+    elif cost is not None:
+        describe = cost.describe() if hasattr(cost, "describe") else \
+            f"about {float(cost.memory_bytes) / 2**20:,.0f} MB and {float(cost.seconds):,.1f} s"
+        st.caption(f"Estimated cost on {len(data.y_train):,} rows: {describe}.")
+    if warned:
+        st.warning(warned, icon=":material/schedule:")
     status = run.status if run is not None else None
     can_resume = run is not None and run.can_resume and not stale
     b = st.columns(6)
