@@ -81,10 +81,28 @@ def initial_q(prior: Prior, n_factors: int) -> QParams:
     return QParams(np.zeros(n), np.log(D0), Cf0)
 
 
-def init(kernel, X, t, cfg: Config, n_factors: int = 2):
-    """Initial q (``initial_q``) optimised by the inner loop at the initial theta."""
+def extend_q(kernel, X, idx, q_sub: QParams, prior_sub: Prior, jitter: float) -> QParams:
+    """q on all rows of X from q on the rows ``idx`` (a subset), by the GP conditional y | y_idx.
+
+    With V = K_idx^-1 K_idx,x: mu = V' mu_sub, Cf = V' Cf_sub, and D = the rest of q's predictive variance,
+    k(x, x) - k' K_idx^-1 k + V' D_sub V (nugget included), so that each row's marginal variance is exactly
+    its predictive variance under q_sub. The rows of the subset keep q_sub's values. O(n n_sub^2)."""
+    nugget = kernel.nugget(jitter)
+    Ks = kernel(X[idx], X)                                        # n_sub x n, no nugget (cross-covariance)
+    V = prior_sub.Kinv @ Ks
+    mu = V.T @ q_sub.mu
+    Cf = V.T @ q_sub.Cf
+    D = (kernel.diag(X) + nugget - np.einsum("ij,ij->j", Ks, V)
+         + np.exp(q_sub.log_d) @ (V * V))
+    D = np.maximum(D, nugget)        # the conditional variance is at least the white noise
+    mu[idx], Cf[idx], D[idx] = q_sub.mu, q_sub.Cf, np.exp(q_sub.log_d)
+    return QParams(mu, np.log(D), Cf)
+
+
+def init(kernel, X, t, cfg: Config, n_factors: int = 2, q0: QParams | None = None):
+    """q optimised by the inner loop at the initial theta, from ``q0`` or else ``initial_q``."""
     prior0 = make_prior(kernel, X, cfg.jitter)
-    q, F, nit = optimise_q(prior0, t, initial_q(prior0, n_factors), cfg)
+    q, F, nit = optimise_q(prior0, t, initial_q(prior0, n_factors) if q0 is None else q0, cfg)
     grad = theta_gradient(kernel, X, prior0, q, cfg.jitter)
     theta = kernel.theta
     state = SeegerState(theta, q, F, grad, np.eye(theta.size), prior0)

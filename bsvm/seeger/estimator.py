@@ -7,8 +7,11 @@ sec. 2 (``engine``), under the normalised SVC loss ("Var. SVM") or the logistic 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
 from ..base import BayesianClassifier, binary_proba
@@ -17,6 +20,14 @@ from . import engine
 from .free_energy import prior_covariance
 from .kernel import SeegerKernel
 from .losses import LOSSES, predictive_proba
+
+
+def _stage_rows(n, warm_start_rows):
+    """Row sets of the fit's stages: an evenly strided subset of ``warm_start_rows`` rows first when there
+    are more rows than that (None = all rows)."""
+    if warm_start_rows is None or n <= warm_start_rows:
+        return [None]
+    return [np.unique(np.linspace(0, n - 1, int(warm_start_rows)).round().astype(int)), None]
 
 
 class SeegerARD(BayesianClassifier):
@@ -61,7 +72,8 @@ class SeegerARD(BayesianClassifier):
     _binary_only = True
 
     def __init__(self, loss="svc", n_factors=3, predict_with="mean", max_iter=50, tol=1e-3,
-                 inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True):
+                 inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True,
+                 warm_start_rows=1000):
         self.loss = loss
         self.n_factors = n_factors
         self.predict_with = predict_with
@@ -73,6 +85,7 @@ class SeegerARD(BayesianClassifier):
         self.v_init = v_init
         self.jitter = jitter
         self.standardize = standardize
+        self.warm_start_rows = warm_start_rows
 
     # -- validation --------------------------------------------------------------------------------------
     def _check_params(self):
@@ -111,25 +124,45 @@ class SeegerARD(BayesianClassifier):
         else:
             self.x_mean_, self.x_scale_ = np.zeros(d), np.ones(d)
         Xs = (X - self.x_mean_) / self.x_scale_
-        self.X_fit_ = Xs
-        self.y_fit_ = t
         labels = self._feature_labels(d)
         kernel = SeegerKernel(w=np.full(d, float(self.w_init)), C=float(self.C_init), v=float(self.v_init))
         cfg = engine.Config(loss=self.loss, inner_maxiter=int(self.inner_maxiter), jitter=float(self.jitter))
-        state, info = engine.init(kernel, Xs, t, cfg, int(self.n_factors))
-        self._store(state, kernel, labels)
-        yield 0, self._metrics(info, labels), self._snapshot()
-        quiet = 0
-        for k in range(1, int(self.max_iter) + 1):
-            F_old = state.F
-            state, info = engine.step(state, kernel, Xs, t, cfg)
+        self.converged_ = False
+        rows = _stage_rows(n, self.warm_start_rows)
+        k, state = 0, None
+        for stage, idx in enumerate(rows):
+            Xi, ti = (Xs, t) if idx is None else (Xs[idx], t[idx])
+            self.X_fit_, self.y_fit_ = Xi, ti
+            q0 = None
+            if state is not None:      # continue from the subset: its theta, its q extended to all rows
+                kernel = kernel.with_theta(state.theta)
+                q0 = engine.extend_q(kernel, Xi, rows[stage - 1], state.q, state.prior, cfg.jitter)
+            H_sub = None if state is None else state.H * (state.q.mu.size / Xi.shape[0])
+            state, info = engine.init(kernel, Xi, ti, cfg, int(self.n_factors), q0)
+            if H_sub is not None:
+                # F's curvature in theta grows about in proportion to the rows: the subset's BFGS
+                # inverse-Hessian, scaled by n_sub / n, is a far better first step than steepest descent
+                state = state._replace(H=H_sub)
             self._store(state, kernel, labels)
-            yield k, self._metrics(info, labels), self._snapshot()
-            small = F_old - state.F <= self.tol * max(1.0, abs(state.F))
-            # a failed line search right after a steepest-descent restart means no progress is possible
-            quiet = quiet + 1 if small else 0
-            if quiet >= 2:
-                break
+            yield k, self._metrics(info, labels, Xi.shape[0]), self._snapshot()
+            quiet, converged = 0, False
+            for _ in range(int(self.max_iter)):
+                k += 1
+                F_old = state.F
+                state, info = engine.step(state, kernel, Xi, ti, cfg)
+                self._store(state, kernel, labels)
+                yield k, self._metrics(info, labels, Xi.shape[0]), self._snapshot()
+                small = F_old - state.F <= self.tol * max(1.0, abs(state.F))
+                quiet = quiet + 1 if small else 0
+                if quiet >= 2:
+                    converged = True
+                    break
+            if not converged and self.max_iter > 0 and stage == len(rows) - 1:
+                warnings.warn(
+                    f"SeegerARD: the outer budget max_iter={self.max_iter} ran out on {Xi.shape[0]} rows before "
+                    f"two steps in a row lowered the free energy by less than tol={self.tol} x |F| "
+                    f"(last F = {state.F:.4g}); raise max_iter or tol.", ConvergenceWarning, stacklevel=3)
+        self.converged_ = bool(converged)
 
     def _store(self, state, kernel, labels):
         k = kernel.with_theta(state.theta)
@@ -145,9 +178,9 @@ class SeegerARD(BayesianClassifier):
         if self.predict_with == "mode":
             self.svc_ = self._mode_svc(state.prior.K)
 
-    def _metrics(self, info, labels):
+    def _metrics(self, info, labels, rows):
         k = self.kernel_
-        out = {"free_energy": float(info.F), "C": float(k.C), "v": float(k.v),
+        out = {"free_energy": float(info.F), "C": float(k.C), "v": float(k.v), "rows": int(rows),
                "inner_iterations": int(info.inner_iterations), "step_size": float(info.step_size),
                "grad_norm": float(info.grad_norm)}
         out.update({f"w[{name}]": float(w) for name, w in zip(labels, k.w)})
