@@ -19,7 +19,7 @@ from ..data import check_predict_data
 from . import engine
 from .free_energy import prior_covariance
 from .kernel import SeegerKernel
-from .losses import LOSSES, predictive_proba
+from .losses import LOSSES, likelihood_proba, predictive_proba
 
 
 def _stage_rows(n, warm_start_rows):
@@ -42,8 +42,15 @@ class SeegerARD(BayesianClassifier):
         same to 0.05 points.
     predict_with : "mean" (GP predictive under q, latent mean k*' K^-1 mu) or "mode" (an SVM,
         scikit-learn's SVC with C = 1 on the precomputed adapted kernel: the mode of the SVC-loss posterior
-        up to the log Z term). Either way the latent variance is q's predictive variance and
-        probabilities integrate the noise model over N(mean, variance).
+        up to the log Z term).
+    integrate_variance : False (default): p(t | x) is the noise model at the latent mean, P(t | y = mean)
+        (the paper's mu predictor read as a probability). True: the noise model integrated over q's latent
+        predictive N(mean, variance). The default is the better-calibrated of the two on held-out data: on
+        ringnorm / twonorm (n = 1000, 10k test rows, seed 0) Brier .0163 / .0215 and log loss .062 / .085
+        at the mean, against .0174 / .0244 and .074 / .101 integrated (halving the variance would be
+        better still, doubling it worse): q's latent variance (about 12 at test points, the learned C is
+        15-20) is larger than this misspecified loss's probabilities can carry, so integrating it makes
+        the predictions under-confident. Errors are the same either way.
     max_iter : outer (kernel-parameter) quasi-Newton steps at most.
     tol : stop when two outer steps in a row lower F by less than tol * max(1, |F|) each. 1e-3 is 0.03
         nats per step at n = 100 (a Bayes factor of 1.03) and ~0.3 at n = 1000; on twonorm it stops after
@@ -63,6 +70,13 @@ class SeegerARD(BayesianClassifier):
         gap then grows with the kernel's smoothness, and minimising F picks far too short length scales
         (on pima, 200 training rows, three random splits: 1e-6 gives 30-34% test error, 0.01 gives
         22-24%). The nugget's D part is matched exactly by q.
+    warm_start_rows : with more training rows than this, the fit first runs on an evenly strided subset of
+        this many rows (deterministic: rows 0, n/m, 2n/m, ...), then continues on all rows from the
+        subset's kernel parameters, its BFGS curvature (scaled by m / n) and its q extended to every row by
+        the GP conditional (``engine.extend_q``). The final fit minimises the same F on all rows; only its
+        starting point changes. Each outer step on all rows costs O(n^3) (a Cholesky, K^-1, the theta
+        gradient) and 60 inner CG iterations O(n^2 M) each, so the fewer of them the better: twonorm,
+        n = 3000: 25 s CPU instead of > 150 s (one thread). None: no warm start.
     standardize : scale every input column to zero mean, unit variance first (as the paper did); the
         ARD weights then refer to standardised columns.
 
@@ -73,7 +87,7 @@ class SeegerARD(BayesianClassifier):
 
     def __init__(self, loss="svc", n_factors=3, predict_with="mean", max_iter=50, tol=1e-3,
                  inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True,
-                 warm_start_rows=1000):
+                 warm_start_rows=1000, integrate_variance=False):
         self.loss = loss
         self.n_factors = n_factors
         self.predict_with = predict_with
@@ -86,6 +100,7 @@ class SeegerARD(BayesianClassifier):
         self.jitter = jitter
         self.standardize = standardize
         self.warm_start_rows = warm_start_rows
+        self.integrate_variance = integrate_variance
 
     # -- validation --------------------------------------------------------------------------------------
     def _check_params(self):
@@ -94,7 +109,7 @@ class SeegerARD(BayesianClassifier):
         if self.predict_with not in ("mean", "mode"):
             raise ValueError(f"predict_with={self.predict_with!r}: use 'mean' or 'mode'.")
         if not (isinstance(self.n_factors, (int, np.integer)) and self.n_factors >= 0):
-            raise ValueError(f"n_factors={self.n_factors!r}: use a non-negative integer (e.g. 2).")
+            raise ValueError(f"n_factors={self.n_factors!r}: use a non-negative integer (e.g. 3).")
         if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 0):
             raise ValueError(f"max_iter={self.max_iter!r}: use a non-negative integer.")
         if not (isinstance(self.inner_maxiter, (int, np.integer)) and self.inner_maxiter >= 1):
@@ -105,6 +120,13 @@ class SeegerARD(BayesianClassifier):
             val = getattr(self, name)
             if not (np.isfinite(val) and val > 0):
                 raise ValueError(f"{name}={val!r}: kernel parameters must be positive numbers.")
+        if not (self.warm_start_rows is None or (isinstance(self.warm_start_rows, (int, np.integer))
+                                                 and not isinstance(self.warm_start_rows, bool)
+                                                 and self.warm_start_rows >= 10)):
+            raise ValueError(f"warm_start_rows={self.warm_start_rows!r}: use an integer >= 10, or None to "
+                             "fit on all rows from the start.")
+        if not isinstance(self.integrate_variance, (bool, np.bool_)):
+            raise ValueError(f"integrate_variance={self.integrate_variance!r}: use True or False.")
         if not (np.isfinite(self.tol) and self.tol >= 0):
             raise ValueError(f"tol={self.tol!r}: use a non-negative number.")
 
@@ -159,8 +181,8 @@ class SeegerARD(BayesianClassifier):
                     break
             if not converged and self.max_iter > 0 and stage == len(rows) - 1:
                 warnings.warn(
-                    f"SeegerARD: the outer budget max_iter={self.max_iter} ran out on {Xi.shape[0]} rows before "
-                    f"two steps in a row lowered the free energy by less than tol={self.tol} x |F| "
+                    f"SeegerARD: the outer budget max_iter={self.max_iter} ran out on {Xi.shape[0]} rows "
+                    f"before two steps in a row lowered the free energy by less than tol={self.tol} x |F| "
                     f"(last F = {state.F:.4g}); raise max_iter or tol.", ConvergenceWarning, stacklevel=3)
         self.converged_ = bool(converged)
 
@@ -225,4 +247,6 @@ class SeegerARD(BayesianClassifier):
 
     def _predict_proba(self, X):
         mean, var = self._latent(X)
-        return binary_proba(predictive_proba(self.loss, mean, var))
+        if self.integrate_variance:
+            return binary_proba(predictive_proba(self.loss, mean, var))
+        return binary_proba(likelihood_proba(self.loss, mean))
