@@ -30,19 +30,38 @@ class Config(NamedTuple):
     armijo: float = 1e-4
     max_backtracks: int = 8
     jitter: float = JITTER
+    ard_scale: float | None = None  # s of the hierarchical prior on log w (``theta_penalty``); None = none
+
+
+def theta_penalty(theta, cfg: Config):
+    """-log p(theta) up to a constant, and its gradient: the ARD weights' hierarchical prior.
+
+    log w_i ~ N(m, s^2) independently, s = ``cfg.ard_scale``, and the common centre m integrated out under a
+    flat prior, which leaves exactly this quadratic form (up to a constant): the overall length scale stays
+    free and only the *spread* of the weights is penalised:
+    R = sum_i (log w_i - mean_j log w_j)^2 / (2 s^2),  dR/dlog w_i = (log w_i - mean) / s^2
+    (the mean's own derivative sums to zero). C and v are not penalised.
+    """
+    g = np.zeros_like(theta)
+    if cfg.ard_scale is None or theta.size < 3:
+        return 0.0, g
+    lw = theta[:-2]
+    dev = lw - lw.mean()
+    g[:-2] = dev / cfg.ard_scale ** 2
+    return float(0.5 * dev @ dev / cfg.ard_scale ** 2), g
 
 
 class SeegerState(NamedTuple):
     theta: np.ndarray              # log kernel parameters (log w_1..log w_d, log C, log v)
     q: QParams                     # variational posterior in y-space
-    F: float                       # free energy at (q, theta)
-    grad: np.ndarray               # dF/dtheta at fixed q
+    F: float                       # the outer objective: free energy at (q, theta) + theta_penalty(theta)
+    grad: np.ndarray               # dF/dtheta at fixed q (penalty included)
     H: np.ndarray                  # BFGS inverse-Hessian approximation
     prior: Prior                   # Cholesky etc. of K(theta)
 
 
 class StepInfo(NamedTuple):
-    F: float
+    F: float                       # the outer objective (free energy + theta penalty)
     inner_iterations: int          # CG iterations summed over all inner runs of this step
     step_size: float
     n_trials: int                  # kernel settings tried by the line search
@@ -103,8 +122,10 @@ def init(kernel, X, t, cfg: Config, n_factors: int = 2, q0: QParams | None = Non
     """q optimised by the inner loop at the initial theta, from ``q0`` or else ``initial_q``."""
     prior0 = make_prior(kernel, X, cfg.jitter)
     q, F, nit = optimise_q(prior0, t, initial_q(prior0, n_factors) if q0 is None else q0, cfg)
-    grad = theta_gradient(kernel, X, prior0, q, cfg.jitter)
     theta = kernel.theta
+    R, gR = theta_penalty(theta, cfg)
+    F += R
+    grad = theta_gradient(kernel, X, prior0, q, cfg.jitter) + gR
     state = SeegerState(theta, q, F, grad, np.eye(theta.size), prior0)
     return state, StepInfo(F, nit, 0.0, 1, float(np.linalg.norm(grad)), True)
 
@@ -132,6 +153,7 @@ def step(state: SeegerState, kernel, X, t, cfg: Config):
             alpha *= 0.3
             continue
         total_nit += nit
+        F += theta_penalty(theta_new, cfg)[0]
         if np.isfinite(F) and F <= state.F + cfg.armijo * alpha * slope:
             break
         alpha *= 0.3
@@ -139,7 +161,7 @@ def step(state: SeegerState, kernel, X, t, cfg: Config):
         # no decrease found: keep theta, reset the curvature estimate (the next step is steepest descent)
         new = state._replace(H=np.eye(g.size))
         return new, StepInfo(state.F, total_nit, 0.0, cfg.max_backtracks, float(np.linalg.norm(g)), False)
-    grad = theta_gradient(k, X, prior, q, cfg.jitter)
+    grad = theta_gradient(k, X, prior, q, cfg.jitter) + theta_penalty(theta_new, cfg)[1]
     s, y = theta_new - state.theta, grad - g
     sy = float(s @ y)
     if sy > 1e-10:

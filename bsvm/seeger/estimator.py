@@ -87,7 +87,7 @@ class SeegerARD(BayesianClassifier):
 
     def __init__(self, loss="svc", n_factors=3, predict_with="mean", max_iter=50, tol=1e-3,
                  inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True,
-                 warm_start_rows=1000, integrate_variance=False):
+                 warm_start_rows=1000, integrate_variance=False, ard_scale=None):
         self.loss = loss
         self.n_factors = n_factors
         self.predict_with = predict_with
@@ -101,6 +101,7 @@ class SeegerARD(BayesianClassifier):
         self.standardize = standardize
         self.warm_start_rows = warm_start_rows
         self.integrate_variance = integrate_variance
+        self.ard_scale = ard_scale
 
     # -- validation --------------------------------------------------------------------------------------
     def _check_params(self):
@@ -125,6 +126,10 @@ class SeegerARD(BayesianClassifier):
                                                  and self.warm_start_rows >= 10)):
             raise ValueError(f"warm_start_rows={self.warm_start_rows!r}: use an integer >= 10, or None to "
                              "fit on all rows from the start.")
+        if self.ard_scale is not None and not (isinstance(self.ard_scale, (int, float, np.number))
+                                               and np.isfinite(self.ard_scale) and self.ard_scale > 0):
+            raise ValueError(f"ard_scale={self.ard_scale!r}: use a positive number (the prior standard "
+                             "deviation of the log ARD weights around their mean), or None for no prior.")
         if not isinstance(self.integrate_variance, (bool, np.bool_)):
             raise ValueError(f"integrate_variance={self.integrate_variance!r}: use True or False.")
         if not (np.isfinite(self.tol) and self.tol >= 0):
@@ -148,7 +153,9 @@ class SeegerARD(BayesianClassifier):
         Xs = (X - self.x_mean_) / self.x_scale_
         labels = self._feature_labels(d)
         kernel = SeegerKernel(w=np.full(d, float(self.w_init)), C=float(self.C_init), v=float(self.v_init))
-        cfg = engine.Config(loss=self.loss, inner_maxiter=int(self.inner_maxiter), jitter=float(self.jitter))
+        cfg = engine.Config(loss=self.loss, inner_maxiter=int(self.inner_maxiter), jitter=float(self.jitter),
+                            ard_scale=None if self.ard_scale is None else float(self.ard_scale))
+        self._cfg = cfg
         self.converged_ = False
         rows = _stage_rows(n, self.warm_start_rows)
         k, state = 0, None
@@ -190,7 +197,8 @@ class SeegerARD(BayesianClassifier):
         k = kernel.with_theta(state.theta)
         self.kernel_ = k
         self.theta_ = state.theta.copy()
-        self.free_energy_ = float(state.F)
+        self.objective_ = float(state.F)
+        self.free_energy_ = float(state.F - engine.theta_penalty(state.theta, self._cfg)[0])
         self.mu_ = state.q.mu
         self.D_ = np.exp(state.q.log_d)
         self.factors_ = state.q.Cf
@@ -202,7 +210,8 @@ class SeegerARD(BayesianClassifier):
 
     def _metrics(self, info, labels, rows):
         k = self.kernel_
-        out = {"free_energy": float(info.F), "C": float(k.C), "v": float(k.v), "rows": int(rows),
+        out = {"objective": float(info.F), "free_energy": self.free_energy_, "C": float(k.C), "v": float(k.v),
+               "rows": int(rows),
                "inner_iterations": int(info.inner_iterations), "step_size": float(info.step_size),
                "grad_norm": float(info.grad_norm)}
         out.update({f"w[{name}]": float(w) for name, w in zip(labels, k.w)})
