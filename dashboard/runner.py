@@ -40,7 +40,7 @@ FINISHED = (DONE, FAILED, CANCELLED)
 
 #: The Train page's redraw period (its fragment's ``run_every``) and the live map's grid size. The
 #: dashboard benchmark uses the same numbers.
-REDRAW_SECONDS = 0.25
+REDRAW_SECONDS = 0.2
 MAP_GRID = 45
 
 _ids = itertools.count(1)
@@ -226,16 +226,21 @@ class Run:
                             gen.close()
                     self._thread = None if self._thread is threading.current_thread() else self._thread
                     return
-                if self._gen is None:
-                    try:  # fit_iter checks the parameters when called, before the first record
-                        self._gen = self.estimator.fit_iter(self.X, self.y)
-                    except Exception as exc:  # noqa: BLE001 - a refused fit ends the run, not the page
+                gen = self._gen
+            if gen is None:
+                # fit_iter checks the parameters, the data and the cost when called (outside the lock:
+                # the controls must not wait for it); a refusal ends the run with its message
+                try:
+                    gen = self.estimator.fit_iter(self.X, self.y)
+                except Exception as exc:  # noqa: BLE001 - a refused fit ends the run, not the page
+                    with self._lock:
                         self.error = _message(exc)
                         self.status = self._want = FAILED
                         self.finished_at = time.perf_counter()
                         self._thread = None
-                        return
-                gen = self._gen
+                    return
+                with self._lock:
+                    self._gen = gen
             t0 = time.perf_counter()
             try:
                 next(gen)

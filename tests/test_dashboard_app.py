@@ -393,3 +393,17 @@ def test_a_binary_only_method_on_three_classes_says_why_it_was_replaced():
     at.switch_page("views/compare.py").run()
     _ok(at)
     assert any("two classes only" in c.value for c in at.caption)
+
+
+def test_train_page_shows_the_cost_and_refuses_a_run_that_cannot_fit():
+    cost = pytest.importorskip("bsvm.cost")
+    at = _app(sample="ripley.csv", method="platt")
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert any("Estimated cost" in c.value for c in at.caption), [c.value for c in at.caption]
+    assert not _button(at, "Start").disabled
+    with cost.limits(max_memory=1):  # a one-byte ceiling: nothing fits
+        at.run()
+        _ok(at)
+        assert any("cannot fit in memory" in e.value for e in at.error), [e.value for e in at.error]
+        assert _button(at, "Start").disabled and _button(at, "Step").disabled

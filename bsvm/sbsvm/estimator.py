@@ -235,7 +235,6 @@ class SBSVM(BayesianClassifier):
 
     # -- fitting --------------------------------------------------------------------------------------------
     def fit_iter(self, X, y):
-        self.__dict__.pop("_stream_state", None)  # fit starts afresh; a later partial_fit re-initialises
         from .stream import is_dask_collection
         if is_dask_collection(X) or is_dask_collection(y):
             from .dask_fit import dask_fit_iter
@@ -243,14 +242,18 @@ class SBSVM(BayesianClassifier):
         return super().fit_iter(X, y)
 
     def partial_fit(self, X, y, classes=None):
-        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention); the first call
-        needs ``classes``. See ``bsvm.sbsvm.stream`` for what the first call fixes and how n is known."""
+        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention). The first call
+        needs ``classes``, unless it continues a ``fit``. ``bsvm.sbsvm.stream`` says what the first call
+        fixes and how n is known."""
         from .stream import partial_fit
         return partial_fit(self, X, y, classes)
 
     def _iterate(self, X, y_index):
         n = X.shape[0]
         self._check_params(n)
+        # fit starts afresh; a later partial_fit goes on from it with n = these rows (bsvm.sbsvm.stream)
+        self.__dict__.pop("_stream_state", None)
+        self._n_fit_rows = int(n)
         y = self._encode_binary(y_index)
         rng = np.random.default_rng(self.random_state)
         if self.variant == "linear":

@@ -194,6 +194,12 @@ def _svc_p1(y):
     return np.exp(-np.maximum(1.0 - y, 0.0) - log_z(y))
 
 
+def likelihood_proba(loss: str, y):
+    """P(t = +1 | y), the noise model at a latent value (the plug-in predictive at y = the latent mean)."""
+    y = np.asarray(y, dtype=float)
+    return _svc_p1(y) if loss == "svc" else expit(y)
+
+
 def predictive_proba(loss: str, m, v):
     """P(t = +1) = E[P(t = +1 | y)], y ~ N(m, v): the noise model integrated over the latent predictive."""
     v = np.maximum(np.asarray(v, dtype=float), 1e-300)
