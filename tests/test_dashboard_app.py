@@ -407,3 +407,22 @@ def test_train_page_shows_the_cost_and_refuses_a_run_that_cannot_fit():
         _ok(at)
         assert any("cannot fit in memory" in e.value for e in at.error), [e.value for e in at.error]
         assert _button(at, "Start").disabled and _button(at, "Step").disabled
+
+
+def test_a_long_run_keeps_a_bounded_history(monkeypatch):
+    import dashboard.runner as runner
+
+    class Endless:
+        def fit_iter(self, X, y):
+            self.history_ = []
+            for i in range(1, 101):
+                rec = Progress(i, 0.001 * i, {"elbo": float(i)}, {})
+                self.history_.append(rec)
+                yield rec
+
+    monkeypatch.setattr(runner, "MAX_RECORDS", 10)
+    run = Run(Endless(), None, None)
+    run.start()
+    assert run.join(10) and run.status == "done" and run.records == 100
+    its = [r.iteration for r in run.history]
+    assert len(its) <= 20 and its[0] == 1 and its[-1] == 100 and its == sorted(its)
