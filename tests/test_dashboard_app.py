@@ -426,3 +426,20 @@ def test_a_long_run_keeps_a_bounded_history(monkeypatch):
     assert run.join(10) and run.status == "done" and run.records == 100
     its = [r.iteration for r in run.history]
     assert len(its) <= 20 and its[0] == 1 and its[-1] == 100 and its == sorted(its)
+
+
+def test_a_big_upload_is_parsed_by_a_background_job():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(110_000, 2))
+    rows = "\n".join(f"{a:.6f},{b:.6f},{int(a + b > 0)}" for a, b in X)
+    content = ("u,v,label\n" + rows + "\n").encode()
+    assert len(content) > 2 * 2**20  # above the Data page's BIG_UPLOAD (2 MB): parsed in the background
+    at = _upload(_app(), content, name="big.csv")
+    _ok(at)
+    job = at.session_state["_registry"].get("csv")
+    assert job is not None and job.meta["key"] == at.session_state["upload"]["digest"]
+    _until(lambda: job.status == "done")
+    _until(lambda: any(m.label == "training rows" for m in at.metric), at=at)
+    _ok(at)
+    assert int({m.label: m.value for m in at.metric}["features"]) == 2
+    assert not _workers()
