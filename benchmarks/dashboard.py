@@ -204,6 +204,7 @@ def startup(url: str, p) -> dict:
     try:
         for name in ("data_page_first_s", "data_page_next_s"):
             pg = browser.new_page(viewport={"width": 1280, "height": 720})
+            pg.set_default_timeout(180_000)  # a loaded machine: measure, do not give up
             t0 = time.perf_counter()
             pg.goto(url)
             pg.locator("h1", has_text="Data").wait_for()

@@ -41,7 +41,10 @@ export default function (component) {
   const { data, parentElement } = component;
   const base = window.location.pathname.replace(/\\/[^\\/]*$/, "");
   const url = data ? base + "/component/" + data.asset + "/plotly.min.js" : "";
-  if (data && data.preload) { loadPlotly(url).catch(() => {}); return; }
+  if (data && data.preload) {  // after the page has drawn: the 4.7 MB script must not delay it
+    setTimeout(() => loadPlotly(url).catch(() => {}), 2500);
+    return;
+  }
   if (!data || !data.fig) return;
   let div = parentElement.querySelector("div.bsvm-live");
   if (!div) {

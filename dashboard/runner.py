@@ -43,7 +43,23 @@ FINISHED = (DONE, FAILED, CANCELLED)
 REDRAW_SECONDS = 0.2
 MAP_GRID = 45
 
+#: A run in the dashboard keeps at most about this many progress records: past 2 x MAX_RECORDS the
+#: older ones are thinned evenly to MAX_RECORDS (the first and the newest always kept). An endless
+#: S-BSVM run makes ~50 records a second, ~1 KB each; the live figures draw 600 points per curve anyway.
+#: ``fit()`` outside the dashboard keeps every record.
+MAX_RECORDS = 5000
+
 _ids = itertools.count(1)
+
+
+def _thin_history(estimator) -> None:
+    """Bound a long run's ``history_`` (called by the worker between records, when nothing else
+    appends). fit_iter appends to whatever list ``history_`` is, so replacing it is safe."""
+    h = getattr(estimator, "history_", None)
+    if h is None or len(h) <= 2 * MAX_RECORDS:
+        return
+    keep = sorted(set(int(round(i * (len(h) - 2) / (MAX_RECORDS - 1))) for i in range(MAX_RECORDS)))
+    estimator.history_ = [h[i] for i in keep] + [h[-1]]
 
 
 def _message(exc: BaseException) -> str:
@@ -261,6 +277,7 @@ class Run:
                     self._thread = None
                     return
                 self.records += 1
+                _thin_history(self.estimator)
                 self.view = copy.copy(self.estimator)
                 if self._steps_left is not None:
                     self._steps_left -= 1
