@@ -16,7 +16,7 @@ from sklearn.svm import SVC
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
-from ..params import StrOptions, non_negative, non_negative_int, positive, positive_int
+from ..params import Integral, Interval, StrOptions, non_negative, non_negative_int, positive, positive_int
 from . import engine
 from .free_energy import prior_covariance
 from .kernel import SeegerKernel
@@ -102,6 +102,9 @@ class SeegerARD(BayesianClassifier):
         "v_init": [positive()],
         "jitter": [positive()],
         "standardize": ["boolean"],
+        "warm_start_rows": [None, Interval(Integral, 10, None, closed="left")],
+        "integrate_variance": ["boolean"],
+        "ard_scale": [None, positive()],
     }
 
     def _input_scale_rule(self):
