@@ -79,8 +79,11 @@ def fit_wall(method_key: str, data, seed: int = 0) -> tuple[float, float]:
     _, _, METHODS, _ = _dashboard()
     m = METHODS[method_key]
     est = m.make(m.defaults(), seed)
+    import inspect
+
+    kw = {"progress": False} if "progress" in inspect.signature(est.fit).parameters else {}
     t0, c0 = time.perf_counter(), time.process_time()
-    est.fit(data.X_train, data.y_train)
+    est.fit(data.X_train, data.y_train, **kw)  # no terminal bar: the page shows none either
     return time.perf_counter() - t0, time.process_time() - c0
 
 
@@ -168,7 +171,7 @@ def live_soak(url: str, pid: int, p, n_train: int = 2000, seconds: float = 10.0,
         last = live_revisions(pg)
         per_chart = [(b["drawn"] - a["drawn"]) / elapsed for a, b in zip(first, last)]
         it_text = progress_text(pg)
-        draw_ms = pg.evaluate("() => (window.__bsvmDrawMs || []).slice(-200)")
+        draw_ms = pg.evaluate("() => (window.__bsvmLive ? window.__bsvmLive.ms : []).slice(-200)")
         redraw = {"n_train": n_train, "seconds": elapsed, "charts": len(per_chart),
                   "redraws_per_s_max": max(per_chart), "redraws_per_s_objective": per_chart[0],
                   "redraws_per_s_map": per_chart[-1], "blank_samples": blanks, "samples": samples,
