@@ -39,6 +39,12 @@ function loadPlotly(url) {
 }
 export default function (component) {
   const { data, parentElement } = component;
+  const base = window.location.pathname.replace(/\\/[^\\/]*$/, "");
+  const url = data ? base + "/component/" + data.asset + "/plotly.min.js" : "";
+  if (data && data.preload) {  // after the page has drawn: the 4.7 MB script must not delay it
+    setTimeout(() => loadPlotly(url).catch(() => {}), 2500);
+    return;
+  }
   if (!data || !data.fig) return;
   let div = parentElement.querySelector("div.bsvm-live");
   if (!div) {
@@ -50,12 +56,16 @@ export default function (component) {
   const layout = fig.layout || {};
   div.style.height = (layout.height || 450) + "px";
   div.dataset.revision = String(data.rev);
-  const base = window.location.pathname.replace(/\\/[^\\/]*$/, "");
-  loadPlotly(base + "/component/" + data.asset + "/plotly.min.js").then((Plotly) => {
+  loadPlotly(url).then((Plotly) => {
     if (Number(div.dataset.revision) !== data.rev) return;  // a newer figure has arrived meanwhile
     layout.autosize = true;
     delete layout.width;
-    Plotly.react(div, fig.data || [], layout, {displaylogo: false, responsive: true});
+    const t0 = performance.now();
+    Plotly.react(div, fig.data || [], layout, {displaylogo: false, responsive: true}).then(() => {
+      // browser-side cost of each redraw, read by the dashboard benchmark
+      (window.__bsvmDrawMs = window.__bsvmDrawMs || []).push(performance.now() - t0);
+      if (window.__bsvmDrawMs.length > 1000) window.__bsvmDrawMs.splice(0, 500);
+    });
     div.dataset.drawn = String(data.rev);
   }).catch((err) => { div.textContent = String(err); });
 }
@@ -78,9 +88,35 @@ def _component():
         return None
 
 
+#: Streamlit's default categorical colours, so live charts look like the st.plotly_chart ones
+_COLOURS = ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa1", "#ff8700", "#ffd16a",
+            "#6d3fc0", "#d5dae5"]
+
+
+@st.cache_resource(show_spinner=False)
+def _template():
+    """plotly_white with Streamlit's colours. Needed because Streamlit sets Plotly's default template to
+    its own, whose colours are placeholders ("#000001"...) that only st.plotly_chart's frontend replaces:
+    drawn by plotly.js directly, every line came out black."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    t = go.layout.Template(pio.templates["plotly_white"])
+    t.layout.colorway = _COLOURS
+    return t
+
+
 def asset_name() -> str:
     """The name under which plotly.min.js is served (v1 components prefix the module name)."""
     return f"{__name__}.{_ASSET}"
+
+
+def preload() -> None:
+    """Start loading plotly.js in the browser (about 4.7 MB: seconds on a busy machine) before the
+    Train page needs it. Draws nothing."""
+    mount = _component()
+    if mount is not None:
+        mount(key="bsvm_live_preload", data={"preload": True, "asset": asset_name()}, height=0)
 
 
 def live_chart(fig, key: str) -> None:
@@ -89,7 +125,15 @@ def live_chart(fig, key: str) -> None:
     if mount is None:
         st.plotly_chart(fig, key=key)
         return
-    rev = st.session_state.get(f"_live_rev:{key}", 0) + 1
-    st.session_state[f"_live_rev:{key}"] = rev
-    spec = fig.to_json(validate=False) if hasattr(fig, "to_json") else json.dumps(fig)
+    if hasattr(fig, "to_json"):
+        fig.layout.template = _template()
+        spec = fig.to_json(validate=False)
+    else:
+        spec = json.dumps(fig)
+    last = st.session_state.get(f"_live:{key}")
+    if last is not None and last[1] == spec:  # unchanged: keep the chart, send no figure
+        mount(key=key, data={"rev": last[0], "asset": asset_name()}, height="content")
+        return
+    rev = (last[0] if last else 0) + 1
+    st.session_state[f"_live:{key}"] = (rev, spec)
     mount(key=key, data={"fig": spec, "rev": rev, "asset": asset_name()}, height="content")

@@ -4,7 +4,7 @@ reduction over the array's blocks.
 **Why reductions, not dask-ml's ``Incremental``.** ``Incremental`` calls ``partial_fit`` on one block
 after another, shipping the model from worker to worker: the blocks are visited in sequence, so a
 cluster of W workers is no faster than one, and the result depends on the block order. The S-BSVM
-updates, by contrast, need the data only through sums over rows (NOTES.md item 2, engine docstring):
+updates, by contrast, need the data only through sums over rows (docs/sbsvm.md sec. 4, engine docstring):
 
     eta1_hat = sum_i phi_i y_i (1 + alpha_i^-1/2),       P_hat = I + sum_i alpha_i^-1/2 phi_i^T phi_i,
     ELBO     = sum_i [-1 + y_i a_i - sqrt(B_i)] - KL,    d ELBO / d theta = sum_i (row terms) + KL term,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.cluster import kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
@@ -77,7 +80,7 @@ class SBSVM(BayesianClassifier):
         by at most tol * |ELBO| (a stagnation test that tolerates the jitter of stochastic steps);
         tol=0 disables the test, so the run goes to max_iter.
     predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
-        likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
+        likelihood); both are corrected forms of eq. 13 (docs/sbsvm.md sec. 6).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches and the ELBO subset.
     stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
@@ -92,6 +95,15 @@ class SBSVM(BayesianClassifier):
     mean_, cov_ : q(u) = N(mean_, cov_) in the paper's coordinates (primal weights+bias for "linear").
     elbo_ : last computed ELBO.  converged_ : whether the tolerance test stopped the run.
     coef_, intercept_ : posterior mean weights (linear variant only).
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "adaptive". The length scale starts at the median
+    pairwise distance and the kernel hyperparameters are bounded relative to their starting values
+    (1e-3..1e4 times); the linear variant's weight prior variance is bounded relative to 1 / (mean feature
+    variance). So a rescaled copy of the data (x 1e6 or 1e-6) gives the same fit. One length scale serves
+    every column with ``kernel="rbf"``, so fit warns (``DataScaleWarning``) when column standard
+    deviations differ by more than 1e3: standardise, or use ``kernel="ard"``. A hyperparameter that ends
+    the fit at a bound raises a ``ConvergenceWarning``. With a fixed ``lengthscale`` or a kernel object
+    the rule is "unit".
     """
 
     _binary_only = True
@@ -124,6 +136,11 @@ class SBSVM(BayesianClassifier):
         "random_state": RANDOM_STATE,
         "stream_size": [None, positive_int()],
     }
+
+    def _input_scale_rule(self):
+        # the median-heuristic length scale and hyperparameter bounds relative to it (the linear variant:
+        # prior-variance bounds relative to the features' variance) adapt to the data's overall scale
+        return "adaptive" if self.lengthscale is None and isinstance(self.kernel, str) else "unit"
 
     def __init__(self, variant="svi", kernel="rbf", lengthscale=None, variance=1.0, n_inducing=100,
                  inducing="kmeans", batch_size=256, max_iter=2000, learning_rate="auto", tau=1.0, kappa=0.6,
@@ -266,6 +283,13 @@ class SBSVM(BayesianClassifier):
                 yield it, self._metrics(state, elbo, info.rho), self._snapshot()
             if self.converged_:
                 break
+        pinned = engine.pinned(state)
+        if pinned and self.optimize_hyperparameters:
+            warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
+                          "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
+                          "the features' variance): the data's scale or the kernel does not suit the "
+                          "model; standardise the features or choose another kernel.", ConvergenceWarning,
+                          stacklevel=2)
 
     def _store(self, state, elbo):
         """Expose the state reached as fitted attributes (called before every yield)."""

@@ -1,7 +1,7 @@
 """Predictive class probabilities from the latent predictive N(f*; m*, v*).
 
 m* = K*m Kmm^-1 mu and v* = K** - K*m Kmm^-1 Km* + K*m Kmm^-1 Z Kmm^-1 Km* (eq. 13 as corrected in
-NOTES.md item 4: the paper prints the wrong sign on the variance term and no square root in the probit).
+docs/sbsvm.md sec. 6: the paper prints the wrong sign on the variance term and no square root in the probit).
 """
 
 from __future__ import annotations

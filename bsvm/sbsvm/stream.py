@@ -1,7 +1,7 @@
 """Out-of-core S-BSVM: ``SBSVM.partial_fit`` over a stream of chunks, and the minibatch ``fit`` of a
 Dask array, one block in memory at a time.
 
-The SVI update (engine docstring, NOTES.md item 2) is a minibatch step already: a chunk is cut into
+The SVI update (engine docstring, docs/sbsvm.md sec. 4) is a minibatch step already: a chunk is cut into
 minibatches of ``batch_size`` rows (a random permutation of the chunk, so every row is used once) and each
 takes one natural-gradient step. The learning-rate schedule, the Adam state of the kernel
 hyperparameters and the step count carry over from chunk to chunk, so a stream of chunks is one SVI run.
@@ -205,6 +205,7 @@ def run_chunk(est, X, y, state: SVIState, rng, n_total: float, kernel0=None, lea
 
 # ----------------------------------------------------------------------------- validation
 def check_partial_fit_params(est):
+    validate_params(est)  # the parameter table first (bsvm/params.py), before the chunk is looked at
     est._check_params(1)
     if est.variant == "batch":
         raise ValueError("variant='batch' puts an inducing point at every training row, so it cannot take "

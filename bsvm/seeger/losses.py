@@ -5,7 +5,7 @@ These are the terms of eq. 6, the only part of the free energy that is not matri
 
 Normalised SVC loss (sec. 1):  g(t, y) = [1 - t y]_+ + log Z(y),  Z(y) = e^{-[1-y]_+} + e^{-[1+y]_+}.
 
-* Hinge part, closed form (NOTES.md): with z = 1 - t m, s = sqrt(v),
+* Hinge part, closed form (docs/seeger.md): with z = 1 - t m, s = sqrt(v),
   E[[1 - t y]_+] = z Phi(z/s) + s phi(z/s),  dE/dm = -t Phi(z/s),  dE/dv = phi(z/s) / (2 s).
 * log Z part: no closed form. We integrate it *exactly piecewise*: log Z is smooth (analytic) on each of
   (-inf, -1), [-1, 1], (1, inf),
@@ -192,6 +192,12 @@ def loss_value(loss: str, t, y):
 def _svc_p1(y):
     """P(t = +1 | y) = e^{-[1-y]_+} / Z(y) under the normalised SVC loss."""
     return np.exp(-np.maximum(1.0 - y, 0.0) - log_z(y))
+
+
+def likelihood_proba(loss: str, y):
+    """P(t = +1 | y), the noise model at a latent value (the plug-in predictive at y = the latent mean)."""
+    y = np.asarray(y, dtype=float)
+    return _svc_p1(y) if loss == "svc" else expit(y)
 
 
 def predictive_proba(loss: str, m, v):

@@ -65,7 +65,7 @@ with left:
                 if frame is not None:
                     st.caption(f"Uploaded: {up['name']} ({frame.shape[0]} rows, {frame.shape[1]} columns)")
             except ValueError as exc:
-                st.error(f"This file cannot be used: {exc}")
+                st.error(f"{up['name']} cannot be used: {exc}")
     else:
         sample = SAMPLES[c["sample"]]
         st.caption(sample.description)
