@@ -295,3 +295,17 @@ def test_dask_fit_failing_in_a_late_block_leaves_the_previous_fit():
     with pytest.raises(ValueError, match="NaN"):
         est.fit(da.from_array(Xbad, chunks=(250, 20)), y[:1000])
     np.testing.assert_array_equal(est.predict_proba(Xt), before)
+
+
+def test_hyperparameters_freeze_after_the_stream_budget():
+    from bsvm.sbsvm.stream import STREAM_HYPER_STEPS
+
+    est = SBSVM(n_inducing=20, batch_size=16, hyper_every=1, random_state=0)
+    thetas = []
+    for Xc, yc in chunks(X, y):                     # 32 steps per chunk, a hyperparameter step each
+        est.partial_fit(Xc, yc, classes=[0, 1])
+        thetas.append(est.kernel_.theta.copy())
+    frozen_from = -(-STREAM_HYPER_STEPS // 32)      # the first chunk that starts past the budget
+    assert np.abs(thetas[1] - thetas[0]).max() > 1e-3
+    for k in range(frozen_from, len(thetas)):
+        np.testing.assert_array_equal(thetas[k], thetas[frozen_from - 1])
