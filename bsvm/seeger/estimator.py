@@ -16,6 +16,7 @@ from sklearn.svm import SVC
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
+from ..params import Integral, Interval, StrOptions, non_negative, non_negative_int, positive, positive_int
 from . import engine
 from .free_energy import prior_covariance
 from .kernel import SeegerKernel
@@ -98,9 +99,33 @@ class SeegerARD(BayesianClassifier):
         ARD weights then refer to standardised columns.
 
     The method is deterministic (no random_state): q starts from the prior's leading eigenvectors.
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "standardizes" (``standardize=True``): every column
+    is scaled to unit variance first, so scales never mislead it; with ``standardize=False``, "unit".
     """
 
     _binary_only = True
+
+    # parameter table (bsvm/params.py), checked before the data
+    _parameter_constraints = {
+        "loss": [StrOptions(set(LOSSES))],
+        "n_factors": [StrOptions({"auto"}), non_negative_int()],
+        "predict_with": [StrOptions({"mean", "mode"})],
+        "max_iter": [non_negative_int()],
+        "tol": [non_negative()],
+        "inner_maxiter": [positive_int()],
+        "w_init": [positive()],
+        "C_init": [positive()],
+        "v_init": [positive()],
+        "jitter": [positive()],
+        "standardize": ["boolean"],
+        "warm_start_rows": [None, Interval(Integral, 10, None, closed="left")],
+        "integrate_variance": ["boolean"],
+        "ard_scale": [None, positive()],
+    }
+
+    def _input_scale_rule(self):
+        return "standardizes" if self.standardize else "unit"
 
     def __init__(self, loss="svc", n_factors="auto", predict_with="mean", max_iter=50, tol=1e-3,
                  inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True,
