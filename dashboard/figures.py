@@ -292,7 +292,8 @@ def _truth_trace(grid: Grid, truth) -> dict:
 
 
 def _overlay_trace(overlay, overlay_name: str) -> dict:
-    return {"type": "scatter", "x": overlay[:, 0], "y": overlay[:, 1], "mode": "markers", "name": overlay_name,
+    return {"type": "scatter", "x": overlay[:, 0], "y": overlay[:, 1], "mode": "markers",
+            "name": overlay_name,
             "marker": {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}}
 
 
@@ -375,9 +376,9 @@ def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *,
                   colorbar_title: str = "", height: int = 430, zmax=None, axis_titles=("x1", "x2")):
     """A map of a non-negative quantity (entropy, latent variance) on a colour scale from 0 to ``zmax``
     (a fixed top such as log K makes maps of different methods comparable)."""
-    traces = [{"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(values), "colorscale": "Viridis",
-               "zmin": 0.0, "zmax": zmax, "colorbar": {"title": {"text": colorbar_title}, "len": 0.8,
-                                                       "thickness": 14},
+    traces = [{"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(values),
+               "colorscale": "Viridis", "zmin": 0.0, "zmax": zmax,
+               "colorbar": {"title": {"text": colorbar_title}, "len": 0.8, "thickness": 14},
                "hovertemplate": _hover(axis_titles, f"{colorbar_title}=%{{z:.3g}}")}]
     if X is not None:
         traces += _point_traces(X, y, classes)
