@@ -251,6 +251,12 @@ def _mostly_numeric(col: pd.Series, share: float = 0.9) -> tuple[bool, list[str]
     return ok, sorted(map(str, bad.unique()))[:5]
 
 
+def numeric_columns(frame: pd.DataFrame, label: str) -> list[str]:
+    """The columns :func:`load_csv` can use as features: numeric ones, and text columns that are numbers
+    with a few placeholders (read as missing values)."""
+    return [str(c) for c in frame.columns if str(c) != str(label) and _mostly_numeric(frame[c])[0]]
+
+
 def load_csv(source, label: str | None = "label", features: list[str] | None = None,
              dropna: bool = False) -> LoadedCSV:
     """Load a CSV and pick the label column by name.

@@ -13,7 +13,7 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only das
 
 import streamlit as st  # noqa: E402
 
-from dashboard import state  # noqa: E402
+from dashboard import state, ui  # noqa: E402
 
 st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
 state.init()
@@ -29,6 +29,8 @@ pages = [
 ]
 page = st.navigation(pages)
 with st.sidebar:
+    ui.presentation_toggle()
+    ui.import_problems()
     st.caption("bsvm: Bayesian SVMs as scikit-learn estimators. Settings are kept in the URL, so the link "
                "in the address bar reopens this demo.")
 try:

@@ -73,6 +73,24 @@ def data_scatter(X2: np.ndarray, y: np.ndarray, classes, axis_titles=("x1", "x2"
     return _layout(fig, title, 420)
 
 
+def playground_figure(X: np.ndarray, y: np.ndarray, click_points: np.ndarray, classes=(0, 1), *,
+                      title: str = "Click to edit the data", height: int = 460):
+    """The playground's editable scatter: the data on top of an invisible grid of clickable points
+    (trace 0), so a click anywhere on the canvas reports a position (Plotly selection events)."""
+    grid = {"type": "scatter", "x": click_points[:, 0], "y": click_points[:, 1], "mode": "markers",
+            "name": "canvas", "showlegend": False, "hoverinfo": "none",
+            "marker": {"size": 14, "color": "rgba(0,0,0,0)", "opacity": 0.0},
+            "selected": {"marker": {"opacity": 0.0}}, "unselected": {"marker": {"opacity": 0.0}}}
+    traces = [grid, *_point_traces(np.asarray(X).reshape(-1, 2), y, classes)]
+    for tr in traces[1:]:
+        tr["marker"]["size"] = 8
+        tr["unselected"] = {"marker": {"opacity": 1.0}}
+    lo, hi = click_points.min(axis=0), click_points.max(axis=0)
+    return _fast_figure(traces, title, height, xaxis=_axis("x1", range=[lo[0], hi[0]]),
+                        yaxis=_axis("x2", range=[lo[1], hi[1]]), legend=LEGEND_BELOW,
+                        clickmode="event+select", dragmode=False, hovermode="closest", uirevision=None)
+
+
 def class_balance(y: np.ndarray, classes, title="Class balance"):
     counts = [int(np.sum(np.asarray(y) == c)) for c in classes]
     fig = go.Figure(go.Bar(x=[str(c) for c in classes], y=counts, text=counts, textposition="auto",

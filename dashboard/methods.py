@@ -139,9 +139,17 @@ def _load(module: str, cls: str):
         return None
 
 
-def import_errors() -> dict[str, str]:
-    """Methods whose estimator failed to import: label -> the error (shown on the pages, never hidden)."""
-    return {m.label: m.import_error for m in METHODS.values() if m.import_error is not None}
+def import_errors(load: bool = True) -> dict[str, str]:
+    """Methods whose estimator failed to import: label -> the error (shown on the pages, never hidden).
+    ``load=False`` reports only the imports already tried (so a page that needs no method imports none)."""
+    out = {}
+    for m in METHODS.values():
+        if load:
+            m.load()
+        err = _ERRORS.get((m.module, m.cls))
+        if err is not None:
+            out[m.label] = err
+    return out
 
 
 SEED_HELP = "The seed comes from the Data page, so the same link reproduces the same run."

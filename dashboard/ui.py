@@ -158,11 +158,47 @@ def _png_or_message(fig) -> bytes:
                 "Chromium (apt-get install chromium), see the README.").encode()
 
 
-def import_problems() -> None:
-    """Say which methods could not be imported and why (a broken module is reported, never hidden)."""
+def import_problems(load: bool = False) -> None:
+    """Say which methods could not be imported and why (a broken module is reported, never hidden).
+    ``load=False``: only the imports tried so far (the Train page tries every method's)."""
     from .methods import import_errors
 
-    errors = import_errors()
+    errors = import_errors(load)
     if errors:
         st.warning("Not available: " + "; ".join(f"**{k}** ({v})" for k, v in errors.items()),
                    icon=":material/error:")
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _fitted(data_key: str, method_key: str, options_key: str, seed: int, _data: Prepared, _method: Method,
+            _options: dict):
+    """A model fitted to the end on the training rows, kept per (data, method, options, seed)."""
+    import warnings
+
+    est = _method.make(dict(_options), seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the page reports the fit, not the library's warnings
+        return est.fit(_data.X_train, _data.y_train)
+
+
+def playground_refit(data: Prepared) -> None:
+    """Beside the playground's canvas: the current method refitted on the edited points (its library
+    defaults, or the options chosen on the Train page), as a map."""
+    method, _ = state.method_for(data)
+    if method is None:
+        return
+    on = st.toggle(f"Refit {method.label} after each edit", value=True, key="pg_refit",
+                   help="Fits the method chosen on the Train page, with its options there (the library's "
+                        "defaults unless changed), on the training rows of the edited data.")
+    if not on:
+        return
+    opts = dict(state.method_options(method.key))
+    seed = int(state.cfg()["seed"])
+    with st.spinner(f"Fitting {method.label}..."):
+        model = safe(_fitted, data.key, method.key, repr(sorted(opts.items())), seed, data, method, opts,
+                     what=f"Fitting {method.label}")
+    if model is not None:
+        fig = proba_map(model, data, method.label, n=50)
+        if fig is not None:
+            chart(fig, key="pg_map", name="playground_map")
+            st.caption("The map is in the model's coordinates (standardised if chosen on the left).")

@@ -124,8 +124,8 @@ with right:
         groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
         with g2:
             if groups.get("hyper"):
-                st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True),
-                                key="live_hyper")
+                st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
+                                                      feature_names=data.feature_names), key="live_hyper")
             elif groups.get("sampler") or groups.get("other"):
                 names = groups.get("sampler") or groups.get("other")
                 st.plotly_chart(figures.metric_curves(hist, names[:4], "Sampler statistics",
@@ -141,7 +141,7 @@ with right:
                 if fig is not None:
                     st.plotly_chart(fig, key="live_map")
             elif data.n_features != 2:
-                ard = figures.ard_weights(hist)
+                ard = figures.ard_weights(hist, feature_names=data.feature_names)
                 if ard is not None:   # with many inputs, which of them the kernel uses is the live view
                     st.plotly_chart(ard, key="live_ard")
                 st.info("The live probability map needs exactly two features: choose two on the Data page "
