@@ -104,9 +104,9 @@ table = ui.safe(figures.diagnostics_table, S[:, :, :shown], names[:shown], what=
 if table is not None:
     n_bad = int((table["flag"] != "ok").sum())
     (st.warning if n_bad else st.success)(
-        f"{n_bad} of {shown} quantities past Stan's thresholds (R-hat > {figures.RHAT_MAX}, "
+        f"{n_bad} of {shown} parameters past Stan's thresholds (R-hat > {figures.RHAT_MAX}, "
         f"ESS < {figures.ESS_PER_CHAIN_MIN} per chain)." if n_bad else
-        f"All {shown} quantities within Stan's thresholds.")
+        f"All {shown} parameters within Stan's thresholds.")
     st.dataframe(table.style.format({c: "{:.4g}" for c in table.columns if c != "flag"})
                  .map(lambda v: "color: #c62828; font-weight: bold" if v != "ok" else "", subset=["flag"]))
 
