@@ -52,6 +52,40 @@ def _reject_nonfinite(X: np.ndarray, what: str = "X") -> None:
         )
 
 
+def _label_text(value) -> str:
+    """A label as the user wrote it: 'imL', not np.str_('imL'); 3, not np.int64(3)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _reject_mixed_labels(y) -> None:
+    """Labels mixing strings and numbers (e.g. ["a", 1]) are ambiguous: numpy would silently turn the
+    numbers into strings (a list) or fail to sort them (an object array). Ask for one type."""
+    if isinstance(y, pd.Series | pd.Index):
+        values = y.to_numpy()
+    elif isinstance(y, list | tuple):
+        values = y
+    else:
+        values = np.asarray(y) if not hasattr(y, "toarray") else None
+        if values is None or values.dtype != object:
+            return
+    values = np.ravel(np.asarray(values, dtype=object))
+    first = {}
+    for v in values:
+        first.setdefault(_label_kind(v), v)
+    if len(first) > 1:
+        examples = ", ".join(f"{kind} {_label_text(v)}" for kind, v in sorted(first.items()))
+        raise ValueError(f"y mixes label types ({examples}): use one type for all labels, e.g. "
+                         "y = [str(v) for v in y].")
+
+
+def _label_kind(v) -> str:
+    if isinstance(v, str | bytes | np.str_ | np.bytes_):
+        return "string"
+    if isinstance(v, int | float | np.number | bool | np.bool_):
+        return "number"
+    return type(v).__name__
+
+
 def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class: int = 2):
     """Validate training data for a classifier and set ``classes_`` and ``n_features_in_``.
 
@@ -67,6 +101,7 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
     if y is None:
         raise ValueError(f"{name} requires y to be passed, but the target y is None: pass the labels.")
     _reject_non_numeric(X)
+    _reject_mixed_labels(y)
     try:
         X, y = validate_data(estimator, X, y, ensure_all_finite=False, dtype=np.float64, order="C",
                              ensure_min_samples=1, y_numeric=False)
@@ -86,7 +121,8 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
     classes, y_index = np.unique(y, return_inverse=True)
     if len(classes) < 2:
         raise ValueError(
-            f"y has only 1 class ({classes[0]!r}): a classifier needs examples of at least two classes."
+            f"y has only 1 class ({_label_text(classes[0])}): a classifier needs examples of at least two "
+            "classes."
         )
     if binary_only and len(classes) > 2:
         raise ValueError(
@@ -95,9 +131,9 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
         )
     counts = np.bincount(y_index, minlength=len(classes))
     if counts.min() < min_per_class:
-        few = [classes[k] for k in np.flatnonzero(counts < min_per_class)]
+        few = ", ".join(_label_text(classes[k]) for k in np.flatnonzero(counts < min_per_class))
         raise ValueError(
-            f"Class(es) {few} have fewer than {min_per_class} rows (1 sample is not enough): "
+            f"Class(es) [{few}] have fewer than {min_per_class} rows (1 sample is not enough): "
             f"provide at least {min_per_class} examples per class."
         )
     estimator.classes_ = classes

@@ -14,6 +14,7 @@ from sklearn.svm import SVC
 
 from .base import BayesianClassifier
 from .data import check_predict_data
+from .params import RANDOM_STATE, Integral, Interval, StrOptions, positive
 
 
 class PlattSVM(BayesianClassifier):
@@ -25,6 +26,15 @@ class PlattSVM(BayesianClassifier):
     cv : number of internal folds used to fit the sigmoid (at most the smallest class count).
     random_state : seeds the fold shuffling, so the sigmoid is reproducible.
     """
+
+    # parameter table (bsvm/params.py), checked before the data
+    _parameter_constraints = {
+        "C": [positive()],
+        "gamma": [StrOptions({"scale", "auto"}), positive()],
+        "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid"}), callable],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, C=1.0, gamma="scale", kernel="rbf", cv=5, random_state=None):
         self.C = C

@@ -28,6 +28,7 @@ pages = [
     st.Page(_PAGES / "compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
 ]
 page = st.navigation(pages)
+state.enter_page(page.url_path or "data")  # leaving a page stops the work it started
 with st.sidebar:
     ui.presentation_toggle()
     ui.import_problems()

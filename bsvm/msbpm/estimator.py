@@ -9,6 +9,16 @@ from scipy.special import ndtr, ndtri
 from ..base import BayesianClassifier
 from ..data import check_predict_data
 from ..kernels import RBF, Kernel, Linear
+from ..params import (
+    RANDOM_STATE,
+    Interval,
+    Real,
+    StrOptions,
+    non_negative,
+    non_negative_int,
+    positive,
+    positive_int,
+)
 from . import engine
 
 
@@ -149,6 +159,29 @@ class MSBPM(BayesianClassifier):
     coef_map_ : (N, r) U w^-1/2 mapping the sampled rkhs coordinates to kernel weights (None for
         "coefficients"); nugget_ : the absolute nugget used (0 for "coefficients").
     """
+
+    # parameter table (bsvm/params.py), checked before the data; cross-checks stay in _check_params
+    _parameter_constraints = {
+        "kernel": [StrOptions({"rbf", "linear"}), Kernel],
+        "gamma": [StrOptions({"scale"}), positive()],
+        "nu": [positive()],
+        "prior": [StrOptions({"coefficients", "rkhs"})],
+        "nugget": [non_negative()],
+        "prior_scale": [positive()],
+        "bias_scale": [positive()],
+        "rank_tol": [Interval(Real, 0, 1, closed="left")],
+        "n_chains": [positive_int()],
+        "n_samples": [positive_int()],
+        "burn_in": [non_negative_int()],
+        "thin": [positive_int()],
+        "direction": [StrOptions(set(engine.DIRECTIONS))],
+        "ads_prob": [Interval(Real, 0, 1, closed="both")],
+        "block_update": ["boolean"],
+        "init": [StrOptions({"prior", "least_squares"})],
+        "predictor": [StrOptions({"vote", "bayes_point"})],
+        "record_every": [positive_int()],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, kernel="rbf", gamma="scale", nu=1.0, prior="rkhs", nugget=0.6, prior_scale=1.0,
                  bias_scale=1.0, rank_tol=1e-10, n_chains=16, n_samples=100, burn_in=300, thin=8,

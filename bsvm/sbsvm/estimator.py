@@ -7,7 +7,17 @@ from sklearn.cluster import kmeans_plusplus
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
-from ..kernels import make_kernel, sq_dist
+from ..kernels import Kernel, make_kernel, sq_dist
+from ..params import (
+    RANDOM_STATE,
+    Interval,
+    Real,
+    RealNotInt,
+    StrOptions,
+    non_negative,
+    positive,
+    positive_int,
+)
 from . import elbo as E
 from .engine import SVIConfig, SVIEngine
 from .geometry import features, linear_geometry, sparse_geometry
@@ -70,6 +80,11 @@ class SBSVM(BayesianClassifier):
         likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches and the ELBO subset.
+    stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
+        None uses the running count of rows seen (right for one pass; see ``bsvm.sbsvm.stream``).
+
+    ``fit`` also takes a Dask array and streams its blocks (``bsvm.sbsvm.dask_fit``); ``partial_fit``
+    takes a stream of in-memory chunks (``bsvm.sbsvm.stream``).
 
     Attributes
     ----------
@@ -81,11 +96,39 @@ class SBSVM(BayesianClassifier):
 
     _binary_only = True
 
+    # parameter table (bsvm/params.py), checked before the data; cross-checks stay in _check_params
+    _parameter_constraints = {
+        "variant": [StrOptions({"svi", "batch", "linear"})],
+        "kernel": [StrOptions({"rbf", "ard", "linear"}), Kernel],
+        "lengthscale": [None, positive()],
+        "variance": [positive()],
+        "n_inducing": [positive_int(), Interval(RealNotInt, 0, 1, closed="right")],
+        "inducing": [StrOptions({"kmeans", "random"}), "array-like"],
+        "batch_size": [positive_int()],
+        "max_iter": [positive_int()],
+        "learning_rate": [StrOptions({"auto", "robbins_monro", "adaptive"}),
+                          Interval(Real, 0, 1, closed="right")],
+        "tau": [non_negative()],
+        # Robbins-Monro: sum rho = inf and sum rho^2 < inf need kappa in (0.5, 1]
+        "kappa": [Interval(Real, 0.5, 1, closed="right")],
+        "optimize_hyperparameters": ["boolean"],
+        "hyper_every": [positive_int()],
+        "hyper_lr": [positive()],
+        "prior_variance": [positive()],
+        "elbo_every": [positive_int()],
+        "elbo_batch_size": [None, positive_int()],
+        "tol": [non_negative()],
+        "patience": [positive_int()],
+        "predictive": [StrOptions({"probit", "hinge"})],
+        "progress_every": [positive_int()],
+        "random_state": RANDOM_STATE,
+    }
+
     def __init__(self, variant="svi", kernel="rbf", lengthscale=None, variance=1.0, n_inducing=100,
                  inducing="kmeans", batch_size=256, max_iter=2000, learning_rate="auto", tau=1.0, kappa=0.6,
                  optimize_hyperparameters=True, hyper_every=5, hyper_lr=0.05, prior_variance=1.0,
                  elbo_every=10, elbo_batch_size=2000, tol=1e-5, patience=5, predictive="probit",
-                 progress_every=10, random_state=None):
+                 progress_every=10, random_state=None, stream_size=None):
         self.variant = variant
         self.kernel = kernel
         self.lengthscale = lengthscale
@@ -108,6 +151,7 @@ class SBSVM(BayesianClassifier):
         self.predictive = predictive
         self.progress_every = progress_every
         self.random_state = random_state
+        self.stream_size = stream_size
 
     # -- set-up ---------------------------------------------------------------------------------------------
     def _check_params(self, n):
@@ -172,6 +216,20 @@ class SBSVM(BayesianClassifier):
                          elbo_batch_size=self.elbo_batch_size, **kw)
 
     # -- fitting --------------------------------------------------------------------------------------------
+    def fit_iter(self, X, y):
+        self.__dict__.pop("_stream_state", None)  # fit starts afresh; a later partial_fit re-initialises
+        from .stream import is_dask_collection
+        if is_dask_collection(X) or is_dask_collection(y):
+            from .dask_fit import dask_fit_iter
+            return dask_fit_iter(self, X, y)
+        return super().fit_iter(X, y)
+
+    def partial_fit(self, X, y, classes=None):
+        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention); the first call
+        needs ``classes``. See ``bsvm.sbsvm.stream`` for what the first call fixes and how n is known."""
+        from .stream import partial_fit
+        return partial_fit(self, X, y, classes)
+
     def _iterate(self, X, y_index):
         n = X.shape[0]
         self._check_params(n)
@@ -181,7 +239,8 @@ class SBSVM(BayesianClassifier):
             geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(self.prior_variance))))
         else:
             geom = sparse_geometry(self._initial_kernel(X, rng), self._select_inducing(X, rng))
-        engine = SVIEngine(X, y, geom, self._config(n), rng)
+        # A Dask input arrives as a row proxy that brings its own engine (sums over rows as reductions)
+        engine = getattr(X, "make_svi_engine", SVIEngine)(X, y, geom, self._config(n), rng)
         state = engine.init(rng)
         elbo = engine.elbo(state)
         self.converged_ = False

@@ -13,6 +13,7 @@ from sklearn.svm import SVC
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
+from ..params import StrOptions, non_negative, non_negative_int, positive, positive_int
 from . import engine
 from .free_energy import prior_covariance
 from .kernel import SeegerKernel
@@ -59,6 +60,21 @@ class SeegerARD(BayesianClassifier):
     """
 
     _binary_only = True
+
+    # parameter table (bsvm/params.py), checked before the data
+    _parameter_constraints = {
+        "loss": [StrOptions(set(LOSSES))],
+        "n_factors": [non_negative_int()],
+        "predict_with": [StrOptions({"mean", "mode"})],
+        "max_iter": [non_negative_int()],
+        "tol": [non_negative()],
+        "inner_maxiter": [positive_int()],
+        "w_init": [positive()],
+        "C_init": [positive()],
+        "v_init": [positive()],
+        "jitter": [positive()],
+        "standardize": ["boolean"],
+    }
 
     def __init__(self, loss="svc", n_factors=3, predict_with="mean", max_iter=50, tol=1e-3,
                  inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True):

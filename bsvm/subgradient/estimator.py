@@ -14,6 +14,16 @@ import numpy as np
 
 from ..base import BayesianClassifier
 from ..diagnostics import ess_bulk
+from ..params import (
+    RANDOM_STATE,
+    Interval,
+    Real,
+    StrOptions,
+    non_negative,
+    non_negative_int,
+    positive,
+    positive_int,
+)
 from . import samplers as S
 from .features import fit_feature_map, transform
 from .gibbs import gibbs_init, gibbs_step
@@ -159,6 +169,34 @@ class SubgradientHMC(_HingeSampler):
     chain, sampling phase), step_size_, theta_ (current states), mode_ (pilot mode, laplace only),
     model_ (HingeModel), feature_map_, trace_index_.
     """
+
+    # parameter table (bsvm/params.py), checked before the data
+    _parameter_constraints = {
+        "sampler": [StrOptions(set(SAMPLERS))],
+        "c": [non_negative()],
+        "l": [Interval(Real, None, None, closed="neither")],
+        "n_samples": [positive_int()],
+        "n_burnin": [non_negative_int()],
+        "thin": [positive_int()],
+        "n_chains": [positive_int()],
+        "batch_size": [None, positive_int()],
+        # in whitened coordinates (laplace) a leapfrog or Langevin step beyond ~2 is unstable even on a
+        # unit Gaussian; 10 leaves room for the other preconditioners and rejects the absurd (1e6)
+        "step_size": [None, Interval(Real, 0, 10, closed="right")],
+        "n_leapfrog": [positive_int()],
+        "target_accept": [Interval(Real, 0, 1, closed="neither")],
+        "step_decay": [non_negative()],
+        "step_decay_b": [positive()],
+        "diffusion": [positive()],
+        "preconditioner": [None, StrOptions({"laplace", "adagrad"})],
+        "control_variates": ["boolean"],
+        "features": [None, StrOptions({"nystroem", "rff"})],
+        "n_components": [positive_int()],
+        "gamma": [None, positive()],
+        "record_every": [None, positive_int()],
+        "n_trace": [non_negative_int()],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, sampler="hmc", c=1.0, l=1.0, n_samples=500, n_burnin=500, thin=1, n_chains=4,
                  batch_size=None, step_size=None, n_leapfrog=10, target_accept=0.8, step_decay=0.0,
@@ -397,6 +435,24 @@ class GibbsSVM(_HingeSampler):
     """
 
     _binary_only = True
+
+    # parameter table (bsvm/params.py), checked before the data; c = 0 (a valid number, but then the
+    # posterior is the prior) is refused with its reason in _iterate
+    _parameter_constraints = {
+        "c": [non_negative()],
+        "l": [Interval(Real, None, None, closed="neither")],
+        "n_samples": [positive_int()],
+        "n_burnin": [non_negative_int()],
+        "thin": [positive_int()],
+        "n_chains": [positive_int()],
+        "init": [StrOptions({"laplace", "prior"})],
+        "features": [None, StrOptions({"nystroem", "rff"})],
+        "n_components": [positive_int()],
+        "gamma": [None, positive()],
+        "record_every": [None, positive_int()],
+        "n_trace": [non_negative_int()],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, c=1.0, l=1.0, n_samples=500, n_burnin=100, thin=1, n_chains=4, init="laplace",
                  features=None, n_components=100, gamma=None, record_every=None, n_trace=3,
