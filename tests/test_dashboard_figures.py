@@ -16,7 +16,6 @@ from bsvm.samples import load_sample  # noqa: E402
 from dashboard import figures  # noqa: E402
 from dashboard.analysis import Grid, evaluate, make_grid, pca2, prepare, thin_index  # noqa: E402
 from dashboard.methods import METHODS, Option  # noqa: E402
-from dashboard.runner import DONE, FAILED, RUNNING, STOPPED, LiveRun  # noqa: E402
 
 
 def _history(n, chains=3):
@@ -326,36 +325,6 @@ def test_heatmap_grid_puts_every_map_on_one_scale():
 
 
 # ------------------------------------------------------------------------------------- runs and methods
-
-
-def test_live_run_of_sbsvm_advances_in_chunks_and_stops_at_once():
-    pytest.importorskip("bsvm.sbsvm")
-    data = prepare(load_sample("ripley.csv"), seed=0)
-    est = METHODS["sbsvm"].make({"max_iter": 2000, "tol": 0.0, "n_inducing": 15}, seed=0)
-    run = LiveRun(est, data.X_train, data.y_train, max_iter=2000, status=RUNNING)
-    assert run.advance(0.0) == 1 and run.iteration == 0  # a zero budget still makes progress: one record
-    n = run.advance(0.05)
-    assert n >= 1 and run.status == RUNNING and 0 < run.iteration < 2000
-    # slow motion: one record per redraw however large the time budget, and the run keeps running
-    before = len(run.history)
-    assert run.advance(10.0, max_records=1) == 1 and len(run.history) == before + 1 and run.status == RUNNING
-    it = run.iteration
-    run.stop()
-    assert run.status == STOPPED and run.advance(1.0) == 0 and run.iteration == it
-    assert np.isfinite(figures.objective_curve(run.history).data[0].y).all()
-    # the stopped estimator predicts with the state it reached
-    assert est.predict_proba(data.X_test).shape == (len(data.y_test), 2)
-
-
-def test_live_run_finishes_and_reports_errors_as_text():
-    data = prepare(load_sample("moons.csv"), seed=0)
-    run = LiveRun(METHODS["platt"].make({}, seed=0), data.X_train, data.y_train, status=RUNNING)
-    while run.status == RUNNING:
-        run.advance(1.0)
-    assert run.status == DONE and run.fraction == 1.0
-    bad = LiveRun(PlattSVM(C=-1.0), data.X_train, data.y_train, status=RUNNING)
-    bad.advance(1.0)
-    assert bad.status == FAILED and "C" in bad.error
 
 
 def test_method_registry_drops_unknown_options_and_parses_url_values():
