@@ -484,7 +484,7 @@ def draws_csv(S: np.ndarray, names) -> bytes:
 
 
 def draws_netcdf(model) -> bytes | None:
-    """The estimator's ``to_arviz()`` DataTree as NetCDF-4 bytes (``arviz_base.from_netcdf`` reads it);
+    """The estimator's ``to_arviz()`` DataTree as NetCDF-4 bytes (``xarray.open_datatree`` and ArviZ read it);
     None when the estimator has no ``to_arviz``. Needs the h5netcdf package (the dashboard extra)."""
     if not hasattr(model, "to_arviz"):
         return None

@@ -173,7 +173,7 @@ if hasattr(est, "to_arviz"):
     k2.download_button("Draws (NetCDF, ArviZ)", data=lambda: draws_netcdf(est), file_name="draws.nc",
                        mime="application/x-netcdf", icon=":material/download:", on_click="ignore",
                        key="dl_draws_nc", help="The estimator's to_arviz() DataTree: posterior, sample_stats "
-                                               "and observed_data; arviz_base.from_netcdf reads it.")
+                                               "and observed_data; xarray.open_datatree and ArviZ read it.")
 else:
     k2.caption("NetCDF needs the estimator's `to_arviz()` (not available for this method yet).")
 if table is not None:
