@@ -390,6 +390,23 @@ def model_map(model, data, grid: Grid, title: str, *, truth=None, max_points: in
                      title=f"{title}: predicted class (opacity: confidence)", axis_titles=axes, height=height)
 
 
+def model_map_raw(model, data, grid: Grid, X_raw, y_raw, title: str, *, height: int = 430):
+    """A binary model's p(y = classes[1] | x) drawn in the data's raw (unstandardised) coordinates, so it
+    lines up with a canvas of raw points: the grid is mapped to the model's space with the data's
+    centre and scale; the method's own points and the truth (when known) are drawn in raw coordinates."""
+    from .analysis import overlay_points
+
+    Z = (grid.points - data.center) / data.scale
+    P = model.predict_proba(Z)
+    overlay, overlay_name = overlay_points(model)
+    if overlay is not None:
+        overlay = overlay * data.scale + data.center
+    truth = data.true_proba(Z) if data.truth else None
+    return proba_heatmap(grid, P[:, 1], np.asarray(X_raw), np.asarray(y_raw), data.classes, overlay=overlay,
+                         overlay_name=overlay_name, truth=truth, axis_titles=tuple(data.feature_names),
+                         title=f"{title}: p(y = {data.classes[1]} | x)", height=height)
+
+
 def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *, title: str,
                   colorbar_title: str = "", height: int = 430, zmax=None, axis_titles=("x1", "x2")):
     """A map of a non-negative quantity (entropy, latent variance) on a colour scale from 0 to ``zmax``

@@ -198,7 +198,13 @@ def playground_refit(data: Prepared) -> None:
         model = safe(_fitted, data.key, method.key, repr(sorted(opts.items())), seed, data, method, opts,
                      what=f"Fitting {method.label}")
     if model is not None:
-        fig = proba_map(model, data, method.label, n=50)
+        from .playground import click_grid
+
+        pg = st.session_state["playground"]
+        pts = click_grid(pg, 2)  # the canvas's corners
+        grid = analysis.Grid(np.linspace(pts[0, 0], pts[-1, 0], 50), np.linspace(pts[0, 1], pts[-1, 1], 50))
+        fig = safe(figures.model_map_raw, model, data, grid, pg.X, pg.y, method.label, what="Prediction")
         if fig is not None:
             chart(fig, key="pg_map", name="playground_map")
-            st.caption("The map is in the model's coordinates (standardised if chosen on the left).")
+            st.caption("The refitted model on the canvas's coordinates: white is p = 0.5"
+                       + (", dotted lines the generator's true p(y|x)." if data.truth else "."))

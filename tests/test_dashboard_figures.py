@@ -567,3 +567,17 @@ def test_draws_netcdf_round_trips_through_the_estimators_datatree():
         tree = xr.open_datatree(fh.name, engine="h5netcdf")
         np.testing.assert_allclose(tree["posterior"]["w"].values, np.arange(24.0).reshape(2, 4, 3))
     assert A.draws_netcdf(object()) is None
+
+
+def test_playground_map_lines_up_with_the_raw_canvas():
+    pg = PG.generate("ripley", 120, seed=2)
+    data = prepare(pg.loaded(), standardize=True, seed=0, truth=pg.truth[0], truth_kw=pg.truth[1])
+    est = METHODS["platt"].make({}, seed=0).fit(data.X_train, data.y_train)
+    grid = Grid(np.linspace(-1.5, 1.2, 9), np.linspace(-0.4, 1.2, 7))
+    fig = figures.model_map_raw(est, data, grid, pg.X, pg.y, "Platt")
+    model_pts = (grid.points - data.center) / data.scale  # the raw grid in the model's coordinates
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), grid.reshape(est.predict_proba(model_pts)[:, 1]))
+    (truth,) = [t for t in fig.data if t.type == "contour"]
+    np.testing.assert_allclose(np.asarray(truth.z), grid.reshape(GENERATORS["ripley"].proba(grid.points)))
+    (sv,) = [t for t in fig.data if t.name == "support vectors"]
+    np.testing.assert_allclose(sv.x, est.support_vectors_[:, 0] * data.scale[0] + data.center[0])
