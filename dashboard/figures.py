@@ -363,7 +363,10 @@ def class_map(grid: Grid, P: np.ndarray, X=None, y=None, classes=(), *, overlay=
                        "hoverongaps": False,
                        "hovertemplate": _hover(axis_titles, f"class {name}, p=%{{z:.3f}}")})
     if X is not None:
-        traces += _point_traces(X, y, classes)
+        points = _point_traces(X, y, classes)
+        for tr in points:  # a dark rim: the points sit on regions of their own colour
+            tr["marker"]["line"] = {"width": 0.8, "color": "#222"}
+        traces += points
     if overlay is not None and len(overlay):
         traces.append(_overlay_trace(overlay, overlay_name))
     return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
@@ -628,7 +631,10 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
             fig.add_trace(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(p1), zmin=0, zmax=1,
                                      colorscale=PROBA_SCALE, showscale=(k == 0),
                                      colorbar=dict(title="p", len=0.8)), row=r, col=c)
-        _points(fig, X, y, classes, row=r, col=c, showlegend=(k == 0))
+        for tr in _point_traces(X, y, classes, showlegend=(k == 0)):
+            if P.ndim == 2 and P.shape[1] > 2:  # a dark rim on regions of the points' own colour
+                tr["marker"]["line"] = {"width": 0.8, "color": "#222"}
+            fig.add_trace(go.Scatter(tr), row=r, col=c)
     fig = _layout(fig, f"{subtitle}, one colour scale", rows * height_per_row + 40, legend=LEGEND_BELOW)
     fig.update_layout(margin=dict(t=85), plot_bgcolor="white")  # subplot titles sit under the figure title
     return fig
