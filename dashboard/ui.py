@@ -103,9 +103,10 @@ def presentation_toggle() -> None:
                 "html, body, [data-testid='stAppViewContainer'] {font-size: 20px;}"
                 "[data-testid='stMarkdownContainer'] p, [data-testid='stMarkdownContainer'] li "
                 "{font-size: 1.1rem; line-height: 1.45;}"
-                "[data-testid='stMainBlockContainer'] {padding: 1.2rem 1.5rem 2rem 1.5rem; max-width: 100%;}"
+                "[data-testid='stMainBlockContainer'] {padding: 3.6rem 1.5rem 2rem 1.5rem; max-width: 100%;}"
                 "h1 {font-size: 2.1rem !important; padding-top: 0.2rem !important;}"
-                "[data-testid='stSidebar'] {min-width: 220px !important; max-width: 240px !important;}"
+                "[data-testid='stSidebar'] {min-width: 270px !important; max-width: 270px !important;}"
+                "[data-testid='stSidebar'] [data-testid='stMarkdownContainer'] p {font-size: 0.95rem;}"
                 "[data-testid='stWidgetLabel'] p {font-size: 1.05rem !important;}"
                 "</style>")
 
@@ -116,6 +117,9 @@ def styled(fig):
         return fig
     fig = go.Figure(fig)
     fig.update_layout(font={"size": 17}, title_font={"size": 21}, legend_font={"size": 16})
+    # Streamlit's chart theme sets its own axis fonts: name the sizes on the axes themselves
+    fig.update_xaxes(tickfont_size=15, title_font_size=17)
+    fig.update_yaxes(tickfont_size=15, title_font_size=17)
     return fig
 
 
