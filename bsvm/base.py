@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from threadpoolctl import ThreadpoolController
 
-from .data import check_fit_data, check_predict_data
+from .data import check_fit_data, check_input_scale, check_predict_data
 from .params import validate_params
 
 # -- BLAS threads ------------------------------------------------------------------------------------------
@@ -111,8 +111,13 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
     _binary_only = False
     #: BLAS threads while the engine runs (see fit_iter); None leaves the library default
     _blas_threads = 1
+    #: the fewest training rows a class may have (methods that cope with fewer lower it)
+    _min_per_class = 2
     #: the parameter table (bsvm/params.py); every estimator overrides it with one entry per parameter
     _parameter_constraints: dict = {}
+    #: how the method treats the scale of its inputs: "adaptive", "unit" or "standardizes"
+    #: (bsvm.data.check_input_scale says what each means and when fit warns); see _input_scale_rule
+    _input_scale = "adaptive"
 
     # -- to be provided by each method -------------------------------------------------------------------
     def _iterate(self, X: np.ndarray, y_index: np.ndarray) -> Iterator[tuple[int, dict, dict]]:
@@ -131,7 +136,8 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         """Fit to ``X`` (n_samples, n_features) and labels ``y`` (any two or more values). Returns self.
 
         progress : None (default) shows a progress bar (tqdm: terminal or notebook) if the fit is still
-            running after 2 seconds; True shows it at once; False never.
+            running after 2 seconds and the session is interactive (a terminal or a notebook, not a log
+            file or a test run); True shows it at once, anywhere; False never.
         """
         bar = self._progress_bar(progress)
         try:
@@ -156,8 +162,10 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         # The data check sets classes_ etc.; run it on a shallow copy so a caller that never iterates
         # leaves this estimator untouched, and copy those attributes over when the fit starts.
         probe = copy.copy(self)
-        X, y_index = check_fit_data(probe, X, y, binary_only=self._binary_only)
+        X, y_index = check_fit_data(probe, X, y, binary_only=self._binary_only,
+                                    min_per_class=self._min_per_class)
         data_attrs = {k: probe.__dict__.get(k, _MISSING) for k in _DATA_ATTRS}
+        check_input_scale(probe, X, self._input_scale_rule())
         from .cost import check_cost
         check_cost(self, X.shape[0], X.shape[1], len(probe.classes_))
         return self._fit_steps(X, y_index, data_attrs)
@@ -193,9 +201,17 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
                 yield record
         except GeneratorExit:
             raise  # the consumer stopped early: keep the state reached (the fit_iter contract)
+        except _NUMERICAL as exc:
+            self._restore_fitted_state(saved)
+            raise NumericalError(_numerical_message(self, exc, X)) from exc
         except BaseException:
             self._restore_fitted_state(saved)
             raise
+
+    def _input_scale_rule(self) -> str:
+        """The input-scale rule for the current parameters (methods whose rule depends on a parameter
+        override this)."""
+        return self._input_scale
 
     # -- roll-back -----------------------------------------------------------------------------------------
     def _fitted_state(self, deep=False) -> dict:
@@ -247,7 +263,7 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         return None
 
     def _progress_bar(self, progress):
-        if progress is False:
+        if progress is False or (progress is None and not _interactive()):
             return None
         from tqdm.auto import tqdm
 
@@ -272,6 +288,46 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+class NumericalError(ValueError):
+    """An engine failed numerically (a factorisation, an overflow); the message names the likely cause."""
+
+
+_NUMERICAL = (np.linalg.LinAlgError, FloatingPointError, ZeroDivisionError, OverflowError)
+
+
+def _numerical_message(estimator, exc: BaseException, X: np.ndarray) -> str:
+    """Say what failed and what in the data most likely caused it (checked: magnitudes, column spread)."""
+    from .data import column_scales
+
+    name = type(estimator).__name__
+    sd = column_scales(X) if X.size else np.zeros(0)
+    live = sd[np.isfinite(sd) & (sd > 0)]
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    hints = []
+    if top > 1e3 or (live.size and live.min() < 1e-3):
+        spread = f" and column scales range from {live.min():.3g} to {live.max():.3g}" if live.size else ""
+        hints.append(f"the features reach |x| = {top:.3g}{spread}")
+    elif live.size and live.max() / live.min() > 1e3:
+        hints.append(f"column scales differ by a factor of {live.max() / live.min():.3g}")
+    if X.shape[0] <= X.shape[1] + 1:
+        hints.append(f"there are only {X.shape[0]} rows for {X.shape[1]} features")
+    cause = (f"likely cause: {'; '.join(hints)}. Standardise the features (sklearn.preprocessing."
+             "StandardScaler) and use more rows than features" if hints else
+             "the data looked ordinary (standardised scales, more rows than features): please report this "
+             "as a bug with the data and settings")
+    return f"{name} failed numerically ({type(exc).__name__}: {exc}); {cause}."
+
+
+def _interactive() -> bool:
+    """A terminal or a Jupyter kernel: where a progress bar is read rather than logged."""
+    import sys
+
+    if "ipykernel" in sys.modules:
+        return True
+    stream = sys.stderr
+    return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
 
 
 def _update_bar(bar, record: Progress) -> None:

@@ -40,10 +40,26 @@ FINISHED = (DONE, FAILED, CANCELLED)
 
 #: The Train page's redraw period (its fragment's ``run_every``) and the live map's grid size. The
 #: dashboard benchmark uses the same numbers.
-REDRAW_SECONDS = 0.25
+REDRAW_SECONDS = 0.2
 MAP_GRID = 45
 
+#: A run in the dashboard keeps at most about this many progress records: past 2 x MAX_RECORDS the
+#: older ones are thinned evenly to MAX_RECORDS (the first and the newest always kept). An endless
+#: S-BSVM run makes ~50 records a second, ~1 KB each; the live figures draw 600 points per curve anyway.
+#: ``fit()`` outside the dashboard keeps every record.
+MAX_RECORDS = 5000
+
 _ids = itertools.count(1)
+
+
+def _thin_history(estimator) -> None:
+    """Bound a long run's ``history_`` (called by the worker between records, when nothing else
+    appends). fit_iter appends to whatever list ``history_`` is, so replacing it is safe."""
+    h = getattr(estimator, "history_", None)
+    if h is None or len(h) <= 2 * MAX_RECORDS:
+        return
+    keep = sorted(set(int(round(i * (len(h) - 2) / (MAX_RECORDS - 1))) for i in range(MAX_RECORDS)))
+    estimator.history_ = [h[i] for i in keep] + [h[-1]]
 
 
 def _message(exc: BaseException) -> str:
@@ -226,16 +242,21 @@ class Run:
                             gen.close()
                     self._thread = None if self._thread is threading.current_thread() else self._thread
                     return
-                if self._gen is None:
-                    try:  # fit_iter checks the parameters when called, before the first record
-                        self._gen = self.estimator.fit_iter(self.X, self.y)
-                    except Exception as exc:  # noqa: BLE001 - a refused fit ends the run, not the page
+                gen = self._gen
+            if gen is None:
+                # fit_iter checks the parameters, the data and the cost when called (outside the lock:
+                # the controls must not wait for it); a refusal ends the run with its message
+                try:
+                    gen = self.estimator.fit_iter(self.X, self.y)
+                except Exception as exc:  # noqa: BLE001 - a refused fit ends the run, not the page
+                    with self._lock:
                         self.error = _message(exc)
                         self.status = self._want = FAILED
                         self.finished_at = time.perf_counter()
                         self._thread = None
-                        return
-                gen = self._gen
+                    return
+                with self._lock:
+                    self._gen = gen
             t0 = time.perf_counter()
             try:
                 next(gen)
@@ -256,6 +277,7 @@ class Run:
                     self._thread = None
                     return
                 self.records += 1
+                _thin_history(self.estimator)
                 self.view = copy.copy(self.estimator)
                 if self._steps_left is not None:
                     self._steps_left -= 1

@@ -209,7 +209,9 @@ def current_data() -> Prepared | None:
         data = prepare(loaded, c["features"] or None, c["std"], float(c["test"]), int(c["seed"]),
                        truth=truth, key=key, truth_kw=truth_kw)
     except ValueError as exc:
-        st.error(f"The data could not be used: {exc}")
+        up = st.session_state.get("upload") if c["sample"] == UPLOAD else None
+        where = f" ({up['name']})" if up else ""
+        st.error(f"The data could not be used{where}: {exc}")
         return None
     st.session_state["data"] = data
     for item in registry().halt_data(key, "the data changed"):

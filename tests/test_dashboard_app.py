@@ -419,3 +419,53 @@ def test_a_binary_only_method_on_three_classes_says_why_it_was_replaced():
     at.switch_page("views/compare.py").run()
     _ok(at)
     assert any("two classes only" in c.value for c in at.caption)
+
+
+def test_train_page_shows_the_cost_and_refuses_a_run_that_cannot_fit():
+    cost = pytest.importorskip("bsvm.cost")
+    at = _app(sample="ripley.csv", method="platt")
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert any("Estimated cost" in c.value for c in at.caption), [c.value for c in at.caption]
+    assert not _button(at, "Start").disabled
+    with cost.limits(max_memory=1):  # a one-byte ceiling: nothing fits
+        at.run()
+        _ok(at)
+        assert any("cannot fit in memory" in e.value for e in at.error), [e.value for e in at.error]
+        assert _button(at, "Start").disabled and _button(at, "Step").disabled
+
+
+def test_a_long_run_keeps_a_bounded_history(monkeypatch):
+    import dashboard.runner as runner
+
+    class Endless:
+        def fit_iter(self, X, y):
+            self.history_ = []
+            for i in range(1, 101):
+                rec = Progress(i, 0.001 * i, {"elbo": float(i)}, {})
+                self.history_.append(rec)
+                yield rec
+
+    monkeypatch.setattr(runner, "MAX_RECORDS", 10)
+    run = Run(Endless(), None, None)
+    run.start()
+    assert run.join(10) and run.status == "done" and run.records == 100
+    its = [r.iteration for r in run.history]
+    assert len(its) <= 20 and its[0] == 1 and its[-1] == 100 and its == sorted(its)
+
+
+def test_a_big_upload_is_parsed_by_a_background_job():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(110_000, 2))
+    rows = "\n".join(f"{a:.6f},{b:.6f},{int(a + b > 0)}" for a, b in X)
+    content = ("u,v,label\n" + rows + "\n").encode()
+    assert len(content) > 2 * 2**20  # above the Data page's BIG_UPLOAD (2 MB): parsed in the background
+    at = _upload(_app(), content, name="big.csv")
+    _ok(at)
+    job = at.session_state["_registry"].get("csv")
+    assert job is not None and job.meta["key"] == at.session_state["upload"]["digest"]
+    _until(lambda: job.status == "done")
+    _until(lambda: any(m.label == "training rows" for m in at.metric), at=at)
+    _ok(at)
+    assert int({m.label: m.value for m in at.metric}["features"]) == 2
+    assert not _workers()

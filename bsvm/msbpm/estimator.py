@@ -158,6 +158,11 @@ class MSBPM(BayesianClassifier):
         where ``rank_tol`` truncates the eigenvalues of K instead).
     coef_map_ : (N, r) U w^-1/2 mapping the sampled rkhs coordinates to kernel weights (None for
         "coefficients"); nugget_ : the absolute nugget used (0 for "coefficients").
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "adaptive" with ``gamma="scale"`` or the linear
+    kernel (gamma follows the data's variance, and eq. 4's likelihood is scale invariant); fit warns when
+    column standard deviations differ by more than 1e3, as one gamma serves every column. A numeric gamma:
+    "unit".
     """
 
     # parameter table (bsvm/params.py), checked before the data; cross-checks stay in _check_params
@@ -182,6 +187,10 @@ class MSBPM(BayesianClassifier):
         "record_every": [positive_int()],
         "random_state": RANDOM_STATE,
     }
+
+    def _input_scale_rule(self):
+        # gamma="scale" follows the data's variance, and eq. 4's likelihood is scale invariant
+        return "adaptive" if self.kernel == "linear" or self.gamma == "scale" else "unit"
 
     def __init__(self, kernel="rbf", gamma="scale", nu=1.0, prior="rkhs", nugget=0.6, prior_scale=1.0,
                  bias_scale=1.0, rank_tol=1e-10, n_chains=16, n_samples=100, burn_in=300, thin=8,

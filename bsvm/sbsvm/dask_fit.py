@@ -1,8 +1,9 @@
 """``SBSVM.fit`` on a Dask array: the same fit (``SBSVM._iterate``, its set-up rules, schedule and stopping
 test), with the data reached block by block, so the whole array is never in memory at once.
 
-The estimator receives a :class:`DaskRows` proxy in place of the array. Its set-up rules (median
-length scale, k-means inducing points) gather only the rows they sample, with the same random draws as
+The estimator receives a :class:`DaskRows` proxy in place of the array (and the labels in memory: one
+integer per row). Its set-up rules (column statistics as reductions, median length scale, k-means
+inducing points) gather only the rows they sample, with the same random draws as
 for a NumPy array (they look at every row only when n <= 20,000, for the duplicate count, and then
 gather that small array once). The proxy then supplies the engine:
 
@@ -20,12 +21,14 @@ gather that small array once). The proxy then supplies the engine:
 
 from __future__ import annotations
 
-import time
+import copy
 
 import numpy as np
 
-from ..base import BayesianClassifier, Progress, _blas_limit
+from ..base import _DATA_ATTRS, _MISSING, BayesianClassifier
+from ..cost import check_cost
 from ..data import MULTICLASS_HINT, _reject_nonfinite
+from ..params import validate_params
 from . import elbo as E
 from .distributed import DaskReduceEngine, tree_sum
 from .engine import SVIEngine
@@ -83,7 +86,10 @@ def check_dask_fit_data(est, X, y):
     est.classes_ = classes
     est.n_features_in_ = int(X.shape[1])
     is_one = y == classes[1]
-    return X, da.where(is_one, 1.0, -1.0), da.where(is_one, 1, 0)
+    # The labels (one small integer per row) are gathered for the estimator's own rules (subsets, the
+    # ELBO rows); X never is. The workers read the -1/+1 labels block by block from the Dask array.
+    y_index = np.asarray(is_one.astype(np.int8).compute(), dtype=np.intp)
+    return X, da.where(is_one, 1.0, -1.0), y_index
 
 
 class DaskRows:
@@ -105,6 +111,19 @@ class DaskRows:
             return np.asarray(self.X[idx].compute(), dtype=np.float64)
         uniq, inverse = np.unique(np.asarray(idx), return_inverse=True)
         return np.asarray(self.X[uniq].compute(), dtype=np.float64)[inverse]
+
+    # column statistics and the affine standardisation the estimator may apply, kept lazy
+    def mean(self, axis=None):
+        return np.asarray(self.X.mean(axis=axis).compute(), dtype=np.float64)
+
+    def std(self, axis=None):
+        return np.asarray(self.X.std(axis=axis).compute(), dtype=np.float64)
+
+    def __sub__(self, other):
+        return DaskRows(self.X - np.asarray(other), self.y_pm)
+
+    def __truediv__(self, other):
+        return DaskRows(self.X / np.asarray(other), self.y_pm)
 
     def __array__(self, dtype=None, copy=None):
         size = self.shape[0] * self.shape[1] * 8
@@ -168,30 +187,19 @@ class DaskStreamEngine(SVIEngine):
 
 
 def dask_fit_iter(est, X, y):
-    """``fit_iter`` for Dask input: validation, then the estimator's own ``_iterate`` on a
-    :class:`DaskRows` proxy, wrapped in :class:`Progress` records as ``BayesianClassifier.fit_iter`` does."""
-    X, y_pm, y_index = check_dask_fit_data(est, X, y)
+    """``fit_iter`` for Dask input, as ``BayesianClassifier.fit_iter`` does it: the parameter table, the
+    data checks (here without computing X), the cost guard, then the shared loop ``_fit_steps`` (progress
+    records, roll-back on failure) over the estimator's own ``_iterate`` on a :class:`DaskRows` proxy."""
+    validate_params(est)
+    probe = copy.copy(est)  # the checks set classes_ etc.; the fit copies them over when it starts
+    X, y_pm, y_index = check_dask_fit_data(probe, X, y)
     if est.variant == "batch":
         est._check_params(X.shape[0])  # its own n <= 4000 limit, before anything is computed
         import dask
 
         Xc, yc = dask.compute(X, y)
-        yield from BayesianClassifier.fit_iter(est, Xc, yc)
-        return
-    steps = est._iterate(DaskRows(X, y_pm), y_index)
-    est.history_ = []
-    est.n_iter_ = 0
-    compute = 0.0
-    while True:
-        resumed = time.perf_counter()
-        with _blas_limit(est._blas_threads):
-            try:
-                iteration, metrics, snapshot = next(steps)
-            except StopIteration:
-                return
-        compute += time.perf_counter() - resumed
-        record = Progress(int(iteration), compute, dict(metrics), dict(snapshot))
-        est.n_iter_ = record.iteration
-        est.fit_time_ = compute
-        est.history_.append(record)
-        yield record
+        return BayesianClassifier.fit_iter(est, Xc, yc)
+    data_attrs = {k: probe.__dict__.get(k, _MISSING) for k in _DATA_ATTRS}
+    # memory: the engine holds one block (or one block's reduction) at a time, so the block is the "n"
+    check_cost(est, max(X.chunks[0]), X.shape[1], len(probe.classes_))
+    return est._fit_steps(DaskRows(X, y_pm), y_index, data_attrs)

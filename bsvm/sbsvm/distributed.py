@@ -4,7 +4,7 @@ reduction over the array's blocks.
 **Why reductions, not dask-ml's ``Incremental``.** ``Incremental`` calls ``partial_fit`` on one block
 after another, shipping the model from worker to worker: the blocks are visited in sequence, so a
 cluster of W workers is no faster than one, and the result depends on the block order. The S-BSVM
-updates, by contrast, need the data only through sums over rows (NOTES.md item 2, engine docstring):
+updates, by contrast, need the data only through sums over rows (docs/sbsvm.md sec. 4, engine docstring):
 
     eta1_hat = sum_i phi_i y_i (1 + alpha_i^-1/2),       P_hat = I + sum_i alpha_i^-1/2 phi_i^T phi_i,
     ELBO     = sum_i [-1 + y_i a_i - sqrt(B_i)] - KL,    d ELBO / d theta = sum_i (row terms) + KL term,
@@ -95,20 +95,31 @@ class DaskReduceEngine(SVIEngine):
         g = np.concatenate([eta1_hat - state.eta1, (state.P - P_hat).ravel() * 0.5])
         return g, eta1_hat, P_hat, None, float(total[-1])
 
-    def _hyper_step(self, state: SVIState, batch) -> SVIState:
+    def _hyper_gradient(self, state: SVIState, batch=None) -> np.ndarray:
+        """d (ELBO + log p(theta)) / d theta at the state's q(u), as one reduction over the blocks."""
         geom = state.geom
-        if geom.kind == "linear":
-            return super()._hyper_step(state, batch)  # needs q only, no data
         post = E.moments(state.eta1, state.P)
         grad = tree_sum(self.dX, self.dy, ("hyper", geom, post))
         # every block's gradient carries the KL term once; keep it once in all
-        d = geom.inducing.shape[1]
-        kl_only = E.hyper_gradient(geom, np.zeros((0, d)), np.zeros(0), np.zeros((0, post.m.size)),
-                                   np.zeros((0, post.m.size)), np.zeros(0), post, 1.0)
+        p, d = post.m.size, geom.inducing.shape[1]
+        kl_only = E.hyper_gradient(geom, np.zeros((0, d)), np.zeros(0), np.zeros((0, p)), np.zeros((0, p)),
+                                   np.zeros(0), post, 1.0)
         grad = grad - (self.n_blocks - 1) * kl_only
+        prior_mean = getattr(self.config, "prior_mean", None)  # a prior on the log-hyperparameters
+        if prior_mean is not None:
+            grad = grad - (geom.kernel.theta - prior_mean) / np.asarray(self.config.prior_std) ** 2
+        return grad
+
+    def _hyper_step(self, state: SVIState, batch, grad=None) -> SVIState:
+        geom = state.geom
+        if geom.kind == "linear":
+            return super()._hyper_step(state, batch)  # needs q only, no data
+        if grad is None:
+            grad = self._hyper_gradient(state)
         # the rest as in SVIEngine._hyper_step: Adam step, then q(u) re-expressed in the new coordinates
         step, adam = adam_ascent(state.adam, grad, self.config.hyper_lr)
-        theta = np.clip(geom.kernel.theta + step, *THETA_BOUNDS)
+        bounds = getattr(self.config, "theta_bounds", None) or THETA_BOUNDS
+        theta = np.clip(geom.kernel.theta + step, *bounds)
         new = sparse_geometry(geom.kernel.with_theta(theta), geom.inducing)
         Q = geom.Linv @ new.L
         P = Q.T @ state.P @ Q

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.cluster import kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
@@ -77,7 +80,7 @@ class SBSVM(BayesianClassifier):
         by at most tol * |ELBO| (a stagnation test that tolerates the jitter of stochastic steps);
         tol=0 disables the test, so the run goes to max_iter.
     predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
-        likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
+        likelihood); both are corrected forms of eq. 13 (docs/sbsvm.md sec. 6).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches and the ELBO subset.
     stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
@@ -92,6 +95,15 @@ class SBSVM(BayesianClassifier):
     mean_, cov_ : q(u) = N(mean_, cov_) in the paper's coordinates (primal weights+bias for "linear").
     elbo_ : last computed ELBO.  converged_ : whether the tolerance test stopped the run.
     coef_, intercept_ : posterior mean weights (linear variant only).
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "adaptive". The length scale starts at the median
+    pairwise distance and the kernel hyperparameters are bounded relative to their starting values
+    (1e-3..1e4 times); the linear variant's weight prior variance is bounded relative to 1 / (mean feature
+    variance). So a rescaled copy of the data (x 1e6 or 1e-6) gives the same fit. One length scale serves
+    every column with ``kernel="rbf"``, so fit warns (``DataScaleWarning``) when column standard
+    deviations differ by more than 1e3: standardise, or use ``kernel="ard"``. A hyperparameter that ends
+    the fit at a bound raises a ``ConvergenceWarning``. With a fixed ``lengthscale`` or a kernel object
+    the rule is "unit".
     """
 
     _binary_only = True
@@ -122,7 +134,13 @@ class SBSVM(BayesianClassifier):
         "predictive": [StrOptions({"probit", "hinge"})],
         "progress_every": [positive_int()],
         "random_state": RANDOM_STATE,
+        "stream_size": [None, positive_int()],
     }
+
+    def _input_scale_rule(self):
+        # the median-heuristic length scale and hyperparameter bounds relative to it (the linear variant:
+        # prior-variance bounds relative to the features' variance) adapt to the data's overall scale
+        return "adaptive" if self.lengthscale is None and isinstance(self.kernel, str) else "unit"
 
     def __init__(self, variant="svi", kernel="rbf", lengthscale=None, variance=1.0, n_inducing=100,
                  inducing="kmeans", batch_size=256, max_iter=2000, learning_rate="auto", tau=1.0, kappa=0.6,
@@ -217,7 +235,6 @@ class SBSVM(BayesianClassifier):
 
     # -- fitting --------------------------------------------------------------------------------------------
     def fit_iter(self, X, y):
-        self.__dict__.pop("_stream_state", None)  # fit starts afresh; a later partial_fit re-initialises
         from .stream import is_dask_collection
         if is_dask_collection(X) or is_dask_collection(y):
             from .dask_fit import dask_fit_iter
@@ -225,14 +242,18 @@ class SBSVM(BayesianClassifier):
         return super().fit_iter(X, y)
 
     def partial_fit(self, X, y, classes=None):
-        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention); the first call
-        needs ``classes``. See ``bsvm.sbsvm.stream`` for what the first call fixes and how n is known."""
+        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention). The first call
+        needs ``classes``, unless it continues a ``fit``. ``bsvm.sbsvm.stream`` says what the first call
+        fixes and how n is known."""
         from .stream import partial_fit
         return partial_fit(self, X, y, classes)
 
     def _iterate(self, X, y_index):
         n = X.shape[0]
         self._check_params(n)
+        # fit starts afresh; a later partial_fit goes on from it with n = these rows (bsvm.sbsvm.stream)
+        self.__dict__.pop("_stream_state", None)
+        self._n_fit_rows = int(n)
         y = self._encode_binary(y_index)
         rng = np.random.default_rng(self.random_state)
         if self.variant == "linear":
@@ -262,6 +283,13 @@ class SBSVM(BayesianClassifier):
                 yield it, self._metrics(state, elbo, info.rho), self._snapshot()
             if self.converged_:
                 break
+        pinned = engine.pinned(state)
+        if pinned and self.optimize_hyperparameters:
+            warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
+                          "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
+                          "the features' variance): the data's scale or the kernel does not suit the "
+                          "model; standardise the features or choose another kernel.", ConvergenceWarning,
+                          stacklevel=2)
 
     def _store(self, state, elbo):
         """Expose the state reached as fitted attributes (called before every yield)."""

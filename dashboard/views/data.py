@@ -71,7 +71,7 @@ with left:
                 if frame is not None:
                     st.caption(f"Uploaded: {up['name']} ({frame.shape[0]} rows, {frame.shape[1]} columns)")
             except ValueError as exc:
-                st.error(f"This file cannot be used: {exc}")
+                st.error(f"{up['name']} cannot be used: {exc}")
         state.bind(st.checkbox, "dropna", "Drop rows with missing values",
                    help="Rows with an empty (or non-numeric, such as '?') feature or label are dropped "
                         "instead of refusing the file.")

@@ -5,8 +5,6 @@ flags through callbacks and return at once, and a fragment redraws the newest pr
 ``REDRAW_SECONDS``, updating its charts in place (dashboard/livechart.py).
 """
 
-import time
-
 import streamlit as st
 
 from dashboard import figures, state, ui
@@ -24,9 +22,6 @@ from dashboard.runner import (
 )
 
 PAGE = "train"
-#: the live map is recomputed at most this often (a prediction on the grid is the costliest part of a
-#: redraw, and it would take the CPU from the fit it shows)
-MAP_SECONDS = 0.5
 
 st.title("Train")
 data = state.require_data()
@@ -66,23 +61,34 @@ with left:
 
 
 def cost_estimate():
-    """The estimator's own cost estimate for this data (None when it has none), and whether it fits."""
+    """The estimator's cost estimate for this data (bsvm.cost, the same check ``fit`` makes before it
+    allocates anything): (cost or None, refusal message or "", warning or "")."""
     est = ui.safe(method.make, dict(opts), int(c["seed"]), what=f"Setting up {method.label}")
-    if est is None or not hasattr(est, "estimate_cost"):
-        return None, True
+    if est is None or not hasattr(est, "estimate_cost"):  # a library without cost guards
+        return None, "", ""
+    n, d, k = len(data.y_train), data.n_features, len(data.classes)
     try:
-        cost = est.estimate_cost(len(data.y_train), data.n_features, len(data.classes))
-    except Exception as exc:  # noqa: BLE001 - an estimate that fails must not block the page
-        st.caption(f"No cost estimate: {type(exc).__name__}: {exc}")
-        return None, True
-    mem = float(getattr(cost, "memory_bytes", 0) or 0)
-    try:
-        import psutil
+        import warnings
 
-        avail = float(psutil.virtual_memory().available)
+        from bsvm.cost import check_cost
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cost = check_cost(est, n, d, k)
+        return cost, "", " ".join(str(w.message) for w in caught)
     except ImportError:
-        avail = float("inf")
-    return cost, mem <= avail
+        pass
+    except ValueError as exc:  # CostError: fit would refuse, with the estimate and what to do instead
+        try:
+            return est.estimate_cost(n, d, k), str(exc), ""
+        except Exception:  # noqa: BLE001
+            return None, str(exc), ""
+    except Exception as exc:  # noqa: BLE001 - an estimate that fails must not block the page
+        return None, "", f"No cost estimate: {type(exc).__name__}: {exc}"
+    try:
+        return est.estimate_cost(n, d, k), "", ""
+    except Exception as exc:  # noqa: BLE001
+        return None, "", f"No cost estimate: {type(exc).__name__}: {exc}"
 
 
 # -- controls: callbacks run before the script, so the buttons are drawn with the new state ------------
@@ -162,17 +168,16 @@ def on_slow():
 with right:
     if msg := st.session_state.pop("train_msg", None):
         st.error(msg)
-    cost, fits = (None, True) if busy else cost_estimate()
-    if cost is not None:
-        mb = float(getattr(cost, "memory_bytes", 0) or 0) / 2**20
-        secs = getattr(cost, "seconds", None)
-        text = f"Estimated cost on {len(data.y_train)} rows: about {mb:,.0f} MB" + (
-            f", roughly {float(secs):,.1f} s" if secs is not None else "") + "."
-        hint = getattr(cost, "hint", "")
-        if fits:
-            st.caption(text + (f" {hint}" if hint and mb > 500 else ""))
-        else:
-            st.error(f"{text} That is more memory than this machine has free, so Start is off. {hint}")
+    cost, refused, warned = (None, "", "") if busy else cost_estimate()
+    fits = not refused
+    if refused:
+        st.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
+    elif cost is not None:
+        describe = cost.describe() if hasattr(cost, "describe") else \
+            f"about {float(cost.memory_bytes) / 2**20:,.0f} MB and {float(cost.seconds):,.1f} s"
+        st.caption(f"Estimated cost on {len(data.y_train):,} rows: {describe}.")
+    if warned:
+        st.warning(warned, icon=":material/schedule:")
     status = run.status if run is not None else None
     can_resume = run is not None and run.can_resume and not stale
     b = st.columns(6)
@@ -206,56 +211,57 @@ with right:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
             st.info(f"Stopped because {r.note}. **Continue** resumes it.", icon=":material/stop_circle:")
-        total = f" / {r.max_iter}" if r.max_iter else ""
-        shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
-        st.progress(r.fraction, text=f"{shown}: iteration {r.iteration}{total} - "
-                                     f"{r.rate:,.0f} it/s - {r.wall:.1f} s")
+        # Compute everything first, then emit the elements in one quick burst: an element still waiting
+        # for its new version while the page computes is shown faded (stale) by Streamlit.
+        status, iteration, fraction, rate, wall = r.status, r.iteration, r.fraction, r.rate, r.wall
         hist = list(r.history)  # a copy: the worker appends while we draw
+        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
+        objective = figures.objective_curve(hist)
+        if groups.get("hyper"):
+            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
+                                          feature_names=data.feature_names)
+        elif groups.get("sampler") or groups.get("other"):
+            names = groups.get("sampler") or groups.get("other")
+            stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
+        else:
+            stats = figures.empty_figure(figures.no_stats_message(method.kind))
+        traces = figures.snapshot_traces(hist)
+        if data.n_features == 2:
+            last = live_map(r)
+            if last is None:
+                last = figures.empty_figure("The map appears with the first progress record.")
+        else:  # with many inputs, which of them the kernel uses is the live view
+            last = figures.ard_weights(hist, feature_names=data.feature_names)
+            if last is None:
+                last = figures.empty_figure("The live probability map needs exactly two features: choose "
+                                            "two on the Data page (or use the Calibration page's "
+                                            "two-feature option).")
+
+        total = f" / {r.max_iter}" if r.max_iter else ""
+        shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
+        st.progress(fraction, text=f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s")
         g1, g2 = st.columns(2)
         with g1:
-            live_chart(figures.objective_curve(hist), key="live_objective")
-        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
+            live_chart(objective, key="live_objective")
         with g2:
-            if groups.get("hyper"):
-                fig = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
-                                            feature_names=data.feature_names)
-            elif groups.get("sampler") or groups.get("other"):
-                names = groups.get("sampler") or groups.get("other")
-                fig = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
-            else:
-                fig = figures.empty_figure(figures.no_stats_message(method.kind))
-            live_chart(fig, key="live_stats")
+            live_chart(stats, key="live_stats")
         g3, g4 = st.columns(2)
         with g3:
-            live_chart(figures.snapshot_traces(hist), key="live_traces")
+            live_chart(traces, key="live_traces")
         with g4:
-            if data.n_features == 2:
-                fig = live_map(r)
-                live_chart(fig if fig is not None else figures.empty_figure("The map appears with the first "
-                                                                            "progress record."),
-                           key="live_map")
-            else:
-                ard = figures.ard_weights(hist, feature_names=data.feature_names)
-                if ard is not None:   # with many inputs, which of them the kernel uses is the live view
-                    live_chart(ard, key="live_ard")
-                st.info("The live probability map needs exactly two features: choose two on the Data page "
-                        "(or use the Calibration page's two-feature option).")
+            live_chart(last, key="live_map" if data.n_features == 2 else "live_ard")
         if busy and not (r.status == RUNNING or r.busy):
             st.rerun(scope="app")  # the run ended or paused: redraw the buttons, stop the timer
 
     def live_map(r: Run):
-        """The probability map of the run's newest state, recomputed at most every MAP_SECONDS."""
+        """The probability map of the run's newest state (recomputed only after a new record)."""
         cached = st.session_state.get("_live_map")
-        now = time.perf_counter()
-        if cached is not None and cached[0] == (r.id, r.records):
-            return cached[2]
-        if cached is not None and cached[0][0] == r.id and now - cached[1] < MAP_SECONDS and \
-                r.status == RUNNING:
-            return cached[2]
+        if cached is not None and cached[0] == (r.id, r.records, data.key):
+            return cached[1]
         if not r.fitted:
             return None
         fig = ui.proba_map(r.model, data, "Live map", n=MAP_GRID)
-        st.session_state["_live_map"] = ((r.id, r.records), now, fig)
+        st.session_state["_live_map"] = ((r.id, r.records, data.key), fig)
         return fig
 
     live_view()
