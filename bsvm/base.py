@@ -58,6 +58,8 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
 
     #: methods that only handle two classes say so here; validation then points to multi-class options
     _binary_only = False
+    #: fewest training rows per class that ``fit`` accepts (MSBPM and PlattSVM accept 1, with a warning)
+    _min_per_class = 2
     #: BLAS threads while the engine runs (see fit_iter); None leaves the library default
     _blas_threads = 1
 
@@ -86,7 +88,8 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         The consumer may stop at any point; the estimator is then fitted with the state of the last
         record and predicts normally.
         """
-        X, y_index = check_fit_data(self, X, y, binary_only=self._binary_only)
+        X, y_index = check_fit_data(self, X, y, binary_only=self._binary_only,
+                                    min_per_class=self._min_per_class)
         self.history_ = []
         self.n_iter_ = 0
         compute = 0.0
