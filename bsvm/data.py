@@ -51,6 +51,62 @@ def _reject_nonfinite(X: np.ndarray, what: str = "X") -> None:
         )
 
 
+#: feature magnitudes bsvm accepts: squares and sums of squares (distances, variances) of larger or
+#: smaller values overflow or underflow float64 (about 1e308 and 1e-308)
+MAGNITUDE_RANGE = (1e-150, 1e150)
+
+
+def _reject_extreme(X: np.ndarray, what: str = "X", fitting: bool = True) -> None:
+    """Refuse magnitudes whose squares float64 cannot hold: beyond 1e150 (any row), or, when fitting, a
+    varying column whose every value is below 1e-150 (it would vanish from every distance)."""
+    if X.size == 0:
+        return
+    top = np.max(np.abs(X), axis=0)
+    big = np.flatnonzero(top > MAGNITUDE_RANGE[1])
+    tiny = np.flatnonzero((top < MAGNITUDE_RANGE[0]) & (np.ptp(X, axis=0) > 0)) if fitting else []
+    if len(big) or len(tiny):
+        cols = ", ".join(f"column {j} (largest |x| = {top[j]:.3g})" for j in [*big, *tiny][:4])
+        raise ValueError(
+            f"{what} has values too {'large' if len(big) else 'small'} for float64 arithmetic on squares, "
+            f"in {cols}: bsvm accepts magnitudes between {MAGNITUDE_RANGE[0]:g} and {MAGNITUDE_RANGE[1]:g}. "
+            "Rescale the features (e.g. sklearn.preprocessing.StandardScaler) before fitting."
+        )
+
+
+def _label_text(value) -> str:
+    """A label as the user wrote it: 'imL', not np.str_('imL'); 3, not np.int64(3)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _reject_mixed_labels(y) -> None:
+    """Labels mixing strings and numbers (e.g. ["a", 1]) are ambiguous: numpy would silently turn the
+    numbers into strings (a list) or fail to sort them (an object array). Ask for one type."""
+    if isinstance(y, pd.Series | pd.Index):
+        values = y.to_numpy()
+    elif isinstance(y, list | tuple):
+        values = y
+    else:
+        values = np.asarray(y) if not hasattr(y, "toarray") else None
+        if values is None or values.dtype != object:
+            return
+    values = np.ravel(np.asarray(values, dtype=object))
+    first = {}
+    for v in values:
+        first.setdefault(_label_kind(v), v)
+    if len(first) > 1:
+        examples = ", ".join(f"{kind} {_label_text(v)}" for kind, v in sorted(first.items()))
+        raise ValueError(f"y mixes label types ({examples}): use one type for all labels, e.g. "
+                         "y = [str(v) for v in y].")
+
+
+def _label_kind(v) -> str:
+    if isinstance(v, str | bytes | np.str_ | np.bytes_):
+        return "string"
+    if isinstance(v, int | float | np.number | bool | np.bool_):
+        return "number"
+    return type(v).__name__
+
+
 def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class: int = 2):
     """Validate training data for a classifier and set ``classes_`` and ``n_features_in_``.
 
@@ -66,6 +122,7 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
     if y is None:
         raise ValueError(f"{name} requires y to be passed, but the target y is None: pass the labels.")
     _reject_non_numeric(X)
+    _reject_mixed_labels(y)
     try:
         X, y = validate_data(estimator, X, y, ensure_all_finite=False, dtype=np.float64, order="C",
                              ensure_min_samples=1, y_numeric=False)
@@ -76,6 +133,7 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
                              "pass one label per row of X.") from None
         raise
     _reject_nonfinite(X)
+    _reject_extreme(X)
     target = type_of_target(y, input_name="y")
     if target in ("continuous", "continuous-multioutput", "multilabel-indicator", "multiclass-multioutput"):
         raise ValueError(
@@ -85,7 +143,8 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
     classes, y_index = np.unique(y, return_inverse=True)
     if len(classes) < 2:
         raise ValueError(
-            f"y has only 1 class ({classes[0]!r}): a classifier needs examples of at least two classes."
+            f"y has only 1 class ({_label_text(classes[0])}): a classifier needs examples of at least two "
+            "classes."
         )
     if binary_only and len(classes) > 2:
         raise ValueError(
@@ -94,13 +153,79 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
         )
     counts = np.bincount(y_index, minlength=len(classes))
     if counts.min() < min_per_class:
-        few = [classes[k] for k in np.flatnonzero(counts < min_per_class)]
+        few = ", ".join(_label_text(classes[k]) for k in np.flatnonzero(counts < min_per_class))
         raise ValueError(
-            f"Class(es) {few} have fewer than {min_per_class} rows (1 sample is not enough): "
+            f"Class(es) [{few}] have fewer than {min_per_class} rows (1 sample is not enough): "
             f"provide at least {min_per_class} examples per class."
         )
     estimator.classes_ = classes
     return X, y_index.astype(np.intp)
+
+
+class DataScaleWarning(UserWarning):
+    """The inputs' scales are likely to mislead the method (the message says why and what to do)."""
+
+
+#: column scales more than this far apart (largest / smallest sd) are flagged
+SCALE_SPREAD = 1e3
+#: methods whose prior assumes inputs of order 1 flag columns with sd outside this range
+UNIT_RANGE = (1e-3, 1e3)
+
+
+def column_scales(X: np.ndarray) -> np.ndarray:
+    """Per-column standard deviations, computed without overflow even for values near 1e300."""
+    top = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
+    safe = np.where(top > 0, top, 1.0)
+    return np.std(X / safe, axis=0) * top
+
+
+def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
+    """Warn (:class:`DataScaleWarning`) when the inputs' scales would silently mislead the method.
+
+    The rule is the method's (each estimator's docstring says which it follows):
+
+    * ``"standardizes"``: the method standardises every column itself; nothing to check.
+    * ``"adaptive"``: the method adapts to the overall scale (a length scale or ``gamma`` from the data),
+      but one scale serves every column, so columns whose standard deviations differ by more than
+      ``SCALE_SPREAD`` (1e3) are flagged: the widest columns would decide alone.
+    * ``"unit"``: the prior assumes inputs of order 1 (e.g. N(0, I) on the weights of raw features), so
+      besides the spread, any column with a standard deviation outside ``UNIT_RANGE`` (1e-3..1e3) is
+      flagged: there the prior dominates the data (tiny scales) or vanishes (huge ones).
+
+    Constant columns are ignored. The remedy is the same in every case: standardise the features
+    (``sklearn.preprocessing.StandardScaler``, or the dashboard's standardise option).
+    """
+    if rule == "standardizes" or X.shape[0] < 2:
+        return
+    sd = column_scales(X)
+    live = np.flatnonzero(np.isfinite(sd) & (sd > 0))
+    if live.size == 0:
+        return
+    names = getattr(estimator, "feature_names_in_", None)
+
+    def col(j):
+        return str(names[j]) if names is not None else f"column {j}"
+
+    lo, hi = live[np.argmin(sd[live])], live[np.argmax(sd[live])]
+    problems = []
+    if sd[hi] / sd[lo] > SCALE_SPREAD:
+        problems.append(f"column scales differ by a factor of {sd[hi] / sd[lo]:.3g} (standard deviation "
+                        f"{sd[lo]:.3g} in {col(lo)}, {sd[hi]:.3g} in {col(hi)}), and one scale serves "
+                        "all columns, so the widest decide alone")
+    if rule == "unit":
+        off = [j for j in live if not UNIT_RANGE[0] <= sd[j] <= UNIT_RANGE[1]]
+        if off:
+            shown = ", ".join(f"{col(j)} (sd {sd[j]:.3g})" for j in off[:3])
+            shown += " ..." if len(off) > 3 else ""
+            problems.append(f"the prior assumes inputs of order 1, but {shown} lie outside "
+                            f"{UNIT_RANGE[0]:g}..{UNIT_RANGE[1]:g}, where the prior swamps the data (tiny "
+                            "scales) or vanishes (huge ones)")
+    if problems:
+        import warnings
+
+        warnings.warn(f"{type(estimator).__name__}: {'; '.join(problems)}. Standardise the features "
+                      "(sklearn.preprocessing.StandardScaler) before fitting.", DataScaleWarning,
+                      stacklevel=4)
 
 
 def check_predict_data(estimator, X) -> np.ndarray:
@@ -111,6 +236,7 @@ def check_predict_data(estimator, X) -> np.ndarray:
     _reject_non_numeric(X)
     X = validate_data(estimator, X, reset=False, ensure_all_finite=False, dtype=np.float64, order="C")
     _reject_nonfinite(X)
+    _reject_extreme(X, fitting=False)
     return X
 
 

@@ -2,7 +2,8 @@
 
 Each ``make_*`` returns ``(X, y)`` with y in {0, 1}; the matching ``*_proba(X)`` returns the Bayes
 posterior p(y = 1 | x) under the generating model (equal class priors everywhere).
-Definitions follow ../shared/NOTES.md where given; two moons and XOR are defined here.
+Definitions: Ripley-like mixtures (Ripley 1996), twonorm and ringnorm (Breiman 1996; DELVE), two moons
+and XOR; each generator's docstring states its model.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from sklearn.svm import SVC
 
 from .base import BayesianClassifier
 from .data import check_predict_data
+from .params import RANDOM_STATE, Integral, Interval, StrOptions, positive
 
 
 class PlattSVM(BayesianClassifier):
@@ -34,7 +35,32 @@ class PlattSVM(BayesianClassifier):
         has a single training row, no folds are possible: the sigmoid is then fitted on the SVC's training
         scores, with a warning (see the module docstring).
     random_state : seeds the fold shuffling, so the sigmoid is reproducible.
+
+    ``predict``, ``predict_proba`` and ``decision_function`` agree: ``predict`` is the most probable class,
+    and ``decision_function`` is the log-odds log(p1 / p0) of ``predict_proba`` (multi-class: the log
+    probabilities), so its sign is ``predict``'s. The SVC's own margin, :meth:`svc_decision_function`,
+    ranks points the same way (Platt's sigmoid is monotone) but its zero is not the 0.5 threshold: the
+    sigmoid 1 / (1 + exp(A f + B)) is fitted on cross-validated scores, and B != 0 moves the boundary to
+    f = -B / A, so thresholding the margin at 0 disagrees with ``predict`` near the boundary (10 % of
+    rows in the issue's example).
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "adaptive" with the default RBF kernel and
+    ``gamma="scale"`` (1 / (d Var(X)) follows the data's overall scale), otherwise "unit"; fit warns when
+    column scales differ by more than 1e3, as one gamma serves every column.
     """
+
+    # parameter table (bsvm/params.py), checked before the data
+    _parameter_constraints = {
+        "C": [positive()],
+        "gamma": [StrOptions({"scale", "auto"}), positive()],
+        "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid"}), callable],
+        "cv": [Interval(Integral, 2, None, closed="left")],
+        "random_state": RANDOM_STATE,
+    }
+
+    def _input_scale_rule(self):
+        # gamma="scale" is 1 / (d Var(X)): an RBF kernel that follows the data's overall scale
+        return "adaptive" if self.kernel == "rbf" and self.gamma == "scale" else "unit"
 
     def __init__(self, C=1.0, gamma="scale", kernel="rbf", cv=5, random_state=None):
         self.C = C
@@ -73,6 +99,12 @@ class PlattSVM(BayesianClassifier):
         return out
 
     def decision_function(self, X):
-        """The SVC's score; positive means ``classes_[1]`` for binary problems."""
+        """Scores consistent with ``predict_proba`` and ``predict``: binary, the log-odds log(p1 / p0)
+        (positive means ``classes_[1]``); multi-class, the log probabilities (n, K)."""
+        proba = np.clip(self.predict_proba(X), 1e-300, None)
+        return np.log(proba[:, 1] / proba[:, 0]) if proba.shape[1] == 2 else np.log(proba)
+
+    def svc_decision_function(self, X):
+        """The underlying SVC's margin (see the class docstring for how it relates to ``predict``)."""
         X = check_predict_data(self, X)
         return self.svc_.decision_function(X)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bsvm.data import LoadedCSV
-from bsvm.datasets import GENERATORS
-from bsvm.metrics import classification_report
+
+# bsvm.datasets (scipy.special) and bsvm.metrics are imported where they are used: the Data page imports
+# this module, and it must be usable within 2 s of the request.
 
 
 @dataclass
@@ -48,6 +49,8 @@ class Prepared:
         """True p(y = classes[1] | x) at points given in the (standardised) model space, if known."""
         if self.truth is None:
             return None
+        from bsvm.datasets import GENERATORS
+
         return GENERATORS[self.truth].proba(np.asarray(X) * self.scale + self.center)
 
     def subset(self, features: list[int]) -> Prepared:
@@ -181,6 +184,8 @@ def overlay_points(model) -> tuple[np.ndarray | None, str]:
 
 def evaluate(model, data: Prepared) -> dict:
     """Test-set metrics (error, Brier, log loss, ECE, AUC, and deviation from the truth where known)."""
+    from bsvm.metrics import classification_report
+
     proba = model.predict_proba(data.X_test)
     y_idx = data.index(data.y_test)
     p_true = data.true_proba(data.X_test)

@@ -14,6 +14,16 @@ from ..convergence import ConvergenceMonitor, StoppingRule, monitor_rows, warn_n
 from ..data import check_predict_data
 from ..draws import proba_draws_chunked, to_datatree
 from ..kernels import RBF, Kernel, Linear
+from ..params import (
+    RANDOM_STATE,
+    Interval,
+    Real,
+    StrOptions,
+    non_negative,
+    non_negative_int,
+    positive,
+    positive_int,
+)
 from ..subgradient.samplers import dual_averaging_init, dual_averaging_update
 from . import engine, hmc
 
@@ -265,22 +275,57 @@ class MSBPM(BayesianClassifier):
     basis_ : (N+1, r) orthonormal basis of the sampled subspace, or None (``rank_tol=0`` or ``prior="rkhs"``,
         where ``rank_tol`` stops the pivoted Cholesky factorisation of K instead).
     coef_map_ : (N, r) mapping the sampled rkhs coordinates to kernel weights (nonzero on the r pivot rows;
-        None for
-        "coefficients"); nugget_ : the absolute nugget used (0 for "coefficients").
+        None for "coefficients"); nugget_ : the absolute nugget used (0 for "coefficients").
     converged_ : whether the stopping rule was met. convergence_ : the last check
         (:class:`bsvm.convergence.ConvergenceStatus`, None if none could be made); stop_reason_ : "converged"
         or the budget that ran out; stopping_rule_ : the rule in words; monitor_rows_ : the training rows
         whose p(y|x) the rule watches. Progress records carry ``rhat``, ``ess_bulk``, ``ess_tail``,
         ``draws`` (kept per chain), ``converged`` and the rule's thresholds.
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "adaptive" with ``gamma="scale"`` or the linear
+    kernel (gamma follows the data's variance, and eq. 4's likelihood is scale invariant); fit warns when
+    column standard deviations differ by more than 1e3, as one gamma serves every column. A numeric gamma:
+    "unit".
     """
 
     _min_per_class = 1  # a single row per class is accepted, with a warning (issue 13)
 
+    # parameter table (bsvm/params.py), checked before the data; cross-checks stay in _check_params
+    _parameter_constraints = {
+        "kernel": [StrOptions({"rbf", "linear"}), Kernel],
+        "gamma": [StrOptions({"scale"}), positive()],
+        "nu": [positive()],
+        "prior": [StrOptions({"coefficients", "rkhs"})],
+        "nugget": [non_negative()],
+        "prior_scale": [positive()],
+        "bias_scale": [positive()],
+        "rank_tol": [Interval(Real, 0, 1, closed="left")],
+        "sampler": [StrOptions({"auto", "hmc", "lines"})],
+        "n_chains": [positive_int(), None],
+        "n_samples": [positive_int(), None],
+        "burn_in": [non_negative_int(), None],
+        "thin": [positive_int(), None],
+        "max_iter": [positive_int(), None],
+        "max_time": [non_negative(), None],
+        "n_leapfrog": [positive_int()],
+        "line_every": [non_negative_int()],
+        "direction": [StrOptions(set(engine.DIRECTIONS))],
+        "ads_prob": [Interval(Real, 0, 1, closed="both")],
+        "block_update": ["boolean"],
+        "init": [StrOptions({"prior", "least_squares"})],
+        "predictor": [StrOptions({"vote", "bayes_point"})],
+        "record_every": [positive_int()],
+        "random_state": RANDOM_STATE,
+    }
+
+    def _input_scale_rule(self):
+        # gamma="scale" follows the data's variance, and eq. 4's likelihood is scale invariant
+        return "adaptive" if self.kernel == "linear" or self.gamma == "scale" else "unit"
+
     def __init__(self, kernel="rbf", gamma="scale", nu=1.0, prior="rkhs", nugget=0.6, prior_scale=1.0,
                  bias_scale=1.0, rank_tol=1e-10, sampler="auto", n_chains=None, n_samples=None, burn_in=None,
                  thin=None, max_iter=20000, max_time=None, n_leapfrog=4, line_every=5, direction="ads",
-                 ads_prob=0.85,
-                 block_update=True, init="least_squares", predictor="vote", record_every=10,
+                 ads_prob=0.85, block_update=True, init="least_squares", predictor="vote", record_every=10,
                  random_state=None):
         self.kernel = kernel
         self.gamma = gamma

@@ -6,7 +6,7 @@ from bsvm.metrics import reliability_bins
 from dashboard import figures, state, ui
 from dashboard.analysis import Prepared, evaluate, uncertainty
 from dashboard.methods import METHODS
-from dashboard.runner import DONE, RUNNING, LiveRun
+from dashboard.runner import DONE, PROCESS_ROWS, Job, Run, fit_in_job, fit_plain
 
 st.title("Calibration")
 st.markdown(
@@ -20,38 +20,37 @@ if data is None:
 c = state.cfg()
 
 
-def fit_full(method, options, d: Prepared, seed: int) -> LiveRun | None:
-    """Fit to the end (when no live run exists, and for the two-feature maps); None on failure."""
-    est = ui.safe(method.make, dict(options), seed, what=f"Setting up {method.label}")
-    if est is None:
-        return None
-    r = LiveRun(est, d.X_train, d.y_train, max_iter=method.cap(options), status=RUNNING)
-    while r.status == RUNNING:
-        r.advance(1.0)
-    if r.error:
-        st.error(f"{method.label} failed: {r.error}")
-        return None
-    return r
+def fit_job(name: str, method, options, d: Prepared, seed: int):
+    """Fit ``method`` to the end as a registry job (progress bar, Cancel; a big PlattSVM fit in a child
+    process, since one SVC fit cannot be interrupted otherwise). Returns the fitted estimator once done,
+    None while it runs or when it failed (the job view says why)."""
+    key = (d.key, method.key, repr(sorted(options.items())), seed)
+    reg = state.registry()
+    job = reg.get(name)
+    left = job is not None and job.status == "cancelled" and job.note.startswith("you left")
+    if job is None or job.meta.get("key") != key or left:  # (re)start; also after the user came back
+        est = ui.safe(method.make, dict(options), seed, what=f"Setting up {method.label}")
+        if est is None:
+            return None
+        if method.key == "platt" and len(d.y_train) > PROCESS_ROWS:
+            job = Job(fit_plain, est, d.X_train, d.y_train, label=f"Fitting {method.label}", process=True)
+        else:
+            job = Job(fit_in_job, est, d.X_train, d.y_train, method.cap(options), method.label,
+                      label=f"Fitting {method.label}")
+        job.page, job.meta = "calibration", {"key": key, "data_key": data.key}
+        state.start_job(name, job)
+    return state.job_view(name, key)
 
 
 def platt_for(d: Prepared):
-    cache = st.session_state.setdefault("platt_cache", {})
-    if d.key not in cache:
-        with st.spinner("Fitting PlattSVM on the same split..."):
-            r = fit_full(METHODS["platt"], {}, d, int(c["seed"]))
-        if r is None:
-            return None
-        if len(cache) > 4:
-            cache.clear()
-        cache[d.key] = r.estimator
-    return cache[d.key]
+    return fit_job(f"cal_platt:{d.key == data.key}", METHODS["platt"], {}, d, int(c["seed"]))
 
 
 run = st.session_state.get("run")
 meta = st.session_state.get("run_meta", {})
 model, label = None, None
 if run is not None and run.fitted and meta.get("data_key") == data.key:
-    model, label = run.estimator, meta["label"]
+    model, label = run.model, meta["label"]
     if run.status != DONE:
         st.caption(f"Using the Train page's run as it stands ({run.status}, iteration {run.iteration}).")
 else:
@@ -61,15 +60,19 @@ else:
         st.warning(note, icon=":material/info:")
     st.info("No trained model for this data yet: train one on the **Train** page, or fit here with the "
             "current options.")
-    if method is not None and st.button(f"Fit {method.label} now", type="primary"):
+    if method is not None:
         opts = state.method_options(method.key)
-        with st.spinner(f"Fitting {method.label}..."):
-            r = fit_full(method, opts, data, int(c["seed"]))
-        if r is not None:
-            st.session_state["run"] = r
-            st.session_state["run_meta"] = {"method": method.key, "label": method.label,
-                                            "options": dict(opts), "data_key": data.key}
-            st.rerun()
+        if st.button(f"Fit {method.label} now", type="primary"):
+            st.session_state["cal_fit_now"] = True
+        if st.session_state.get("cal_fit_now"):
+            est = fit_job("cal_fit", method, opts, data, int(c["seed"]))
+            if est is not None:
+                st.session_state.pop("cal_fit_now", None)
+                meta = {"method": method.key, "label": method.label, "options": dict(opts),
+                        "data_key": data.key}
+                st.session_state["run"] = Run.from_fitted(est, label=method.label, meta=meta)
+                st.session_state["run_meta"] = meta
+                st.rerun()
     st.stop()
 
 platt = platt_for(data)
@@ -140,15 +143,14 @@ else:
         else:
             sub = data.subset([a, b])
             method = METHODS.get(meta.get("method"))
-            with st.spinner("Fitting on two features..."):
-                fitted = {}
-                if method is not None and method.key != "platt":
-                    r2 = fit_full(method, meta.get("options", {}), sub, int(c["seed"]))
-                    if r2 is not None:
-                        fitted[label] = r2.estimator
-                p2 = platt_for(sub)
-                if p2 is not None:
-                    fitted["PlattSVM"] = p2
+            fitted = {}
+            if method is not None and method.key != "platt":
+                m2 = fit_job("cal_two", method, meta.get("options", {}), sub, int(c["seed"]))
+                if m2 is not None:
+                    fitted[label] = m2
+            p2 = platt_for(sub)
+            if p2 is not None:
+                fitted["PlattSVM"] = p2
             if fitted:
                 maps_for(sub, fitted, "two")
 

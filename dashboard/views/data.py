@@ -10,6 +10,16 @@ from bsvm.data import read_csv_table
 from bsvm.samples import SAMPLES, sample_path
 from dashboard import figures, state
 from dashboard.analysis import pca2
+from dashboard.runner import Job
+
+#: uploads above this size are parsed in a background job (smaller ones take well under a second)
+BIG_UPLOAD = 2 * 2**20
+
+
+def _parse_job(token, raw: bytes):
+    token.progress(0.0, f"Parsing {len(raw) / 2**20:.1f} MB")
+    return read_csv_table(raw)
+
 
 st.title("Data")
 st.markdown("Pick a data set to explore. The **samples** marked *true p(y|x) known* were generated from a "
@@ -42,12 +52,20 @@ with left:
         if st.session_state.get("upload") is None:
             st.info("Upload a CSV to continue, or pick a shipped sample.")
         else:
+            up = st.session_state["upload"]
             try:
-                frame = read_csv_table(st.session_state["upload"]["bytes"])
-                st.caption(f"Uploaded: {st.session_state['upload']['name']} "
-                           f"({frame.shape[0]} rows, {frame.shape[1]} columns)")
+                if len(up["bytes"]) <= BIG_UPLOAD:
+                    frame = read_csv_table(up["bytes"])
+                else:  # a big file is parsed by a registry job: progress, Cancel, no frozen page
+                    job = state.registry().get("csv")
+                    if job is None or job.meta.get("key") != up["digest"]:
+                        state.start_job("csv", Job(_parse_job, up["bytes"], label=f"Reading {up['name']}",
+                                                   page="data", meta={"key": up["digest"]}))
+                    frame = state.job_view("csv", up["digest"])
+                if frame is not None:
+                    st.caption(f"Uploaded: {up['name']} ({frame.shape[0]} rows, {frame.shape[1]} columns)")
             except ValueError as exc:
-                st.error(f"This file cannot be used: {exc}")
+                st.error(f"{up['name']} cannot be used: {exc}")
     else:
         sample = SAMPLES[c["sample"]]
         st.caption(sample.description)

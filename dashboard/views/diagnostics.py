@@ -9,7 +9,7 @@ import streamlit as st
 
 from dashboard import figures, state, ui
 from dashboard.methods import METHODS
-from dashboard.runner import RUNNING, LiveRun
+from dashboard.runner import Job, fit_in_job
 
 st.title("Diagnostics")
 st.markdown(
@@ -28,7 +28,7 @@ meta = st.session_state.get("run_meta", {})
 if run is None or not run.fitted:
     st.info("Train a model on the **Train** page first; its diagnostics appear here.")
     st.stop()
-est = run.estimator
+est = run.model
 hist = run.history
 st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}, iteration {run.iteration}, "
            f"{len(hist)} progress records.")
@@ -116,16 +116,15 @@ if meta.get("method") == "subgradient_hmc" and gibbs.available and data.binary:
     gkey = (data.key, S.shape[2])
     if gkey not in cache and st.button("Run GibbsSVM on the same data"):
         opts = {k: v for k, v in meta.get("options", {}).items() if k in ("c", "n_chains", "n_samples")}
-        with st.spinner("Running the exact Gibbs sampler..."):
-            g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
-            if g is not None:
-                r = LiveRun(g, data.X_train, data.y_train, status=RUNNING)
-                while r.status == RUNNING:
-                    r.advance(1.0)
-                if r.error:
-                    st.error(f"GibbsSVM failed: {r.error}")
-                else:
-                    cache[gkey] = np.asarray(g.samples_, dtype=float)
+        g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
+        if g is not None:  # a registry job: progress bar and Cancel, stopped when the user leaves
+            state.start_job("diag_gibbs", Job(fit_in_job, g, data.X_train, data.y_train, gibbs.cap(opts),
+                                              "GibbsSVM", label="The exact Gibbs sampler", page="diagnostics",
+                                              meta={"key": gkey, "data_key": data.key}))
+    if gkey not in cache:
+        g = state.job_view("diag_gibbs", gkey)
+        if g is not None:
+            cache[gkey] = np.asarray(g.samples_, dtype=float)
     if gkey in cache:
         G = cache[gkey]
         G = G[None] if G.ndim == 2 else G
