@@ -29,8 +29,9 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from arviz_stats.base import array_stats
 from sklearn.exceptions import ConvergenceWarning
+
+from ._arviz import array_stats  # imported on first use: see bsvm/_arviz.py
 
 #: fewest draws per chain for which the split-chain diagnostics are computed at all
 MIN_DRAWS = 8

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from arviz_stats.base import array_stats
+
+from ._arviz import array_stats  # imported on first use: see bsvm/_arviz.py
 
 
 def _params_first(samples) -> np.ndarray:

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.cluster import kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
-from ..kernels import make_kernel, sq_dist
+from ..kernels import Kernel, make_kernel, sq_dist
+from ..params import (
+    RANDOM_STATE,
+    Interval,
+    Real,
+    RealNotInt,
+    StrOptions,
+    non_negative,
+    positive,
+    positive_int,
+)
 from . import elbo as E
 from .engine import SVIConfig, SVIEngine
 from .geometry import features, linear_geometry, sparse_geometry
@@ -67,9 +80,14 @@ class SBSVM(BayesianClassifier):
         by at most tol * |ELBO| (a stagnation test that tolerates the jitter of stochastic steps);
         tol=0 disables the test, so the run goes to max_iter.
     predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
-        likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
+        likelihood); both are corrected forms of eq. 13 (docs/sbsvm.md sec. 6).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches and the ELBO subset.
+    stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
+        None uses the running count of rows seen (right for one pass; see ``bsvm.sbsvm.stream``).
+
+    ``fit`` also takes a Dask array and streams its blocks (``bsvm.sbsvm.dask_fit``); ``partial_fit``
+    takes a stream of in-memory chunks (``bsvm.sbsvm.stream``).
 
     Attributes
     ----------
@@ -77,15 +95,58 @@ class SBSVM(BayesianClassifier):
     mean_, cov_ : q(u) = N(mean_, cov_) in the paper's coordinates (primal weights+bias for "linear").
     elbo_ : last computed ELBO.  converged_ : whether the tolerance test stopped the run.
     coef_, intercept_ : posterior mean weights (linear variant only).
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "adaptive". The length scale starts at the median
+    pairwise distance and the kernel hyperparameters are bounded relative to their starting values
+    (1e-3..1e4 times); the linear variant's weight prior variance is bounded relative to 1 / (mean feature
+    variance). So a rescaled copy of the data (x 1e6 or 1e-6) gives the same fit. One length scale serves
+    every column with ``kernel="rbf"``, so fit warns (``DataScaleWarning``) when column standard
+    deviations differ by more than 1e3: standardise, or use ``kernel="ard"``. A hyperparameter that ends
+    the fit at a bound raises a ``ConvergenceWarning``. With a fixed ``lengthscale`` or a kernel object
+    the rule is "unit".
     """
 
     _binary_only = True
+
+    # parameter table (bsvm/params.py), checked before the data; cross-checks stay in _check_params
+    _parameter_constraints = {
+        "variant": [StrOptions({"svi", "batch", "linear"})],
+        "kernel": [StrOptions({"rbf", "ard", "linear"}), Kernel],
+        "lengthscale": [None, positive()],
+        "variance": [positive()],
+        "n_inducing": [positive_int(), Interval(RealNotInt, 0, 1, closed="right")],
+        "inducing": [StrOptions({"kmeans", "random"}), "array-like"],
+        "batch_size": [positive_int()],
+        "max_iter": [positive_int()],
+        "learning_rate": [StrOptions({"auto", "robbins_monro", "adaptive"}),
+                          Interval(Real, 0, 1, closed="right")],
+        "tau": [non_negative()],
+        # Robbins-Monro: sum rho = inf and sum rho^2 < inf need kappa in (0.5, 1]
+        "kappa": [Interval(Real, 0.5, 1, closed="right")],
+        "optimize_hyperparameters": ["boolean"],
+        "hyper_every": [positive_int()],
+        "hyper_lr": [positive()],
+        "prior_variance": [positive()],
+        "elbo_every": [positive_int()],
+        "elbo_batch_size": [None, positive_int()],
+        "tol": [non_negative()],
+        "patience": [positive_int()],
+        "predictive": [StrOptions({"probit", "hinge"})],
+        "progress_every": [positive_int()],
+        "random_state": RANDOM_STATE,
+        "stream_size": [None, positive_int()],
+    }
+
+    def _input_scale_rule(self):
+        # the median-heuristic length scale and hyperparameter bounds relative to it (the linear variant:
+        # prior-variance bounds relative to the features' variance) adapt to the data's overall scale
+        return "adaptive" if self.lengthscale is None and isinstance(self.kernel, str) else "unit"
 
     def __init__(self, variant="svi", kernel="rbf", lengthscale=None, variance=1.0, n_inducing=100,
                  inducing="kmeans", batch_size=256, max_iter=2000, learning_rate="auto", tau=1.0, kappa=0.6,
                  optimize_hyperparameters=True, hyper_every=5, hyper_lr=0.05, prior_variance=1.0,
                  elbo_every=10, elbo_batch_size=2000, tol=1e-5, patience=5, predictive="probit",
-                 progress_every=10, random_state=None):
+                 progress_every=10, random_state=None, stream_size=None):
         self.variant = variant
         self.kernel = kernel
         self.lengthscale = lengthscale
@@ -108,6 +169,7 @@ class SBSVM(BayesianClassifier):
         self.predictive = predictive
         self.progress_every = progress_every
         self.random_state = random_state
+        self.stream_size = stream_size
 
     # -- set-up ---------------------------------------------------------------------------------------------
     def _check_params(self, n):
@@ -172,16 +234,34 @@ class SBSVM(BayesianClassifier):
                          elbo_batch_size=self.elbo_batch_size, **kw)
 
     # -- fitting --------------------------------------------------------------------------------------------
+    def fit_iter(self, X, y):
+        from .stream import is_dask_collection
+        if is_dask_collection(X) or is_dask_collection(y):
+            from .dask_fit import dask_fit_iter
+            return dask_fit_iter(self, X, y)
+        return super().fit_iter(X, y)
+
+    def partial_fit(self, X, y, classes=None):
+        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention). The first call
+        needs ``classes``, unless it continues a ``fit``. ``bsvm.sbsvm.stream`` says what the first call
+        fixes and how n is known."""
+        from .stream import partial_fit
+        return partial_fit(self, X, y, classes)
+
     def _iterate(self, X, y_index):
         n = X.shape[0]
         self._check_params(n)
+        # fit starts afresh; a later partial_fit goes on from it with n = these rows (bsvm.sbsvm.stream)
+        self.__dict__.pop("_stream_state", None)
+        self._n_fit_rows = int(n)
         y = self._encode_binary(y_index)
         rng = np.random.default_rng(self.random_state)
         if self.variant == "linear":
             geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(self.prior_variance))))
         else:
             geom = sparse_geometry(self._initial_kernel(X, rng), self._select_inducing(X, rng))
-        engine = SVIEngine(X, y, geom, self._config(n), rng)
+        # A Dask input arrives as a row proxy that brings its own engine (sums over rows as reductions)
+        engine = getattr(X, "make_svi_engine", SVIEngine)(X, y, geom, self._config(n), rng)
         state = engine.init(rng)
         elbo = engine.elbo(state)
         self.converged_ = False
@@ -203,6 +283,13 @@ class SBSVM(BayesianClassifier):
                 yield it, self._metrics(state, elbo, info.rho), self._snapshot()
             if self.converged_:
                 break
+        pinned = engine.pinned(state)
+        if pinned and self.optimize_hyperparameters:
+            warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
+                          "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
+                          "the features' variance): the data's scale or the kernel does not suit the "
+                          "model; standardise the features or choose another kernel.", ConvergenceWarning,
+                          stacklevel=2)
 
     def _store(self, state, elbo):
         """Expose the state reached as fitted attributes (called before every yield)."""

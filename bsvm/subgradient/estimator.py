@@ -25,6 +25,17 @@ from ..chains import ChainPool, ChainRNG, chain_groups, chain_seeds, resolve_n_j
 from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
 from ..data import check_predict_data
 from ..diagnostics import ess_bulk
+from ..params import (
+    RANDOM_STATE,
+    Integral,
+    Interval,
+    Real,
+    StrOptions,
+    non_negative,
+    non_negative_int,
+    positive,
+    positive_int,
+)
 from ..draws import proba_draws_chunked, to_datatree
 from . import samplers as S
 from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, run_segment
@@ -76,6 +87,11 @@ class _HingeSampler(BayesianClassifier):
 
     def _default_burnin(self) -> int:
         return 100
+
+    def _input_scale_rule(self):
+        # the N(0, I) prior is on the weights of the raw features (features=None) or of a feature map
+        # whose RBF width follows the data (gamma=None, scikit-learn's "scale")
+        return "adaptive" if self.features is not None and self.gamma is None else "unit"
 
     def _validate_common(self):
         self._c = _check_pos("c", self.c, allow_zero=True)
@@ -459,7 +475,46 @@ class SubgradientHMC(_HingeSampler):
     converged_, convergence_ (the last :class:`bsvm.convergence.ConvergenceStatus`), stopping_rule_,
     model_ (HingeModel), feature_map_, trace_index_. Records of hmc with n_params <= 3 carry
     ``snapshot["leapfrog_path"]`` (n_leapfrog + 1, n_params): the last transition of chain 0.
+
+    Input scale (:func:`bsvm.data.check_input_scale`): "unit" with ``features=None``. The N(0, I) prior is
+    on the raw features' weights, so the model itself depends on the units: fit warns
+    (``DataScaleWarning``) when a column's standard deviation lies outside 1e-3..1e3 (the prior swamps the
+    data, e.g. accuracy 0.5 on Ripley scaled by 1e-6, or vanishes) or column scales differ by more than
+    1e3. It does not standardise for you: the posterior is the one of the features given, which is what
+    the comparisons with exact samplers need. With a feature map and ``gamma=None``: "adaptive".
     """
+
+    # parameter table (bsvm/params.py), checked before the data
+    _parameter_constraints = {
+        "sampler": [StrOptions(set(SAMPLERS))],
+        "c": [non_negative()],
+        "l": [Interval(Real, None, None, closed="neither")],
+        "n_samples": [StrOptions({"auto"}), positive_int()],
+        "n_burnin": [None, non_negative_int()],
+        "thin": [positive_int()],
+        "n_chains": [positive_int()],
+        "max_iter": [None, positive_int()],
+        "max_time": [None, non_negative()],
+        "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right")],
+        "batch_size": [None, positive_int()],
+        # in whitened coordinates (laplace) a leapfrog or Langevin step beyond ~2 is unstable even on a
+        # unit Gaussian; 10 leaves room for the other preconditioners and rejects the absurd (1e6)
+        "step_size": [None, Interval(Real, 0, 10, closed="right")],
+        "n_leapfrog": [None, positive_int()],
+        "target_accept": [Interval(Real, 0, 1, closed="neither")],
+        "step_decay": [non_negative()],
+        "step_decay_b": [positive()],
+        "diffusion": [positive()],
+        "preconditioner": [None, StrOptions({"laplace", "adagrad"})],
+        "control_variates": ["boolean"],
+        "features": [None, StrOptions({"nystroem", "rff"})],
+        "n_components": [positive_int()],
+        "gamma": [None, positive()],
+        "record_every": [None, positive_int()],
+        "n_trace": [non_negative_int()],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, sampler="hmc", c=1.0, l=1.0, n_samples="auto", n_burnin=None, thin=1, n_chains=4,
                  max_iter=None, max_time=None, n_jobs=None,
@@ -643,10 +698,33 @@ class GibbsSVM(_HingeSampler):
     """ + _RUN_DOC.format(max_iter="50,000 sweeps") + """
     Fitted: samples_, potential_ (full data), theta_, model_, feature_map_, mode_ (laplace init),
     converged_, convergence_, stopping_rule_.
+    Input scale: "unit", as ``SubgradientHMC`` (fit warns; see there).
     """
 
     _binary_only = True
     _sampler_kind = "gibbs"
+
+    # parameter table (bsvm/params.py), checked before the data; c = 0 (a valid number, but then the
+    # posterior is the prior) is refused with its reason in _iterate
+    _parameter_constraints = {
+        "c": [non_negative()],
+        "l": [Interval(Real, None, None, closed="neither")],
+        "n_samples": [StrOptions({"auto"}), positive_int()],
+        "n_burnin": [None, non_negative_int()],
+        "thin": [positive_int()],
+        "n_chains": [positive_int()],
+        "max_iter": [None, positive_int()],
+        "max_time": [None, non_negative()],
+        "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right")],
+        "init": [StrOptions({"laplace", "prior"})],
+        "features": [None, StrOptions({"nystroem", "rff"})],
+        "n_components": [positive_int()],
+        "gamma": [None, positive()],
+        "record_every": [None, positive_int()],
+        "n_trace": [non_negative_int()],
+        "random_state": RANDOM_STATE,
+    }
 
     def __init__(self, c=1.0, l=1.0, n_samples="auto", n_burnin=100, thin=1, n_chains=4, max_iter=None,
                  max_time=None, n_jobs=None, init="laplace", features=None, n_components=100, gamma=None,

@@ -208,7 +208,7 @@ class SGLD:
     """theta' = theta - (h^2 / 2) L L^T dU~(theta) + h L nu, nu ~ N(0, I).
 
     The stochastic subgradient is evaluated at theta_t: eq. 13 prints theta_{t+1}, a misprint (the update
-    would otherwise be implicit; see NOTES.md)."""
+    would otherwise be implicit; see docs/subgradient.md)."""
 
     def __init__(self, potential: Potential):
         self.potential = potential
