@@ -61,7 +61,8 @@ def test_budgets_and_bad_input_warn_and_keep_usable_draws():
     assert np.isnan(est.convergence_.rhat) and est.convergence_.ess_bulk >= 400 and not est.converged_
     # a diverging run (step far too large: the state overflows to inf/NaN)
     with pytest.warns(ConvergenceWarning, match="diverged"):
-        est = SubgradientHMC("sgld", step_size=10.0, preconditioner=None, n_burnin=0, random_state=0).fit(X, y)
+        est = SubgradientHMC("sgld", step_size=10.0, preconditioner=None, n_burnin=0, random_state=0)
+        est.fit(X, y)
     assert np.all(np.isfinite(est.samples_)) and est.predict_proba(X).shape == (len(X), 2)
     with pytest.raises(ValueError, match="n_samples"):
         SubgradientHMC(n_samples="long").fit(X, y)

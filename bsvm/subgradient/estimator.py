@@ -25,6 +25,7 @@ from ..chains import ChainPool, ChainRNG, chain_groups, chain_seeds, resolve_n_j
 from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
 from ..data import check_predict_data
 from ..diagnostics import ess_bulk
+from ..draws import proba_draws_chunked, to_datatree
 from ..params import (
     RANDOM_STATE,
     Integral,
@@ -36,7 +37,6 @@ from ..params import (
     positive,
     positive_int,
 )
-from ..draws import proba_draws_chunked, to_datatree
 from . import samplers as S
 from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, run_segment
 from .features import fit_feature_map, transform
