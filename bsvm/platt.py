@@ -3,12 +3,20 @@
 ``SVC(probability=True)`` is deprecated in scikit-learn 1.9; the same model is
 ``CalibratedClassifierCV(SVC(...), method="sigmoid", ensemble=False)``: internal cross-validated scores
 fit the sigmoid, and one SVC is fitted on all the data.
+
+A class with a single training row cannot appear in both a training and a held-out fold, so stratified
+cross-validation is impossible. Then (with a ``UserWarning``) the SVC is fitted on all the data and the
+sigmoid on its own training scores (``FrozenEstimator``): Platt's original in-sample fit, which is
+overconfident because the SVC has seen the points it is calibrated on.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.calibration import CalibratedClassifierCV
+from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
@@ -23,7 +31,9 @@ class PlattSVM(BayesianClassifier):
     Parameters
     ----------
     C, gamma, kernel : passed to ``sklearn.svm.SVC``.
-    cv : number of internal folds used to fit the sigmoid (at most the smallest class count).
+    cv : number of internal folds used to fit the sigmoid (at most the smallest class count). When a class
+        has a single training row, no folds are possible: the sigmoid is then fitted on the SVC's training
+        scores, with a warning (see the module docstring).
     random_state : seeds the fold shuffling, so the sigmoid is reproducible.
 
     ``predict``, ``predict_proba`` and ``decision_function`` agree: ``predict`` is the most probable class,
@@ -59,14 +69,26 @@ class PlattSVM(BayesianClassifier):
         self.cv = cv
         self.random_state = random_state
 
+    _min_per_class = 1
+
     def _iterate(self, X, y_index):
-        n_splits = int(max(2, min(self.cv, np.bincount(y_index).min())))
-        folds = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=self.random_state)
+        smallest = int(np.bincount(y_index).min())
         svc = SVC(C=self.C, gamma=self.gamma, kernel=self.kernel)
-        model = CalibratedClassifierCV(svc, method="sigmoid", cv=folds, ensemble=False)
+        if smallest < 2:
+            few = [self.classes_[k] for k in np.flatnonzero(np.bincount(y_index) < 2)]
+            warnings.warn(f"PlattSVM: class(es) {few} have a single training row, so the sigmoid cannot be "
+                          "cross-validated; it is fitted on the SVC's own training scores (in-sample, "
+                          "overconfident).", UserWarning, stacklevel=4)
+            model = CalibratedClassifierCV(FrozenEstimator(svc.fit(X, y_index)), method="sigmoid")
+        else:
+            n_splits = int(max(2, min(self.cv, smallest)))
+            folds = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=self.random_state)
+            model = CalibratedClassifierCV(svc, method="sigmoid", cv=folds, ensemble=False)
         model.fit(X, y_index)
         self.calibrated_ = model
         self.svc_ = model.calibrated_classifiers_[0].estimator
+        if isinstance(self.svc_, FrozenEstimator):
+            self.svc_ = self.svc_.estimator
         self.support_vectors_ = self.svc_.support_vectors_
         yield 1, {"n_support": float(len(self.svc_.support_))}, {}
 
