@@ -1,27 +1,35 @@
-"""Subgradient MCMC benchmark (issue 4): speed vs the exact Gibbs sampler, accuracy, memory.
+"""Subgradient MCMC benchmark (issue 13): accuracy at defaults, speed beside NumPyro NUTS, parallel chains.
 
-``python -m benchmarks subgradient [--n 100000 --d 50 --gibbs-sweeps 300 --folds 5 --skip-raetsch]``
+``python -m benchmarks subgradient [--tables accuracy,speed,parallel] [--sizes 1000x20,20000x20,100000x50]
+[--nuts-warmup 1000 --nuts-draws 1000] [--seed 0]``
 
-Table 1: a linear problem (n x d, labels drawn from the model). Bulk-ESS per second (minimum over
-parameters, whole fit time including pilot and burn-in) of SSGLD and SSGNHT against GibbsSVM in the same
-process, and their posterior means against GibbsSVM's in units of the Gibbs posterior sd. The rows
-without control variates are the paper's plain minibatch estimate (eq. 7).
-Table 2: test error with Nystroem features vs PlattSVM on Waveform and German (stratified CV).
-Table 3: memory while keeping 10 chains x 2000 draws x 500 parameters (tracemalloc peak).
+Table 1 (accuracy at defaults): on Ripley-like data (250 x 2), a 351 x 34 set (generated from the model:
+ionosphere's shape, which is not shipped) and 100k x 50 linear data, each subgradient sampler at its
+DEFAULT settings (n_samples="auto": run until R-hat <= 1.01 and ESS >= 400) against a long exact
+reference: GibbsSVM (4 chains x 4000 sweeps) for the two small sets, MH-corrected full-batch "hmc"
+(4 chains x 3000 transitions) at 100k x 50, whose R-hat is reported. Columns: max over parameters of
+|mean - ref mean| / ref sd and of the sd ratio (max(s/s_ref, s_ref/s)); targets 0.1 and 1.25.
+Table 2 (speed): minimum bulk ESS over parameters per CPU second (whole fit: pilot, burn-in, sampling,
+convergence checks), one BLAS thread, beside NumPyro NUTS on the same posterior (../shared/PEERS.md:
+N(0, I) prior, hinge potential, 4 chains one after another, float64, JAX on CPU, compile time apart).
+Table 3 (parallel chains): wall time of 4 chains with n_jobs=1 and n_jobs=2 (same draws), with the load
+average at the time (the machine is shared).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
-import tracemalloc
+import warnings
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
+from threadpoolctl import threadpool_limits
 
-from benchmarks._common import load_raetsch, print_table
+from benchmarks import _nuts
+from benchmarks._common import print_table
 from bsvm import diagnostics
-from bsvm.platt import PlattSVM
+from bsvm.datasets import make_ripley
 from bsvm.subgradient import GibbsSVM, SubgradientHMC
 
 
@@ -34,128 +42,150 @@ def model_data(n, d, seed=0, c=1.0, l=1.0):
     return X, (rng.uniform(size=n) < 1 / (1 + np.exp(lm - lp))).astype(int)
 
 
-def _timed_fit(est, X, y):
-    """Fit and return (est, wall seconds, CPU seconds of this process). ESS per second uses CPU time: the
-    machine is shared, and other jobs' load would otherwise bias a ratio of runs made one after another."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    est.fit(X, y)
-    return est, time.perf_counter() - t0, time.process_time() - c0
+def _fit(est, X, y):
+    """Fit with one BLAS thread; returns (est, CPU s, wall s, warning texts)."""
+    with threadpool_limits(1), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        c0, t0 = time.process_time(), time.perf_counter()
+        est.fit(X, y)
+        cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    return est, cpu, wall, [str(w.message) for w in caught]
 
 
-def speed_table(n, d, gibbs_sweeps, sg_draws, batch, sg_burnin=1000, seed=0):
-    X, y = model_data(n, d, seed)
-    gibbs = GibbsSVM(n_samples=gibbs_sweeps, n_burnin=20, n_chains=2, random_state=seed)
-    gibbs, wall, cpu = _timed_fit(gibbs, X, y)
-    G = gibbs.samples_
-    g_flat = G.reshape(-1, G.shape[-1])
-    g_mean, g_sd, g_mcse = g_flat.mean(0), g_flat.std(0), diagnostics.mcse(G)
-    g_ess = diagnostics.ess_bulk(G)
-    g_rate = g_ess.min() / cpu
-    rows = [{"method": "GibbsSVM", "cv": "-", "cpu_s": cpu, "wall_s": wall, "draws": G.shape[0] * G.shape[1],
-             "min_ess": float(g_ess.min()), "ess/cpu_s": g_rate, "ratio": 1.0,
-             "max_rhat": float(diagnostics.rhat(G).max()), "max|dm|/sd": 0.0, "rms|dm|/sd": 0.0,
-             "rms MC/sd": float(np.sqrt(np.mean((g_mcse / g_sd) ** 2))), "bias/sd est": 0.0,
-             "med sd ratio": 1.0}]
-    for sampler in ("sgld", "sgnht"):
-        for cv in (True, False):
-            est = SubgradientHMC(sampler, n_samples=sg_draws, n_burnin=sg_burnin, n_chains=4,
-                                 batch_size=batch, control_variates=cv, random_state=seed)
-            est, wall, cpu = _timed_fit(est, X, y)
-            D = est.samples_
-            flat = D.reshape(-1, D.shape[-1])
-            ess = diagnostics.ess_bulk(D)
-            z2 = ((flat.mean(0) - g_mean) / g_sd) ** 2
-            mc2 = (g_mcse ** 2 + diagnostics.mcse(D) ** 2) / g_sd ** 2
-            rows.append({"method": f"SubgradientHMC({sampler})", "cv": str(cv), "cpu_s": cpu, "wall_s": wall,
-                         "draws": D.shape[0] * D.shape[1], "min_ess": float(ess.min()),
-                         "ess/cpu_s": ess.min() / cpu, "ratio": (ess.min() / cpu) / g_rate,
-                         "max_rhat": float(diagnostics.rhat(D).max()), "max|dm|/sd": float(np.sqrt(z2.max())),
-                         "rms|dm|/sd": float(np.sqrt(z2.mean())), "rms MC/sd": float(np.sqrt(mc2.mean())),
-                         "bias/sd est": float(np.sqrt(max(0.0, z2.mean() - mc2.mean()))),
-                         "med sd ratio": float(np.median(flat.std(0) / g_sd))})
-    print(f"\nTable 1. Linear problem n={n}, d={d} (+ bias), c=1, l=1; batch {batch}; "
-          f"Gibbs 2 chains x (20 + {gibbs_sweeps}) sweeps, SG samplers 4 chains x ({sg_burnin} burn-in + "
-          f"{sg_draws}). ratio = (min bulk ESS / CPU s) / Gibbs's.")
-    print_table(rows, floatfmt="{:.3f}")
-    print("dm = mean - Gibbs mean, in Gibbs posterior sds, over the d + 1 parameters. 'rms MC/sd' is the rms "
-          "difference expected\nfrom Monte Carlo error alone (both samplers' MCSE; Gibbs row: its MCSE); "
-          "'bias/sd est' = sqrt(max(0, mean dm^2 - mean MC^2)) estimates the rms systematic difference.")
-    return rows
+def datasets(seed=0, big=(100_000, 50), small_only=False):
+    Xr, yr = make_ripley(250, random_state=seed)
+    yield "ripley 250x2", Xr, yr
+    if small_only:
+        return
+    yield "generated 351x34", *model_data(351, 34, seed + 1)
+    if big:
+        yield f"linear {big[0]}x{big[1]}", *model_data(*big, seed + 2)
 
 
-def raetsch_table(names=("Waveform", "German"), n_folds=5, n_components=300, n_draws=500, seed=0):
+def reference(X, y, seed, draws=4000):
+    """A long exact run: GibbsSVM for small n, MH-corrected hmc for large n (Gibbs sweeps cost n d^2)."""
+    if X.shape[0] * X.shape[1] ** 2 <= 2e7:
+        est = GibbsSVM(n_samples=draws, n_burnin=200, random_state=seed + 100)
+        name = f"GibbsSVM 4x{draws}"
+    else:
+        est = SubgradientHMC("hmc", n_samples=3 * draws // 4, random_state=seed + 100)
+        name = f"hmc (MH) 4x{3 * draws // 4}"
+    est, cpu, _, _ = _fit(est, X, y)
+    return name, est.samples_, cpu
+
+
+def accuracy_table(seed=0, big=(100_000, 50), samplers=("hmc", "sgld", "sgnht"), ref_draws=4000,
+                   small_only=False):
     rows = []
-    for name in names:
-        data = load_raetsch(name)
-        if data is None:
-            print(f"({name}: data folder absent, skipped)")
-            continue
-        X, y = data
-        errs = {"PlattSVM": [], "SubgradientHMC(sgnht, nystroem)": []}
-        t = {k: 0.0 for k in errs}
-        for tr, te in StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed).split(X, y):
-            for key, est in (("PlattSVM", PlattSVM(random_state=seed)),
-                             ("SubgradientHMC(sgnht, nystroem)",
-                              SubgradientHMC("sgnht", features="nystroem", n_components=n_components,
-                                             n_samples=n_draws, n_burnin=n_draws, batch_size=200,
-                                             random_state=seed))):
-                est, secs, _ = _timed_fit(est, X[tr], y[tr])
-                t[key] += secs
-                errs[key].append(np.mean(est.predict(X[te]) != y[te]))
-        base = np.mean(errs["PlattSVM"])
-        for key, e in errs.items():
-            rows.append({"dataset": name, "method": key, "test_error": float(np.mean(e)),
-                         "sd_over_folds": float(np.std(e)), "minus_platt": float(np.mean(e) - base),
-                         "fit_s": t[key]})
-    print(f"\nTable 2. Test error, stratified {n_folds}-fold CV; Nystroem RBF features ({n_components} "
-          "components, gamma = 1/(d var X) as SVC's 'scale'), c = 1 ~ SVC C = 1.")
-    print_table(rows, floatfmt="{:.4f}")
+    for name, X, y in datasets(seed, big, small_only):
+        ref_name, R, ref_cpu = reference(X, y, seed, ref_draws)
+        flat = R.reshape(-1, R.shape[-1])
+        m0, s0 = flat.mean(0), flat.std(0)
+        rows.append({"data": name, "method": ref_name + " (reference)", "cpu_s": ref_cpu,
+                     "draws/chain": R.shape[1], "max_rhat": float(diagnostics.rhat(R).max()),
+                     "min_ess": float(diagnostics.ess_bulk(R).min()), "max|dm|/sd": 0.0, "max sd ratio": 1.0,
+                     "rms MC/sd": float(np.sqrt(np.mean((diagnostics.mcse(R) / s0) ** 2))),
+                     "converged": "-"})
+        for sampler in samplers:
+            est, cpu, _, warns = _fit(SubgradientHMC(sampler, random_state=seed), X, y)
+            D = est.samples_
+            f = D.reshape(-1, D.shape[-1])
+            ratio = f.std(0) / s0
+            rows.append({"data": name, "method": f"{sampler} (defaults)", "cpu_s": cpu,
+                         "draws/chain": D.shape[1],
+                         "max_rhat": float(diagnostics.rhat(D).max()),
+                         "min_ess": float(diagnostics.ess_bulk(D).min()),
+                         "max|dm|/sd": float(np.max(np.abs(f.mean(0) - m0) / s0)),
+                         "max sd ratio": float(np.max(np.maximum(ratio, 1.0 / ratio))),
+                         "rms MC/sd": float(np.sqrt(np.mean((diagnostics.mcse(D) / s0) ** 2))),
+                         "converged": str(est.converged_) + ("" if not warns else " (warned)")})
+    print(f"\nTable 1. Accuracy at default settings against a long exact reference (seed {seed}). Targets: "
+          "max|dm|/sd <= 0.1, max sd ratio <= 1.25.\n'rms MC/sd' = rms Monte Carlo error of the means in "
+          "reference sds (part of dm that is noise).")
+    print_table(rows, floatfmt="{:.3f}")
     return rows
 
 
-def memory_table(n=20000, d=499, chains=10, draws=2000, seed=0):
+def speed_table(sizes=((1000, 20), (20_000, 20), (100_000, 50)), nuts_warmup=1000, nuts_draws=1000, seed=0,
+                samplers=("hmc", "sgld", "sgnht", "gibbs")):
+    rows = []
+    for n, d in sizes:
+        X, y = model_data(n, d, seed)
+        base = None
+        if _nuts.available():
+            with threadpool_limits(1):
+                r = _nuts.run_nuts(X, y, num_warmup=nuts_warmup, num_samples=nuts_draws, seed=seed)
+            ess = float(diagnostics.ess_bulk(r["draws"]).min())
+            base = ess / r["cpu_s"]
+            rows.append({"n x d": f"{n}x{d}", "method": f"NumPyro NUTS ({nuts_warmup}+{nuts_draws})",
+                         "cpu_s": r["cpu_s"], "compile_s": r["compile_s"], "draws/chain": nuts_draws,
+                         "min_ess": ess, "max_rhat": float(diagnostics.rhat(r["draws"]).max()),
+                         "ess/cpu_s": base, "x NUTS": 1.0, "converged": "-"})
+        else:
+            print("(NumPyro/JAX not installed: NUTS rows skipped)")
+        for sampler in samplers:
+            est = (GibbsSVM(random_state=seed) if sampler == "gibbs"
+                   else SubgradientHMC(sampler, random_state=seed))
+            est, cpu, _, warns = _fit(est, X, y)
+            ess = float(diagnostics.ess_bulk(est.samples_).min())
+            rows.append({"n x d": f"{n}x{d}", "method": f"{sampler} (defaults)", "cpu_s": cpu,
+                         "compile_s": 0.0,
+                         "draws/chain": est.samples_.shape[1], "min_ess": ess,
+                         "max_rhat": float(diagnostics.rhat(est.samples_).max()), "ess/cpu_s": ess / cpu,
+                         "x NUTS": (ess / cpu) / base if base else float("nan"),
+                         "converged": str(est.converged_) + ("" if not warns else " (warned)")})
+    print("\nTable 2. Minimum bulk ESS over parameters per CPU second (one thread), defaults vs NumPyro NUTS "
+          f"(compile time apart). Linear model data, seed {seed}.")
+    print_table(rows, floatfmt="{:.2f}")
+    return rows
+
+
+def parallel_table(n=20_000, d=20, seed=0, sampler="hmc", n_samples=400):
     X, y = model_data(n, d, seed)
-    est = SubgradientHMC("sgnht", n_samples=draws, n_burnin=50, n_chains=chains, batch_size=100,
-                         random_state=seed)
-    tracemalloc.start()
-    t0 = time.perf_counter()
-    est.fit(X, y)
-    secs = time.perf_counter() - t0
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    mb = 1024.0 ** 2
-    samples_mb, data_mb = est.samples_.nbytes / mb, X.nbytes / mb
-    rows = [{"chains x draws x params": "x".join(map(str, est.samples_.shape)), "samples_MB": samples_mb,
-             "dataset_MB": data_mb, "peak_alloc_MB": peak / mb,
-             "peak - samples (in datasets)": (peak / mb - samples_mb) / data_mb,
-             "per-chain copies would add (datasets)": float(chains), "fit_s": secs}]
-    print("\nTable 3. Memory during fit (tracemalloc peak of new allocations; the dataset itself was "
-          "allocated before).")
-    print_table(rows, floatfmt="{:.1f}")
+    rows, draws = [], []
+    # warm the joblib workers first (their start-up is paid once per session)
+    _fit(SubgradientHMC(sampler, n_samples=5, n_burnin=5, n_jobs=2, random_state=seed), X[:200], y[:200])
+    for n_jobs in (1, 2):
+        load = os.getloadavg()[0]
+        est, cpu, wall, _ = _fit(SubgradientHMC(sampler, n_samples=n_samples, n_chains=4, n_jobs=n_jobs,
+                                                random_state=seed), X, y)
+        draws.append(est.samples_)
+        rows.append({"n_jobs": n_jobs, "wall_s": wall, "main-process cpu_s": cpu, "load avg (1 min)": load})
+    same = bool(np.array_equal(draws[0], draws[1]))
+    for r in rows:
+        r["wall / 1-job wall"] = r["wall_s"] / rows[0]["wall_s"]
+        r["same draws"] = str(same)
+    print(f"\nTable 3. Parallel chains: {sampler}, {n}x{d}, 4 chains x (200 burn-in + {n_samples}), on "
+          f"{os.cpu_count()} cores shared with other jobs (load average shown). Target: 2 jobs <= 0.65x.")
+    print_table(rows, floatfmt="{:.2f}")
     return rows
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks subgradient")
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--d", type=int, default=50)
-    ap.add_argument("--gibbs-sweeps", type=int, default=3000)
-    ap.add_argument("--sg-draws", type=int, default=16000)
-    ap.add_argument("--batch", type=int, default=1000)
-    ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--skip-raetsch", action="store_true")
-    ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--tables", default="accuracy,speed,parallel")
+    ap.add_argument("--sizes", default="1000x20,20000x20,100000x50")
+    ap.add_argument("--big", default="100000x50", help="the large set of Table 1 ('none' to skip)")
+    ap.add_argument("--samplers", default="hmc,sgld,sgnht,gibbs")
+    ap.add_argument("--nuts-warmup", type=int, default=1000)
+    ap.add_argument("--nuts-draws", type=int, default=1000)
+    ap.add_argument("--ref-draws", type=int, default=4000, help="reference draws per chain (Gibbs; hmc: 3/4)")
+    ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    print("(2-core machine shared with other jobs; timings are noisy, ratios are measured in one run)")
-    speed_table(args.n, args.d, args.gibbs_sweeps, args.sg_draws, args.batch)
-    if not args.skip_raetsch:
-        raetsch_table(n_folds=args.folds)
-    if not args.skip_memory:
-        memory_table()
+    tables = args.tables.split(",")
+    print("(2-core machine shared with other jobs; speed is CPU seconds of this process, one BLAS thread)")
+    big = None if args.big == "none" else tuple(int(v) for v in args.big.split("x"))
+    samplers = tuple(args.samplers.split(","))
+    if "accuracy" in tables:
+        accuracy_table(args.seed, big, tuple(s for s in samplers if s != "gibbs"), args.ref_draws)
+    if "speed" in tables:
+        sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
+        speed_table(sizes, args.nuts_warmup, args.nuts_draws, args.seed, samplers)
+    if "parallel" in tables:
+        parallel_table(seed=args.seed)
     return 0
 
 
 def smoke():
-    speed_table(2000, 3, 40, 200, 200, sg_burnin=200)
-    raetsch_table(names=("German",), n_folds=2, n_components=30, n_draws=150)
-    memory_table(n=300, d=19, chains=3, draws=50)
+    accuracy_table(big=None, samplers=("sgld",), ref_draws=300, small_only=True)
+    speed_table(((300, 3),), nuts_warmup=50, nuts_draws=50, samplers=("hmc",))

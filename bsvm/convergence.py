@@ -140,13 +140,13 @@ class ConvergenceMonitor:
 
     The first check is at ``first`` draws (default: enough for the ESS target if the draws were
     independent, ceil(ess / n_chains), at least 20). After a failed check at D draws the next is at
-    D * clip(1.1 * predicted / D, 1.25, 2), where ``predicted`` = D * ess_target / ess (ESS grows about
+    D * clip(1.1 * predicted / D, 1.25, 1.5), where ``predicted`` = D * ess_target / ess (ESS grows about
     linearly in D once the chains have mixed): never closer than 25 % apart, so the total cost of the
-    checks is at most 5x the last one, and never more than doubling, so the run overshoots the point of
-    convergence by at most 2x."""
+    checks is at most 5x the last one, and at most 1.5x, so the run overshoots the point of convergence
+    by at most 1.5x."""
 
     def __init__(self, n_chains: int, rule: StoppingRule = StoppingRule(), first: int | None = None,
-                 min_growth: float = 1.25, max_growth: float = 2.0):
+                 min_growth: float = 1.25, max_growth: float = 1.5):
         self.rule = rule
         self.n_chains = int(n_chains)
         target = max(rule.ess_bulk, rule.ess_tail)
@@ -188,14 +188,18 @@ def monitor_rows(n_samples: int, n_rows: int = 20) -> np.ndarray:
 
 
 def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, budget: str,
-                       rule: StoppingRule = StoppingRule(), stacklevel: int = 3) -> None:
+                       rule: StoppingRule = StoppingRule(), stacklevel: int = 3,
+                       draws: int | None = None) -> None:
     """Emit the ConvergenceWarning of a run that stopped without meeting the rule. ``budget`` names what
-    ran out, e.g. "max_time=60 s" or "max_iter=20000" or "n_samples=500 (fixed length)"."""
+    ran out, e.g. "max_time=60 s" or "max_iter=20000" or "n_samples=500 (fixed length)"; ``draws`` the
+    kept draws per chain (default: the status's count)."""
+    if draws is None:
+        draws = 0 if status is None else status.draws
     if status is None:
         what = "no convergence check could be made (the budget ended before the first check)"
     else:
         what = status.explain()
     warnings.warn(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
-                  f"{0 if status is None else status.draws} kept draws per chain; {what}. Rule: "
+                  f"{draws} kept draws per chain; {what}. Rule: "
                   f"{rule.describe()}. The draws kept so far are usable but not trustworthy; raise the "
                   "budget or inspect the chains.", ConvergenceWarning, stacklevel=stacklevel)

@@ -90,3 +90,34 @@ def test_normalised_likelihood_binary_equals_two_class_rule():
     # explicit ratio psi(+1) / (psi(+1) + psi(-1))
     psi_p, psi_m = np.exp(-1.3 * np.maximum(0, 1 - f)), np.exp(-1.3 * np.maximum(0, 1 + f))
     np.testing.assert_allclose(binary[..., 1], psi_p / (psi_p + psi_m), rtol=1e-12)
+
+
+def test_signed_design_fast_path_equals_the_general_one():
+    """binary_full / binary_batch (on Z = y [X, 1]) give the general path's U and subgradient."""
+    from bsvm.subgradient.potential import (
+        binary_batch,
+        binary_full,
+        control_variate,
+        potential_and_grad_cv,
+        signed_design,
+    )
+
+    rng = np.random.default_rng(5)
+    X, y = _data(rng, 300, 4, 2)
+    model = HingeModel(1.3, 0.7, 2, 4)
+    theta = rng.normal(size=(3, 5))
+    Z = signed_design(X, y)
+    U, g = potential_and_grad(model, theta, X, y)
+    U2, g2 = binary_full(model, theta, Z)
+    np.testing.assert_allclose(U2, U, rtol=1e-12)
+    np.testing.assert_allclose(g2, g, rtol=1e-12, atol=1e-12)
+    idx = rng.integers(0, 300, size=(3, 40))
+    U, g = potential_and_grad(model, theta, X[idx], y[idx], 300 / 40)
+    U2, g2 = binary_batch(model, theta, Z[idx], 300 / 40)
+    np.testing.assert_allclose(U2, U, rtol=1e-12)
+    np.testing.assert_allclose(g2, g, rtol=1e-12, atol=1e-12)
+    cv = control_variate(model, rng.normal(size=5), X, y)
+    U, g = potential_and_grad_cv(model, cv, theta, X[idx], y[idx], idx, 300 / 40)
+    U2, g2 = binary_batch(model, theta, Z[idx], 300 / 40, cv, idx)
+    np.testing.assert_allclose(U2, U, rtol=1e-12)
+    np.testing.assert_allclose(g2, g, rtol=1e-12, atol=1e-12)

@@ -4,18 +4,31 @@ Both sample the same posterior (standard normal prior, pseudo-likelihood exp(-c 
 expose the same layout: ``samples_`` has shape (n_chains, n_draws, n_params) and, with ``features=None``,
 a binary model's parameters are the raw features' weights followed by the bias. So their draws can be
 overlaid directly.
+
+The estimators only wire parts together: an engine and the burn-in adaptation (``samplers.py``), the
+segment runner (``driver.py``), independent per-chain seeds and joblib workers (:mod:`bsvm.chains`), the
+stopping rule (:mod:`bsvm.convergence`) and the ArviZ output (:mod:`bsvm.draws`).
 """
 
 from __future__ import annotations
 
+import math
 import numbers
+import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier
+from ..chains import ChainPool, ChainRNG, chain_groups, chain_seeds, resolve_n_jobs
+from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
+from ..data import check_predict_data
 from ..diagnostics import ess_bulk
+from ..draws import proba_draws_chunked, to_datatree
 from ..params import (
     RANDOM_STATE,
+    Integral,
     Interval,
     Real,
     StrOptions,
@@ -25,20 +38,24 @@ from ..params import (
     positive_int,
 )
 from . import samplers as S
+from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, run_segment
 from .features import fit_feature_map, transform
-from .gibbs import gibbs_init, gibbs_step
 from .laplace import find_mode, laplace_pilot, per_datum_noise
 from .potential import (
+    ChainLayout,
     HingeModel,
     control_variate,
     normalised_likelihood,
-    potential_and_grad,
-    potential_and_grad_cv,
     scores,
+    signed_design,
 )
 
 SAMPLERS = ("hmc", "sgld", "sgnht")
 PRECONDITIONERS = (None, "laplace", "adagrad")
+RULE = StoppingRule()
+
+#: default max_iter after burn-in when n_samples="auto": transitions (hmc), sweeps (gibbs), steps (sg)
+_DEFAULT_MAX_ITER = {"hmc": 50_000, "gibbs": 50_000, "sgld": 1_000_000, "sgnht": 1_000_000}
 
 
 def _check_int(name, value, minimum):
@@ -48,15 +65,28 @@ def _check_int(name, value, minimum):
 
 
 def _check_pos(name, value, allow_zero=False):
-    ok = isinstance(value, numbers.Real) and np.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value) and \
+        (value >= 0 if allow_zero else value > 0)
     if not ok:
         raise ValueError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} number, "
                          f"got {value!r}")
     return float(value)
 
 
+def _slice_tuning(tuning: S.Tuning, g: np.ndarray) -> S.Tuning:
+    f = tuning.factor
+    if isinstance(f, S.Diagonal) and np.ndim(f.d) == 2:
+        f = S.Diagonal(f.d[g])
+    return tuning._replace(step_size=np.asarray(tuning.step_size)[g], factor=f)
+
+
 class _HingeSampler(BayesianClassifier):
-    """Shared data handling, draw storage and posterior predictive of the two samplers."""
+    """Shared data handling, the run loop, draw storage, the posterior predictive and ArviZ output."""
+
+    _sampler_kind = "gibbs"
+
+    def _default_burnin(self) -> int:
+        return 100
 
     def _input_scale_rule(self):
         # the N(0, I) prior is on the weights of the raw features (features=None) or of a feature map
@@ -67,41 +97,236 @@ class _HingeSampler(BayesianClassifier):
         self._c = _check_pos("c", self.c, allow_zero=True)
         if not (isinstance(self.l, numbers.Real) and np.isfinite(self.l)):
             raise ValueError(f"l (the margin) must be a finite number, got {self.l!r}")
-        self._n_samples = _check_int("n_samples", self.n_samples, 1)
-        self._n_burnin = _check_int("n_burnin", self.n_burnin, 0)
+        if isinstance(self.n_samples, str):
+            if self.n_samples != "auto":
+                raise ValueError("n_samples must be 'auto' (run until the stopping rule holds) or an "
+                                 f"integer >= 1 (a fixed-length run), got {self.n_samples!r}")
+            self._n_samples = None
+        else:
+            self._n_samples = _check_int("n_samples", self.n_samples, 1)
+        self._n_burnin = (self._default_burnin() if self.n_burnin is None
+                          else _check_int("n_burnin", self.n_burnin, 0))
         self._thin = _check_int("thin", self.thin, 1)
         self._n_chains = _check_int("n_chains", self.n_chains, 1)
         self._n_trace = _check_int("n_trace", self.n_trace, 0)
         if self.record_every is not None:
             _check_int("record_every", self.record_every, 1)
+        self._max_iter = None if self.max_iter is None else _check_int("max_iter", self.max_iter, 1)
+        self._max_time = None if self.max_time is None else _check_pos("max_time", self.max_time,
+                                                                        allow_zero=True)
+        nj = self.n_jobs
+        if nj is not None and (not isinstance(nj, numbers.Integral) or nj == 0 or isinstance(nj, bool)):
+            raise ValueError(f"n_jobs must be None, a positive integer or -1 (all cores), got {nj!r}")
 
-    def _setup(self, X, y_index):
+    def _setup(self, X, y_index, shared_rng):
         self.feature_map_ = fit_feature_map(self.features, X, self.n_components, self.gamma,
-                                            self.random_state)
+                                            int(shared_rng.integers(2 ** 31)))
         Phi = transform(self.feature_map_, X)
         self.model_ = HingeModel(self._c, float(self.l), len(self.classes_), Phi.shape[1])
         y = self._encode_binary(y_index) if len(self.classes_) == 2 else y_index
-        total = self._n_burnin + self._n_samples * self._thin
-        self._record_every = self.record_every or max(1, total // 100)
+        self._y_obs = np.asarray(y_index)
         P = self.model_.n_params
-        # draws are written into one preallocated buffer; ``samples_`` is always a view of it
-        self._buffer = np.empty((self._n_chains, self._n_samples, P))
-        self._potential_buf = np.empty((self._n_chains, self._n_samples))
-        self.samples_ = self._buffer[:, :0]
-        self.potential_ = self._potential_buf[:, :0]
         self.trace_index_ = np.linspace(0, P - 1, min(self._n_trace, P)).round().astype(int)
-        return Phi, y, total
+        self.samples_ = np.empty((self._n_chains, 0, P))
+        self.potential_ = np.empty((self._n_chains, 0))
+        self.converged_ = False
+        self.convergence_ = None
+        self.stopping_rule_ = RULE.describe(len(monitor_rows(X.shape[0]))) if self._n_samples is None else \
+            f"fixed length: n_samples={self._n_samples} draws per chain after n_burnin={self._n_burnin}"
+        return Phi, y
 
-    def _record(self, t, theta, U, n_kept, metrics):
-        self.theta_ = theta.copy()
-        self.samples_ = self._buffer[:, :n_kept]
-        self.potential_ = self._potential_buf[:, :n_kept]
-        metrics = {"potential": float(np.mean(U)), "burnin": float(t < self._n_burnin),
-                   "n_draws": float(n_kept), **metrics}
-        snapshot = {"coords": theta[:, self.trace_index_].copy(), "trace_index": self.trace_index_,
-                    "potential": np.array(U, dtype=float)}
-        return metrics, snapshot
+    # -- the run loop ------------------------------------------------------------------------------------
+    def _drive(self, spec, Phi, y, y_index, seeds, theta0_rng_fn, tuning0, adaptation, monitor_every,
+               window_hook=None):
+        """Generator of progress records; runs the chains in segments (see ``driver.py``)."""
+        C, n = self._n_chains, Phi.shape[0]
+        B, thin = self._n_burnin, self._thin
+        chain_rng = ChainRNG.from_seeds(seeds)
+        theta0 = theta0_rng_fn(chain_rng)
+        groups = chain_groups(C, resolve_n_jobs(self.n_jobs))
+        rows = monitor_rows(n)
+        P = self.model_.n_params
+        plan = Plan(B, thin, int(monitor_every), rows, spec.kind == "hmc" and P <= 3,
+                    (float(getattr(self, "step_decay_b", 1000.0)), float(getattr(self, "step_decay", 0.0))))
+        carries = [Carry(None, chain_rng[g], adaptation.init(_slice_tuning(tuning0, g)),
+                         _slice_tuning(tuning0, g), 0, theta0[g]) for g in groups]
+        store = GrowingDraws()
+        monitor = ConvergenceMonitor(C, RULE)
+        auto = self._n_samples is None
+        if auto:
+            end = B + (self._max_iter if self._max_iter is not None else _DEFAULT_MAX_ITER[spec.kind])
+            budget_name = (f"max_iter={self._max_iter}" if self._max_iter is not None
+                           else f"max_iter (default {_DEFAULT_MAX_ITER[spec.kind]} after burn-in)")
+        else:
+            end = B + self._n_samples * thin
+            budget_name = f"n_samples={self._n_samples} (fixed length)"
+            if self._max_iter is not None and self._max_iter < end:
+                end, budget_name = self._max_iter, f"max_iter={self._max_iter}"
+        if auto and self._max_iter is not None:
+            end = self._max_iter  # max_iter counts every iteration, burn-in included
+        planned = end if not auto else B + 4 * monitor.next_check * monitor_every * thin
+        every = self.record_every or max(1, planned // 100)
+        sync = adaptation.sync_points()
+        compute, rate, t = 0.0, None, 0
+        status, stop_reason, path = None, None, None
+        self._stats = {}
+        acc_since = []
+        parallel = len(groups) > 1
+        with ChainPool(len(groups)) as pool:
+            Z = signed_design(Phi, y) if self.model_.n_classes == 2 and spec.kind != "gibbs" else None
+            data = (pool.share(Phi), y, None if Z is None else pool.share(Z))
+            y_rows = np.asarray(y_index)[rows]
+            while True:
+                resumed = time.perf_counter()
+                t_prev = t
+                stops = [end] + [s for s in sync if s > t]
+                if parallel:
+                    # workers: records only at sync points and about every 2 s (each dispatch costs
+                    # ~20 ms), which never changes the draws
+                    if rate is not None:
+                        stops.append(t + max(1, int(max(2.0, 0.1 * compute) / rate)))
+                else:
+                    stops.append((t // every + 1) * every)
+                if auto:
+                    stops.append(B + monitor.next_check * monitor_every * thin)
+                t1 = max(t + 1, min(s for s in stops if s > t))
+                if self._max_time is not None:
+                    left = self._max_time - compute
+                    span = min(max(left, 0.0), max(1.0, 0.1 * compute))
+                    cap = 5 if rate is None else max(1, int(span / rate))
+                    t1 = min(t1, t + cap)
+                outs = pool.map(run_segment, [
+                    (spec, data, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path,
+                     ChainLayout(groups[i], C)) for i in range(len(groups))])
+                carries = [o.carry for o in outs]
+                for name in ("draws", "quantities"):
+                    block = np.concatenate([getattr(o, name) for o in outs], axis=0)
+                    if block.shape[1]:
+                        store.append(name, block)
+                for name in STAT_NAMES:
+                    block = np.concatenate([o.stats[name] for o in outs], axis=0)
+                    if block.shape[1]:
+                        store.append(name, block)
+                if outs[0].path is not None:
+                    path = outs[0].path
+                acc = np.concatenate([o.stats["accept_prob"] for o in outs], axis=0)
+                if acc.size:
+                    acc_since.append(acc.mean())
+                t_new = min(o.t_end for o in outs)
+                diverged = [o.diverged_at for o in outs if o.diverged_at is not None]
+                if diverged:
+                    kept = min(o.carry.kept for o in outs)
+                    for name in ("draws", "quantities", *STAT_NAMES):
+                        store.truncate(name, kept if name != "quantities" else -(-kept // monitor_every))
+                    stop_reason = "diverged"
+                    t_new = min(diverged)
+                elif window_hook is not None and adaptation.window_end(t_new - 1) and t_new <= B:
+                    carries = window_hook(t_new - 1, carries, Phi, y, pool.share)
+                t = t_new
+                self._publish(store, carries, C, P)
+                checked = False
+                if not diverged:
+                    Q = store.view("quantities")
+                    if auto and Q is not None and monitor.due(Q.shape[1]):
+                        status = monitor.check(Q, self._quantity_names(rows))
+                        checked = True
+                        if status.converged or (C == 1 and not [f for f in status.failed if "ESS" in f]
+                                                and status.draws >= 4):
+                            stop_reason = "converged"
+                    if stop_reason is None and t >= end:
+                        stop_reason = "budget"
+                seg_time = time.perf_counter() - resumed
+                compute += seg_time
+                rate = seg_time / max(1, t - t_prev)
+                if stop_reason is None and self._max_time is not None and compute >= self._max_time:
+                    stop_reason = "time"
+                    budget_name = f"max_time={self._max_time:g} s"
+                if stop_reason is not None:
+                    status = self._final_status(store, status, checked, rows)
+                metrics = self._metrics(t, store, carries, acc_since, monitor, status, stop_reason)
+                acc_since = []
+                snap = self._snapshot(carries, path)
+                yield t, metrics, snap
+                if stop_reason is not None:
+                    break
+        self._finish(status, stop_reason, budget_name, C)
 
+    def _final_status(self, store, status, checked, rows):
+        if checked and status is not None:
+            return status
+        Q = store.view("quantities")
+        if Q is None or Q.shape[1] == 0:
+            return status
+        return assess(Q, RULE, self._quantity_names(rows))
+
+    @staticmethod
+    def _quantity_names(rows):
+        return ["log_posterior", *[f"p(y|x[{r}])" for r in rows]]
+
+    def _finish(self, status, stop_reason, budget_name, C):
+        self.convergence_ = status
+        self.converged_ = bool(status is not None and status.converged and stop_reason != "diverged")
+        name = type(self).__name__
+        if stop_reason == "diverged":
+            warnings.warn(f"{name}: the sampler diverged (a non-finite state: the step size is too large "
+                          "for this posterior); the run stopped and keeps the "
+                          f"{self.samples_.shape[1]} draws per chain made before it. Lower step_size or "
+                          "use the default step size.",
+                          ConvergenceWarning, stacklevel=4)
+            return
+        if self.converged_:
+            return
+        if C == 1 and status is not None and stop_reason == "converged":
+            warnings.warn(f"{name}: R-hat is undefined with n_chains=1 (it compares chains), so convergence "
+                          "cannot be checked; the run stopped when bulk and tail ESS reached "
+                          f"{RULE.ess_bulk:g}. Use n_chains >= 2 to check it.", ConvergenceWarning,
+                          stacklevel=4)
+            return
+        warn_not_converged(name, status, budget_name, RULE, stacklevel=4, draws=self.samples_.shape[1])
+
+    def _publish(self, store, carries, C, P):
+        """Fitted attributes from the run so far (views of the growing buffers)."""
+        if carries[0].state is not None:
+            self.theta_ = np.concatenate([c.state.theta for c in carries], axis=0)
+        self.samples_ = store.view("draws", (C, 0, P))
+        self.potential_ = store.view("potential", (C, 0))
+        self._stats = {k: store.view(k, (C, 0)) for k in STAT_NAMES}
+        self.log_posterior_quantities_ = store.view("quantities")
+        self.step_size_ = np.concatenate([np.broadcast_to(c.tuning.step_size, (len(c.rng),))
+                                          for c in carries])
+
+    def _metrics(self, t, store, carries, acc_since, monitor, status, stop_reason):
+        m = {"potential": float(np.mean(self.potential_[:, -1])) if self.potential_.shape[1] else math.nan,
+             "burnin": float(t <= self._n_burnin), "n_draws": float(self.samples_.shape[1]),
+             "step_size": float(np.mean(self.step_size_))}
+        m.update(RULE.metrics())
+        st = status if status is not None else monitor.status
+        if st is not None:
+            m.update(st.metrics())
+        else:
+            m.update({"rhat": math.nan, "ess_bulk": math.nan, "ess_tail": math.nan, "converged": 0.0})
+        m["draws"] = float(self.samples_.shape[1])
+        if acc_since and np.isfinite(np.mean(acc_since)):
+            m["acceptance"] = float(np.mean(acc_since))
+        if carries[0].state is not None and hasattr(carries[0].state, "xi"):
+            m["xi"] = float(np.mean(np.concatenate([c.state.xi for c in carries])))
+        if stop_reason is not None:
+            m["stopped"] = {"converged": 1.0, "budget": 2.0, "time": 3.0, "diverged": 4.0}[stop_reason]
+        return m
+
+    def _snapshot(self, carries, path):
+        theta = self.theta_
+        snap = {"coords": theta[:, self.trace_index_].copy(), "trace_index": self.trace_index_}
+        U = self._stats.get("potential")
+        if U is not None and U.shape[1]:
+            snap["potential"] = U[:, -1].copy()
+        if path is not None:
+            snap["leapfrog_path"] = np.asarray(path)
+        if carries[0].state is not None and hasattr(carries[0].state, "xi"):
+            snap["xi"] = np.concatenate([c.state.xi for c in carries])
+        return snap
+
+    # -- draws out -----------------------------------------------------------------------------------------
     def _draws(self):
         D = self.samples_.reshape(-1, self.samples_.shape[-1])
         return D if len(D) else self.theta_
@@ -125,6 +350,45 @@ class _HingeSampler(BayesianClassifier):
             total += normalised_likelihood(self.model_, scores(self.model_, D[s:s + chunk], Phi)).sum(axis=0)
         return total / len(D)
 
+    def predict_proba_draws(self, X) -> np.ndarray:
+        """p(class | x, theta) for every kept draw: shape (n_chains, n_draws, n_rows, n_classes), columns
+        following ``classes_`` (``predict_proba`` is its mean over chains and draws). Before any draw is
+        kept, the chains' current states are the one draw per chain."""
+        X = check_predict_data(self, X)
+        Phi = transform(self.feature_map_, X)
+        C = self.samples_.shape[0]
+        D = self.samples_.reshape(-1, self.samples_.shape[-1]) if self.samples_.shape[1] else self.theta_
+        return proba_draws_chunked(lambda d: normalised_likelihood(self.model_, scores(self.model_, d, Phi)),
+                                   D, C, Phi.shape[0], len(self.classes_))
+
+    def param_names(self) -> list[str]:
+        d = self.model_.n_features
+        block = [f"w{j}" for j in range(d)] + ["b"]
+        if self.model_.n_blocks == 1:
+            return block
+        return [f"{self.classes_[k]}:{name}" for k in range(self.model_.n_blocks) for name in block]
+
+    def to_arviz(self):
+        """The kept draws as an ArviZ DataTree (arviz-base schema = ArviZ 1.x): ``posterior`` ``theta``
+        (chain, draw, param) with the parameter names (weights then bias, per class block); ``sample_stats``
+        ``lp`` (the log posterior -U; sgld/sgnht: its minibatch estimate), ``acceptance_rate``,
+        ``step_size``, ``energy``, ``diverging``, ``n_steps`` (hmc), ``thermostat`` (sgnht);
+        ``observed_data`` ``y`` (the training labels). ``arviz_stats.summary(est.to_arviz())`` works."""
+        st = self._stats
+        stats = {"lp": -self.potential_}
+        kind = self._sampler_kind
+        if kind == "hmc":
+            stats.update({k: st[k] for k in ("accept_prob", "step_size", "energy", "n_leapfrog")})
+            stats["diverging"] = st["diverging"].astype(bool)
+        elif kind in ("sgld", "sgnht"):
+            stats["step_size"] = st["step_size"]
+            if kind == "sgnht":
+                stats["xi"] = st["xi"]
+        return to_datatree({"theta": self.samples_}, stats, {"y": np.asarray(self.classes_)[self._y_obs]},
+                           dims={"theta": ["param"], "y": ["row"]}, coords={"param": self.param_names()},
+                           attrs={"sampler": kind, "stopping_rule": self.stopping_rule_,
+                                  "converged": int(bool(self.converged_))})
+
     def decision_function(self, X):
         """Scores consistent with ``predict_proba``: binary, the log-odds log(p1 / p0) of the posterior
         predictive (positive means classes_[1]); multi-class, the log predictive probabilities (n, K).
@@ -132,9 +396,41 @@ class _HingeSampler(BayesianClassifier):
         proba = np.clip(self.predict_proba(X), 1e-300, None)
         return np.log(proba[:, 1] / proba[:, 0]) if proba.shape[1] == 2 else np.log(proba)
 
+    @property
+    def accept_prob_(self):
+        return self._stats["accept_prob"]
+
+    @property
+    def acceptance_rate_(self):
+        a = self._stats["accept_prob"]
+        return a.mean(axis=1) if a.shape[1] else np.full(a.shape[0], np.nan)
+
+    @property
+    def xi_(self):
+        return self._stats["xi"]
+
+
+_RUN_DOC = """
+    Run length (the stopping rule, shared by every bsvm sampler; :mod:`bsvm.convergence`):
+    n_samples="auto" (default) runs burn-in, then keeps draws until rank-normalised split R-hat <= 1.01 and
+    bulk and tail ESS >= 400 (Vehtari et al. 2021, arviz-stats) hold on the log posterior and on p(y|x) at
+    20 fixed training rows (evenly spaced row indices). The rule is checked at geometrically spaced draw
+    counts (x1.25 to x1.5 apart), so checks stay cheap. It stops there, or when ``max_iter`` (iterations,
+    burn-in included; default: burn-in + {max_iter}) or ``max_time`` (seconds of computation; default
+    None, no limit) is spent; then a ``ConvergenceWarning`` names the budget and what failed. An integer
+    n_samples is a fixed-length run (draws per chain after thinning); it is checked once at its end and
+    warns the same way when the rule does not hold. With n_chains=1, R-hat is undefined: the run stops on
+    ESS alone and warns that convergence was not checked. A diverging run (non-finite state) stops with a
+    warning and keeps the draws made before. Progress records carry rhat, ess_bulk, ess_tail (worst over
+    the monitored quantities), draws, converged and the thresholds rhat_target, ess_target.
+    n_jobs : chains run in joblib workers (None: 1; -1: all cores; ``joblib.parallel_config`` chooses the
+    backend, e.g. "dask" for a dask.distributed cluster). Each chain has its own seed
+    (``SeedSequence.spawn``), so the same random_state gives the same draws whatever n_jobs.
+"""
+
 
 class SubgradientHMC(_HingeSampler):
-    """Bayesian SVM by stochastic subgradient MCMC (Hu, Zhu & Zhang 2016, sec. 3).
+    __doc__ = """Bayesian SVM by stochastic subgradient MCMC (Hu, Zhu & Zhang 2016, sec. 3).
 
     Posterior (sec. 3.3): N(0, I) prior on theta = [w, b] (per class for K > 2) times
     prod_d exp(-c max(0, l - y_d f(x_d))) (binary) or eq. 20's multi-class hinge.
@@ -144,20 +440,24 @@ class SubgradientHMC(_HingeSampler):
     sampler : "hmc" (full-batch subgradient HMC, leapfrog + Metropolis-Hastings, eq. 9), "sgld" (SSGLD,
         eq. 13) or "sgnht" (SSGNHT, eq. 14).
     c, l : cost and margin of the pseudo-likelihood (c >= 0; c -> 0 leaves the prior).
-    n_samples : draws kept per chain (after thinning). n_burnin : discarded iterations (adaptation happens
-        here). thin : keep every thin-th iteration. n_chains : independent chains from dispersed starts.
+    n_samples : "auto" or draws kept per chain (after thinning), see "Run length". n_burnin : discarded
+        iterations (adaptation happens here); None: 200 (hmc) or 500 (sgld/sgnht). thin : keep every
+        thin-th iteration. n_chains : independent
+        chains from dispersed starts. max_iter, max_time, n_jobs : see "Run length".
     batch_size : minibatch size for sgld/sgnht (None: min(n, 1000)); hmc always uses the full data.
-    step_size : h (hmc: initial value, None = adapted by dual averaging in burn-in towards
+    step_size : h (hmc: initial value, None = adapted per chain by dual averaging in burn-in towards
         ``target_accept``; sgld/sgnht: h0 of the schedule h_t = h0 (1 + t / step_decay_b)^-step_decay,
         None = chosen from the estimated minibatch noise with the laplace preconditioner, see
         ``_default_sg_step``; 0.3 with adagrad; 0.01 with the identity).
-    n_leapfrog : leapfrog steps per HMC trajectory. target_accept : dual-averaging target.
+    n_leapfrog : leapfrog steps per HMC trajectory; None (default): ceil((pi / 2) / h) per chain, an
+        integration time of a quarter orbit in the whitened coordinates (see ``samplers.HMC``).
+        target_accept : dual-averaging target.
     step_decay, step_decay_b : gamma and b of the polynomial decay (gamma = 0: constant step).
     diffusion : A of SSGNHT (the thermostat starts at xi_0 = A).
     preconditioner : "laplace" (default: a dense metric started from the mode and the posterior-averaged
-        curvature, see ``laplace.py``, then re-estimated twice in burn-in from the chains' covariance; the
-        control-variate centre moves to the chains' mean; constant during sampling),
-        "adagrad" (diagonal RMS of stochastic subgradients, as in pSGLD, adapted during
+        curvature, see ``laplace.py``, then re-estimated twice in burn-in from the chains' pooled
+        covariance; the control-variate centre moves to the chains' mean; constant during sampling),
+        "adagrad" (per-chain diagonal RMS of stochastic subgradients, as in pSGLD, adapted during
         burn-in then frozen so the chain is a valid fixed-metric sampler; for sgld/sgnht only, hmc then
         uses the identity) or None (identity, the paper's literal update).
     control_variates : for minibatches, estimate the data term as its full value at the mode plus the
@@ -165,14 +465,16 @@ class SubgradientHMC(_HingeSampler):
         only points whose hinge switched activity contribute, so the noise is far smaller. False gives the
         paper's plain estimate (eq. 7).
     features : None (raw inputs), "nystroem" or "rff"; n_components, gamma : of the RBF feature map.
-    record_every : iterations between progress records (None: about 100 records). n_trace : number of
-        coordinates whose current values are put in each record's snapshot.
+    record_every : iterations between progress records (None: about 100 records over the planned run).
+        n_trace : number of coordinates whose current values are put in each record's snapshot.
     random_state : seed; the same seed gives the same draws.
-
+    """ + _RUN_DOC.format(max_iter="50,000 (hmc) or 1,000,000 (sgld/sgnht)") + """
     Fitted attributes: samples_ (n_chains, n_draws, n_params), potential_ (n_chains, n_draws) (for
     sgld/sgnht the minibatch estimate), xi_ (sgnht), accept_prob_ (hmc), acceptance_rate_ (hmc, per
     chain, sampling phase), step_size_, theta_ (current states), mode_ (pilot mode, laplace only),
-    model_ (HingeModel), feature_map_, trace_index_.
+    converged_, convergence_ (the last :class:`bsvm.convergence.ConvergenceStatus`), stopping_rule_,
+    model_ (HingeModel), feature_map_, trace_index_. Records of hmc with n_params <= 3 carry
+    ``snapshot["leapfrog_path"]`` (n_leapfrog + 1, n_params): the last transition of chain 0.
 
     Input scale (:func:`bsvm.data.check_input_scale`): "unit" with ``features=None``. The N(0, I) prior is
     on the raw features' weights, so the model itself depends on the units: fit warns
@@ -187,15 +489,19 @@ class SubgradientHMC(_HingeSampler):
         "sampler": [StrOptions(set(SAMPLERS))],
         "c": [non_negative()],
         "l": [Interval(Real, None, None, closed="neither")],
-        "n_samples": [positive_int()],
-        "n_burnin": [non_negative_int()],
+        "n_samples": [StrOptions({"auto"}), positive_int()],
+        "n_burnin": [None, non_negative_int()],
         "thin": [positive_int()],
         "n_chains": [positive_int()],
+        "max_iter": [None, positive_int()],
+        "max_time": [None, non_negative()],
+        "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right")],
         "batch_size": [None, positive_int()],
         # in whitened coordinates (laplace) a leapfrog or Langevin step beyond ~2 is unstable even on a
         # unit Gaussian; 10 leaves room for the other preconditioners and rejects the absurd (1e6)
         "step_size": [None, Interval(Real, 0, 10, closed="right")],
-        "n_leapfrog": [positive_int()],
+        "n_leapfrog": [None, positive_int()],
         "target_accept": [Interval(Real, 0, 1, closed="neither")],
         "step_decay": [non_negative()],
         "step_decay_b": [positive()],
@@ -210,8 +516,9 @@ class SubgradientHMC(_HingeSampler):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, sampler="hmc", c=1.0, l=1.0, n_samples=500, n_burnin=500, thin=1, n_chains=4,
-                 batch_size=None, step_size=None, n_leapfrog=10, target_accept=0.8, step_decay=0.0,
+    def __init__(self, sampler="hmc", c=1.0, l=1.0, n_samples="auto", n_burnin=None, thin=1, n_chains=4,
+                 max_iter=None, max_time=None, n_jobs=None,
+                 batch_size=None, step_size=None, n_leapfrog=None, target_accept=0.8, step_decay=0.0,
                  step_decay_b=1000.0, diffusion=1.0, preconditioner="laplace", control_variates=True,
                  features=None,
                  n_components=100, gamma=None, record_every=None, n_trace=3, random_state=None):
@@ -222,6 +529,9 @@ class SubgradientHMC(_HingeSampler):
         self.n_burnin = n_burnin
         self.thin = thin
         self.n_chains = n_chains
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.n_jobs = n_jobs
         self.batch_size = batch_size
         self.step_size = step_size
         self.n_leapfrog = n_leapfrog
@@ -238,6 +548,15 @@ class SubgradientHMC(_HingeSampler):
         self.n_trace = n_trace
         self.random_state = random_state
 
+    @property
+    def _sampler_kind(self):
+        return self.sampler
+
+    def _default_burnin(self) -> int:
+        """n_burnin=None: 200 transitions for hmc (dual averaging settles in ~100 from the laplace pilot's
+        start; the two metric windows need >= 100), 500 steps for sgld/sgnht (their smaller moves)."""
+        return 200 if self.sampler == "hmc" else 500
+
     def _validate(self, n):
         self._validate_common()
         if self.sampler not in SAMPLERS:
@@ -246,7 +565,8 @@ class SubgradientHMC(_HingeSampler):
             raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got {self.preconditioner!r}")
         if self.step_size is not None:
             _check_pos("step_size", self.step_size)
-        _check_int("n_leapfrog", self.n_leapfrog, 1)
+        if self.n_leapfrog is not None:
+            _check_int("n_leapfrog", self.n_leapfrog, 1)
         if not (isinstance(self.target_accept, numbers.Real) and 0 < self.target_accept < 1):
             raise ValueError(f"target_accept must be in (0, 1), got {self.target_accept!r}")
         _check_pos("step_decay", self.step_decay, allow_zero=True)
@@ -280,162 +600,94 @@ class SubgradientHMC(_HingeSampler):
         bounds = [(int(0.15 * B), int(0.4 * B)), (int(0.4 * B), int(0.9 * B))]
         return [(a, b, max(1, (b - a) // 500)) for a, b in bounds]
 
-    @staticmethod
-    def _adapted_factor(draws, L_old):
-        """New factor L = chol(Sigma) from window draws (W, C, p), returns (L, mean of the draws).
-
-        Sigma = w Sigma_hat + (1 - w) Sigma_old with w = N_eff / (N_eff + p + 5), N_eff the smallest bulk
-        ESS of the window: a sample covariance from poorly mixed chains underestimates the slow directions
-        and would feed on itself, so it only takes over once the window holds many effective draws
-        relative to the dimension. Keeps the old factor if the result is not positive definite."""
-        W, C, p = draws.shape
-        flat = draws.reshape(-1, p)
-        n_eff = float(np.nanmin(ess_bulk(np.swapaxes(draws, 0, 1)))) if W >= 8 else 0.0
-        w = max(n_eff, 0.0) / (max(n_eff, 0.0) + p + 5.0)
-        Sigma = w * np.cov(flat.T).reshape(p, p) + (1.0 - w) * (L_old @ L_old.T)
-        try:
-            return np.linalg.cholesky(Sigma), flat.mean(axis=0)
-        except np.linalg.LinAlgError:
-            return L_old, flat.mean(axis=0)
-
     def _iterate(self, X, y_index):
         m = self._validate(X.shape[0])
-        rng = np.random.default_rng(self.random_state)
-        Phi, y, total = self._setup(X, y_index)
+        shared_seed, seeds = chain_seeds(self.random_state, self.n_chains)
+        rng = np.random.default_rng(shared_seed)
+        Phi, y = self._setup(X, y_index, rng)
         model, C, n, P = self.model_, self._n_chains, Phi.shape[0], self.model_.n_params
         sampler = self.sampler
+        sg = sampler != "hmc"
 
         L, mode = None, None
         if self.preconditioner == "laplace":
             pilot = laplace_pilot(model, Phi, y, rng=rng)
             L, mode = pilot.factor, pilot.mode
-            theta0 = mode + 2.0 * S.apply_factor(L, rng.standard_normal((C, P)))
+
+            def start(crng):
+                return mode + 2.0 * S.apply_factor(L, crng.standard_normal((C, P)))
         else:
-            theta0 = rng.standard_normal((C, P))  # the prior: dispersed relative to the posterior
-        use_cv = bool(self.control_variates) and m < n
+            def start(crng):  # the prior: dispersed relative to the posterior
+                return crng.standard_normal((C, P))
+        use_cv = sg and bool(self.control_variates) and m < n
         if use_cv and mode is None:
             mode = find_mode(model, Phi, y)
         if mode is not None:
             self.mode_ = mode
         adagrad = self.preconditioner == "adagrad"
+        factor = L
         if adagrad:
-            sq_avg, L = None, np.ones(P)
+            factor = S.Diagonal(np.ones((C, P))) if sg else None
 
-        if m >= n:
-            def potential_fn(theta):
-                return potential_and_grad(model, theta, Phi, y)
-        elif use_cv:
-            scale, cv_box = n / m, [control_variate(model, mode, Phi, y)]
-
-            def potential_fn(theta):
-                idx = rng.integers(n, size=(C, m))
-                return potential_and_grad_cv(model, cv_box[0], theta, Phi[idx], y[idx], idx, scale)
-        else:
-            scale = n / m
-
-            def potential_fn(theta):
-                idx = rng.integers(n, size=(C, m))
-                return potential_and_grad(model, theta, Phi[idx], y[idx], scale)
-
-        def noise_level(L, probe, reference):
+        def noise_level(L_, probe, reference):
             """Minibatch noise variance per whitened coordinate at typical posterior points ``probe``."""
             ref = reference if use_cv else None
-            return per_datum_noise(model, Phi, y, L, probe, ref, rng=rng) * n * n / m
+            return per_datum_noise(model, Phi, y, L_, probe, ref, rng=rng) * n * n / m
 
-        V = None
-        if sampler != "hmc" and self.preconditioner == "laplace":
-            V = noise_level(L, mode + S.apply_factor(L, rng.standard_normal((4, P))), mode)
-        windows = self._adaptation_windows() if self.preconditioner == "laplace" else []
-        window_draws = []
-
-        if sampler == "hmc":
-            h0 = self.step_size or (0.5 if L is not None and not adagrad else 0.05)
-            step = np.full(C, float(h0))
-            da = S.dual_averaging_init(step) if self.step_size is None else None
-            state = S.hmc_init(theta0, potential_fn)
-            self._accept_buf = np.empty((C, self._n_samples))
-        else:
+        cv = control_variate(model, mode, Phi, y) if use_cv else None
+        if sg:
+            V = None
+            if self.preconditioner == "laplace":
+                V = noise_level(L, mode + S.apply_factor(L, rng.standard_normal((4, P))), mode)
             fallback = 0.3 if adagrad else 0.01
             h0 = self.step_size or (self._default_sg_step(sampler, V) if V is not None else fallback)
-            if sampler == "sgld":
-                state = S.sgld_init(theta0)
-            else:
-                state = S.sgnht_init(rng, theta0, self.diffusion)
-                self._xi_buf = np.empty((C, self._n_samples))
-        self.step_size_ = np.full(C, float(h0))
+        else:
+            h0 = self.step_size or (0.5 if L is not None else 0.05)
+        tuning0 = S.Tuning(np.full(C, float(h0)), factor, cv)
+        windows = self._adaptation_windows() if self.preconditioner == "laplace" else []
+        adaptation = S.WindowAdaptation(self._n_burnin, float(self.target_accept),
+                                        adapt_step=(not sg and self.step_size is None),
+                                        adagrad=adagrad and sg, windows=windows)
+        n_leap = None if self.n_leapfrog is None else int(self.n_leapfrog)
+        spec = EngineSpec(sampler, model, m if sg else None, n_leap, float(self.diffusion))
+        # sgld/sgnht: the monitored log posterior needs a full-data pass; computing it at every k-th kept
+        # draw with k = ceil(n / (5 m)) keeps that under ~20 % of the sampling cost
+        monitor_every = max(1, math.ceil(n / (5 * m))) if sg else 1
 
-        kept, acc_window = 0, []
-        U = np.full(C, np.nan)
-        for t in range(total):
-            if sampler == "hmc":
-                state, info = S.hmc_step(rng, state, potential_fn, step, self.n_leapfrog, L)
-                U = state.U
-                acc_window.append(info.accept_prob)
-                if da is not None and t < self._n_burnin:
-                    da = S.dual_averaging_update(da, info.accept_prob, self.target_accept)
-                    step = np.exp(da.log_step)
-                    if t == self._n_burnin - 1:
-                        step = np.exp(da.log_step_bar)
-                self.step_size_ = step
-            else:
-                h = S.polynomial_step(h0, t, self.step_decay_b, self.step_decay)
-                if adagrad and t < self._n_burnin:
-                    _, g = potential_fn(state.theta)
-                    g2 = (g * g).mean(axis=0)
-                    sq_avg = g2 if sq_avg is None else 0.99 * sq_avg + 0.01 * g2
-                    L = 1.0 / np.sqrt(1e-8 + np.sqrt(sq_avg))
-                if sampler == "sgld":
-                    state, info = S.sgld_step(rng, state, potential_fn, h, L)
-                else:
-                    state, info = S.sgnht_step(rng, state, potential_fn, h, self.diffusion, L)
-                U = info.U
-                self.step_size_ = np.full(C, h)
-            for start, end, every in windows:
-                if start <= t < end and (t - start) % every == 0:
-                    window_draws.append(state.theta.copy())
-                if t == end - 1 and window_draws:
-                    L, centre = self._adapted_factor(np.stack(window_draws), L)
-                    window_draws = []
-                    if use_cv:
-                        cv_box[0] = control_variate(model, centre, Phi, y)
-                    if sampler == "hmc":
-                        if da is not None:
-                            da = S.dual_averaging_init(step)
-                        state = S.hmc_init(state.theta, potential_fn)
-                    else:
-                        V = noise_level(L, state.theta, centre)
-                        if self.step_size is None:
-                            h0 = self._default_sg_step(sampler, V)
-                        if sampler == "sgnht":  # momenta live in z-space, which just changed
-                            state = state._replace(r=rng.standard_normal(state.r.shape))
-            s = t - self._n_burnin
-            if s >= 0 and s % self._thin == self._thin - 1:
-                self._buffer[:, kept] = state.theta
-                self._potential_buf[:, kept] = U
-                if sampler == "hmc":
-                    self._accept_buf[:, kept] = info.accept_prob
-                elif sampler == "sgnht":
-                    self._xi_buf[:, kept] = state.xi
-                kept += 1
-            if (t + 1) % self._record_every == 0 or t + 1 == total:
-                extra = {"step_size": float(np.mean(self.step_size_))}
-                if sampler == "hmc":
-                    extra["acceptance"] = float(np.mean(acc_window))
-                    acc_window = []
-                    self.accept_prob_ = self._accept_buf[:, :kept]
-                    self.acceptance_rate_ = (self.accept_prob_.mean(axis=1) if kept
-                                             else np.full(C, np.nan))
-                if sampler == "sgnht":
-                    extra["xi"] = float(np.mean(state.xi))
-                    self.xi_ = self._xi_buf[:, :kept]
-                metrics, snap = self._record(t, state.theta, U, kept, extra)
-                if sampler == "sgnht":
-                    snap["xi"] = state.xi.copy()
-                yield t + 1, metrics, snap
+        def window_hook(t, carries, Phi_, y_, share):
+            W = [np.stack(c.astate.window) for c in carries if c.astate.window]
+            if not W or any(len(w) != len(W[0]) for w in W):
+                return carries
+            draws = np.concatenate(W, axis=1)  # (W, C, p)
+            old = carries[0].tuning.factor
+            L_new, centre = S.WindowAdaptation.pool(draws, old, ess_bulk)
+            new_cv = None
+            if use_cv:
+                new_cv = control_variate(model, centre, Phi_, y_)
+                new_cv = new_cv._replace(loss=share(new_cv.loss), G=share(new_cv.G),
+                                          active=None if new_cv.active is None else share(new_cv.active))
+            theta = np.concatenate([c.state.theta for c in carries], axis=0)
+            h_new = None
+            if sg and self.step_size is None:
+                h_new = self._default_sg_step(sampler, noise_level(L_new, theta, centre))
+            out = []
+            for c in carries:
+                tun = c.tuning._replace(factor=L_new, cv=new_cv if use_cv else c.tuning.cv)
+                if h_new is not None:
+                    tun = tun._replace(step_size=np.full(len(c.rng), h_new))
+                state = c.state
+                if sampler == "sgnht":  # momenta live in z-space, which just changed
+                    state = state._replace(r=c.rng.standard_normal(state.r.shape))
+                out.append(c._replace(state=state, tuning=tun,
+                                      astate=adaptation.restart_step(c.astate, tun)))
+            return out
+
+        yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, monitor_every,
+                               window_hook if windows else None)
 
 
 class GibbsSVM(_HingeSampler):
-    """Exact data-augmentation Gibbs sampler for the binary Bayesian SVM (Polson & Scott 2011).
+    __doc__ = """Exact data-augmentation Gibbs sampler for the binary Bayesian SVM (Polson & Scott 2011).
 
     Samples the same posterior as ``SubgradientHMC`` (N(0, I) prior on [w, b], pseudo-likelihood
     exp(-c max(0, l - y f(x)))) exactly, for use as ground truth; conditionals in ``gibbs.py``.
@@ -443,21 +695,28 @@ class GibbsSVM(_HingeSampler):
     "laplace" starts the chains at mode + 2 L z (dispersed on the scale of the smoothed-curvature
     approximation, as SubgradientHMC does), "prior" at N(0, I) draws; the start does not change the target,
     only the burn-in needed (the data-augmentation chain converges slowly from far away when n is large).
-    Fitted: samples_, potential_ (full data), theta_, model_, feature_map_, mode_ (laplace init).
+    """ + _RUN_DOC.format(max_iter="50,000 sweeps") + """
+    Fitted: samples_, potential_ (full data), theta_, model_, feature_map_, mode_ (laplace init),
+    converged_, convergence_, stopping_rule_.
     Input scale: "unit", as ``SubgradientHMC`` (fit warns; see there).
     """
 
     _binary_only = True
+    _sampler_kind = "gibbs"
 
     # parameter table (bsvm/params.py), checked before the data; c = 0 (a valid number, but then the
     # posterior is the prior) is refused with its reason in _iterate
     _parameter_constraints = {
         "c": [non_negative()],
         "l": [Interval(Real, None, None, closed="neither")],
-        "n_samples": [positive_int()],
-        "n_burnin": [non_negative_int()],
+        "n_samples": [StrOptions({"auto"}), positive_int()],
+        "n_burnin": [None, non_negative_int()],
         "thin": [positive_int()],
         "n_chains": [positive_int()],
+        "max_iter": [None, positive_int()],
+        "max_time": [None, non_negative()],
+        "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right")],
         "init": [StrOptions({"laplace", "prior"})],
         "features": [None, StrOptions({"nystroem", "rff"})],
         "n_components": [positive_int()],
@@ -467,15 +726,18 @@ class GibbsSVM(_HingeSampler):
         "random_state": RANDOM_STATE,
     }
 
-    def __init__(self, c=1.0, l=1.0, n_samples=500, n_burnin=100, thin=1, n_chains=4, init="laplace",
-                 features=None, n_components=100, gamma=None, record_every=None, n_trace=3,
-                 random_state=None):
+    def __init__(self, c=1.0, l=1.0, n_samples="auto", n_burnin=100, thin=1, n_chains=4, max_iter=None,
+                 max_time=None, n_jobs=None, init="laplace", features=None, n_components=100, gamma=None,
+                 record_every=None, n_trace=3, random_state=None):
         self.c = c
         self.l = l
         self.n_samples = n_samples
         self.n_burnin = n_burnin
         self.thin = thin
         self.n_chains = n_chains
+        self.max_iter = max_iter
+        self.max_time = max_time
+        self.n_jobs = n_jobs
         self.init = init
         self.features = features
         self.n_components = n_components
@@ -490,23 +752,20 @@ class GibbsSVM(_HingeSampler):
             raise ValueError(f"init must be 'laplace' or 'prior', got {self.init!r}")
         if self._c == 0.0:
             raise ValueError("GibbsSVM needs c > 0 (with c = 0 the posterior is the N(0, I) prior)")
-        rng = np.random.default_rng(self.random_state)
-        Phi, y, total = self._setup(X, y_index)
+        shared_seed, seeds = chain_seeds(self.random_state, self.n_chains)
+        rng = np.random.default_rng(shared_seed)
+        Phi, y = self._setup(X, y_index, rng)
         C, P = self._n_chains, self.model_.n_params
         if self.init == "laplace":
             pilot = laplace_pilot(self.model_, Phi, y, rng=rng)
             self.mode_ = pilot.mode
-            theta0 = pilot.mode + 2.0 * S.apply_factor(pilot.factor, rng.standard_normal((C, P)))
+
+            def start(crng):
+                return pilot.mode + 2.0 * S.apply_factor(pilot.factor, crng.standard_normal((C, P)))
         else:
-            theta0 = rng.standard_normal((C, P))
-        state = gibbs_init(theta0, Phi.shape[0])
-        kept = 0
-        for t in range(total):
-            state, info = gibbs_step(rng, state, Phi, y, self.model_.c, self.model_.l)
-            s = t - self._n_burnin
-            if s >= 0 and s % self._thin == self._thin - 1:
-                self._buffer[:, kept] = state.theta
-                self._potential_buf[:, kept] = info.U
-                kept += 1
-            if (t + 1) % self._record_every == 0 or t + 1 == total:
-                yield (t + 1, *self._record(t, state.theta, info.U, kept, {}))
+            def start(crng):
+                return crng.standard_normal((C, P))
+        spec = EngineSpec("gibbs", self.model_)
+        tuning0 = S.Tuning(np.full(C, np.nan))
+        adaptation = S.WindowAdaptation(self._n_burnin)
+        yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, 1)

@@ -17,8 +17,6 @@ Conditionals (derived by completing the square in beta; checked against a grid p
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
@@ -39,34 +37,20 @@ def inverse_gaussian(rng: np.random.Generator, mean: np.ndarray, shape: float = 
     return np.where(u * (mean + x) <= mean, x, mean * (mean / x))
 
 
-class GibbsState(NamedTuple):
-    theta: np.ndarray  # (C, d + 1): weights then bias
-    inv_lambda: np.ndarray  # (C, n) the augmentation variables 1 / lambda_i of the last sweep
-
-
-class GibbsInfo(NamedTuple):
-    U: np.ndarray  # (C,) potential at the new theta
-
-
-def gibbs_init(theta: np.ndarray, n: int) -> GibbsState:
-    theta = np.atleast_2d(np.asarray(theta, dtype=float))
-    return GibbsState(theta, np.ones((theta.shape[0], n)))
-
-
-def gibbs_step(rng: np.random.Generator, state: GibbsState, X: np.ndarray, y: np.ndarray, c: float,
-               l: float) -> tuple[GibbsState, GibbsInfo]:
+def gibbs_step(rng, theta: np.ndarray, X: np.ndarray, y: np.ndarray, c: float, l: float):
     """One sweep per chain: all 1 / lambda_i given beta, then beta given lambda (one Cholesky of P).
+    ``rng[k]`` is chain k's generator (a :class:`bsvm.chains.ChainRNG`). Returns (theta (C, p), U (C,)).
 
     The data are read in place; only O(n) vectors and a (d + 1)^2 matrix are allocated per chain."""
-    C, p = state.theta.shape
+    C, p = theta.shape
     d = p - 1
-    thetas = np.empty_like(state.theta)
-    inv_lams = np.empty_like(state.inv_lambda)
+    thetas = np.empty_like(theta)
     U = np.empty(C)
     for k in range(C):  # chains are few; everything inside is vectorised over the data
-        w, b = state.theta[k, :d], state.theta[k, d]
+        g = rng[k]
+        w, b = theta[k, :d], theta[k, d]
         a = 0.5 * c * (l - y * (X @ w + b))
-        inv_lam = inverse_gaussian(rng, 1.0 / np.maximum(np.abs(a), _MIN_ABS_A))
+        inv_lam = inverse_gaussian(g, 1.0 / np.maximum(np.abs(a), _MIN_ABS_A))
         q = 0.25 * c * c * inv_lam
         Xq = X * q[:, None]
         P = np.empty((p, p))
@@ -78,8 +62,8 @@ def gibbs_step(rng: np.random.Generator, state: GibbsState, X: np.ndarray, y: np
         rhs = np.append(X.T @ v, v.sum())
         R, lower = cho_factor(P, lower=True, check_finite=False)
         mu = cho_solve((R, lower), rhs, check_finite=False)
-        beta = mu + solve_triangular(R, rng.standard_normal(p), lower=True, trans="T", check_finite=False)
-        thetas[k], inv_lams[k] = beta, inv_lam
+        beta = mu + solve_triangular(R, g.standard_normal(p), lower=True, trans="T", check_finite=False)
+        thetas[k] = beta
         f = X @ beta[:d] + beta[d]
         U[k] = 0.5 * beta @ beta + c * np.maximum(0.0, l - y * f).sum()
-    return GibbsState(thetas, inv_lams), GibbsInfo(U)
+    return thetas, U

@@ -1,14 +1,25 @@
-"""Sampling engines: subgradient HMC (eq. 9), SSGLD (eq. 13) and SSGNHT (eq. 14) of Hu, Zhu & Zhang (2016).
+"""Sampling engines: subgradient HMC (eq. 9), SSGLD (eq. 13) and SSGNHT (eq. 14) of Hu, Zhu & Zhang
+(2016), the exact Gibbs sweep, and the burn-in adaptation they share.
 
-BlackJAX style: ``init`` builds a small immutable state, ``step(rng, state, potential_fn, ...)`` returns
-``(state, info)``. Every array carries a leading chain axis, so all chains advance in one vectorised call
-(each chain has its own minibatches, momenta and noise, so they stay independent).
+Every engine has the same two methods (BlackJAX style):
 
-``potential_fn(theta) -> (U, grad)`` returns the (possibly minibatch-estimated) potential and a
-subgradient for every chain. ``L`` is a constant preconditioner factor (``M^-1 = L L^T``): ``None``
-(identity, the paper's form), a vector (diagonal) or a (p, p) matrix. Each engine is the paper's update
-written in the whitened coordinates ``theta = L z``, which is an exact reparametrisation: the target is
-unchanged, only the geometry the dynamics sees.
+    state = engine.init(rng, theta0)
+    state, info = engine.step(rng, state, tuning)
+
+``rng`` is a :class:`bsvm.chains.ChainRNG` (each chain draws from its own generator), ``tuning`` a
+:class:`Tuning` (step sizes, preconditioner factor, control-variate centre) and ``info`` a
+:class:`StepInfo` with the same fields for every engine (NaN where an engine has no such statistic).
+Every array carries a leading chain axis, so a group of chains advances in one vectorised call.
+
+``L`` (``Tuning.factor``) is a constant preconditioner factor (``M^-1 = L L^T``): ``None`` (identity, the
+paper's form), a (p, p) matrix, or a :class:`Diagonal`. Each engine is the paper's update written in the
+whitened coordinates ``theta = L z``, an exact reparametrisation: the target is unchanged, only the
+geometry the dynamics sees.
+
+:class:`WindowAdaptation` is the burn-in tuning as its own init/update/final object (modelled on
+BlackJAX's ``window_adaptation``): per-chain dual averaging of the HMC step (Hoffman & Gelman 2014),
+per-chain AdaGrad statistics, and the windows whose pooled chain states re-estimate the dense metric
+(``pool``, a cross-chain step the driver calls at each window's end).
 """
 
 from __future__ import annotations
@@ -17,23 +28,102 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .gibbs import gibbs_step
+from .potential import (
+    ChainLayout,
+    HingeModel,
+    _pad,
+    _unpad_cols,
+    binary_batch,
+    binary_full,
+    potential_and_grad,
+    potential_and_grad_cv,
+)
 
-def apply_factor(L, v: np.ndarray) -> np.ndarray:
-    """Rows of ``v`` mapped by L (z-space -> theta-space)."""
+
+class Diagonal(NamedTuple):
+    """A diagonal factor, shared (p,) or per chain (C, p)."""
+
+    d: np.ndarray
+
+
+def apply_factor(L, v: np.ndarray, layout: ChainLayout | None = None) -> np.ndarray:
+    """Rows of ``v`` mapped by L (z-space -> theta-space). Dense: L @ v^T with the chains as the
+    product's columns, padded to the full chain count (see ``potential.ChainLayout``)."""
     if L is None:
         return v
-    return L * v if np.ndim(L) == 1 else v @ L.T
+    if isinstance(L, Diagonal):
+        return L.d * v
+    if np.ndim(L) == 1:
+        return L * v
+    return _unpad_cols(L @ _pad(v.T, layout), layout, 1).T
 
 
-def apply_factor_t(L, g: np.ndarray) -> np.ndarray:
+def apply_factor_t(L, g: np.ndarray, layout: ChainLayout | None = None) -> np.ndarray:
     """Rows of ``g`` mapped by L^T (theta-space gradient -> z-space gradient)."""
     if L is None:
         return g
-    return L * g if np.ndim(L) == 1 else g @ L
+    if isinstance(L, Diagonal):
+        return L.d * g
+    if np.ndim(L) == 1:
+        return L * g
+    return _unpad_cols(L.T @ _pad(g.T, layout), layout, 1).T
 
 
 def _col(x, n_chains: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(x, dtype=float), (n_chains,))[:, None]
+
+
+class Tuning(NamedTuple):
+    step_size: np.ndarray  # (C,) per chain
+    factor: object = None  # None, (p, p) matrix or Diagonal
+    cv: object = None  # ControlVariate centre of the minibatch estimate (sgld/sgnht), or None
+
+
+class StepInfo(NamedTuple):
+    """What every engine reports per transition (C,) arrays; NaN where the engine has no such thing."""
+
+    potential: np.ndarray  # U at the new state (hmc, gibbs: full data; sg: minibatch estimate, pre-step)
+    accept_prob: np.ndarray
+    energy: np.ndarray  # Hamiltonian of the kept state (hmc)
+    diverging: np.ndarray  # bool: energy error > 1000 or non-finite
+    n_leapfrog: np.ndarray
+    step_size: np.ndarray
+    xi: np.ndarray  # thermostat (sgnht)
+    path: np.ndarray | None = None  # leapfrog positions of chain 0 (hmc, when asked)
+    grad_sq: np.ndarray | None = None  # squared stochastic subgradient (sgld/sgnht), for AdaGrad
+
+
+def _nan(C):
+    return np.full(C, np.nan)
+
+
+# --------------------------------------------------------------------------- the data term
+class Potential:
+    """``U(theta)`` and a subgradient for every chain, full data or a minibatch per chain per call
+    (eq. 7; with ``tuning.cv`` the control-variate estimate of Baker et al. 2019)."""
+
+    def __init__(self, model: HingeModel, X: np.ndarray, y: np.ndarray, batch_size: int | None = None,
+                 layout: ChainLayout | None = None, Z: np.ndarray | None = None):
+        self.model, self.X, self.y, self.layout = model, X, y, layout
+        self.Z = Z if model.n_classes == 2 else None  # the binary fast path (potential.signed_design)
+        n = X.shape[0]
+        self.batch_size = None if batch_size is None or batch_size >= n else int(batch_size)
+
+    def __call__(self, rng, theta, cv=None):
+        if self.Z is not None:
+            if self.batch_size is None:
+                return binary_full(self.model, theta, self.Z, self.layout)
+            n, m = self.Z.shape[0], self.batch_size
+            idx = rng.integers(0, n, size=(theta.shape[0], m))
+            return binary_batch(self.model, theta, self.Z[idx], n / m, cv, idx)
+        if self.batch_size is None:
+            return potential_and_grad(self.model, theta, self.X, self.y, layout=self.layout)
+        n, m = self.X.shape[0], self.batch_size
+        idx = rng.integers(0, n, size=(theta.shape[0], m))
+        if cv is not None:
+            return potential_and_grad_cv(self.model, cv, theta, self.X[idx], self.y[idx], idx, n / m)
+        return potential_and_grad(self.model, theta, self.X[idx], self.y[idx], n / m)
 
 
 # --------------------------------------------------------------------------- subgradient HMC with MH (eq. 9)
@@ -43,44 +133,155 @@ class HMCState(NamedTuple):
     grad: np.ndarray  # (C, p) subgradient at theta
 
 
-class HMCInfo(NamedTuple):
-    accept_prob: np.ndarray  # (C,) min(1, exp(-dH))
-    accepted: np.ndarray  # (C,) bool
-    energy_change: np.ndarray  # (C,) H(proposal) - H(current)
-    step_size: np.ndarray  # (C,) step sizes used (after jitter)
+class HMC:
+    """Full-batch subgradient HMC: r ~ N(0, I) in z-space, leapfrog steps of eq. 9 with the subgradient,
+    then the Metropolis-Hastings test on H = U + |r|^2 / 2 (the correction that makes the sampler exact up
+    to the measure-zero kinks). The step is jittered by +-``jitter`` per transition.
+
+    ``n_leapfrog=None``: each chain takes ceil(trajectory / h_c) steps, h_c its (un-jittered) step size, so
+    the integration time is about ``trajectory`` = pi / 2 in the whitened coordinates. For a unit Gaussian
+    (what the laplace metric makes of the posterior) that is a quarter orbit, after which the position is
+    the initial momentum: a nearly independent draw for the log posterior too. (A fixed 10 steps of
+    h ~ 0.65 is close to a full orbit, 2 pi, and gave 5-20x fewer effective draws; pi gives antithetic
+    draws whose log posterior hardly moves.) An integer fixes the step count."""
+
+    def __init__(self, potential: Potential, n_leapfrog: int | None, jitter: float = 0.2,
+                 trajectory: float = 0.5 * np.pi):
+        self.potential, self.jitter, self.trajectory = potential, float(jitter), float(trajectory)
+        self.n_leapfrog = None if n_leapfrog is None else int(n_leapfrog)
+        self.record_path = False
+
+    def init(self, rng, theta0) -> HMCState:
+        U, g = self.potential(rng, theta0)
+        return HMCState(np.asarray(theta0, dtype=float), U, g)
+
+    def step(self, rng, state: HMCState, tuning: Tuning):
+        L, lay = tuning.factor, self.potential.layout
+        C = state.theta.shape[0]
+        h0 = _col(tuning.step_size, C)
+        h = h0 * rng.uniform(1.0 - self.jitter, 1.0 + self.jitter, size=(C, 1))
+        if self.n_leapfrog is None:
+            steps = np.maximum(1, np.ceil(self.trajectory / h0[:, 0])).astype(int)
+        else:
+            steps = np.full(C, self.n_leapfrog)
+        n = int(steps.max())
+        r = rng.standard_normal(state.theta.shape)
+        H0 = state.U + 0.5 * np.einsum("cp,cp->c", r, r)
+        theta, g, U = state.theta, state.grad, state.U
+        path = [theta[0]] if self.record_path else None
+        r = r - 0.5 * h * apply_factor_t(L, g, lay)
+        uniform = bool(np.all(steps == n))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for i in range(n):
+                if uniform:
+                    theta = theta + h * apply_factor(L, r, lay)
+                    U, g = self.potential(rng, theta)
+                    r = r - (h if i < n - 1 else 0.5 * h) * apply_factor_t(L, g, lay)
+                else:  # chains whose trajectory has ended keep their end point
+                    live = (i < steps)[:, None]
+                    theta = np.where(live, theta + h * apply_factor(L, r, lay), theta)
+                    U_new, g_new = self.potential(rng, theta)
+                    U, g = np.where(live[:, 0], U_new, U), np.where(live, g_new, g)
+                    last = (i == steps - 1)[:, None]
+                    kick = np.where(last, 0.5 * h, h) * live
+                    r = r - kick * apply_factor_t(L, g, lay)
+                if path is not None and i < steps[0]:
+                    path.append(theta[0])
+            H1 = U + 0.5 * np.einsum("cp,cp->c", r, r)
+        dH = np.where(np.isfinite(H1), H1 - H0, np.inf)
+        accept_prob = np.exp(np.minimum(0.0, -dH))
+        accepted = rng.uniform(size=C) < accept_prob
+        a = accepted[:, None]
+        new = HMCState(np.where(a, theta, state.theta), np.where(accepted, U, state.U),
+                       np.where(a, g, state.grad))
+        info = StepInfo(new.U, accept_prob, np.where(accepted, H1, H0), dH > 1000.0, steps.astype(float),
+                        h[:, 0], _nan(C), None if path is None else np.array(path))
+        return new, info
 
 
-def hmc_init(theta: np.ndarray, potential_fn) -> HMCState:
-    U, g = potential_fn(theta)
-    return HMCState(theta, U, g)
+# --------------------------------------------------------------------------- SSGLD (eq. 13)
+class SGLDState(NamedTuple):
+    theta: np.ndarray  # (C, p)
 
 
-def hmc_step(rng: np.random.Generator, state: HMCState, potential_fn, step_size, n_leapfrog: int,
-             L=None, jitter: float = 0.2) -> tuple[HMCState, HMCInfo]:
-    """One HMC transition: r ~ N(0, I) in z-space, ``n_leapfrog`` leapfrog steps of eq. 9 with the
-    subgradient, then the Metropolis-Hastings test on H = U + |r|^2 / 2 (the correction that makes the
-    full-batch sampler exact up to the measure-zero kinks). The step is jittered by +-``jitter`` per
-    transition to avoid periodic trajectories."""
-    C = state.theta.shape[0]
-    h = _col(step_size, C) * rng.uniform(1.0 - jitter, 1.0 + jitter, size=(C, 1))
-    r = rng.standard_normal(state.theta.shape)
-    H0 = state.U + 0.5 * np.einsum("cp,cp->c", r, r)
-    theta, g = state.theta, state.grad
-    r = r - 0.5 * h * apply_factor_t(L, g)
-    for i in range(n_leapfrog):
-        theta = theta + h * apply_factor(L, r)
-        U, g = potential_fn(theta)
-        r = r - (h if i < n_leapfrog - 1 else 0.5 * h) * apply_factor_t(L, g)
-    H1 = U + 0.5 * np.einsum("cp,cp->c", r, r)
-    dH = np.where(np.isfinite(H1), H1 - H0, np.inf)
-    accept_prob = np.exp(np.minimum(0.0, -dH))
-    accepted = rng.uniform(size=C) < accept_prob
-    a = accepted[:, None]
-    new = HMCState(np.where(a, theta, state.theta), np.where(accepted, U, state.U),
-                   np.where(a, g, state.grad))
-    return new, HMCInfo(accept_prob, accepted, dH, h[:, 0])
+class SGLD:
+    """theta' = theta - (h^2 / 2) L L^T dU~(theta) + h L nu, nu ~ N(0, I).
+
+    The stochastic subgradient is evaluated at theta_t: eq. 13 prints theta_{t+1}, a misprint (the update
+    would otherwise be implicit; see docs/subgradient.md)."""
+
+    def __init__(self, potential: Potential):
+        self.potential = potential
+
+    def init(self, rng, theta0) -> SGLDState:
+        return SGLDState(np.asarray(theta0, dtype=float))
+
+    def step(self, rng, state: SGLDState, tuning: Tuning):
+        U, g = self.potential(rng, state.theta, tuning.cv)
+        C = g.shape[0]
+        h = _col(tuning.step_size, C)
+        lay = self.potential.layout
+        z_move = -0.5 * h * h * apply_factor_t(tuning.factor, g, lay) + h * rng.standard_normal(g.shape)
+        new = SGLDState(state.theta + apply_factor(tuning.factor, z_move, lay))
+        return new, StepInfo(U, _nan(C), _nan(C), ~np.isfinite(U), _nan(C), h[:, 0], _nan(C), None, g * g)
 
 
+# --------------------------------------------------------------------------- SSGNHT (eq. 14)
+class SGNHTState(NamedTuple):
+    theta: np.ndarray  # (C, p)
+    r: np.ndarray  # (C, p) momentum (z-space)
+    xi: np.ndarray  # (C,) thermostat
+
+
+class SGNHT:
+    """r' = r - h xi r - h L^T dU~(theta) + sqrt(2 A h) nu;  theta' = theta + h L r';
+    xi' = xi + h (r'^T r' / n - 1).
+
+    The thermostat uses the updated momentum r', as in Ding et al. (2014) / the paper's eq. 8 (eq. 14
+    prints r_t there; with r_t the thermostat lags one step and the same invariant law is targeted).
+    ``init``: r_0 ~ N(0, I) and xi_0 = A, as in the paper (sec. 2.4)."""
+
+    def __init__(self, potential: Potential, diffusion: float):
+        self.potential, self.diffusion = potential, float(diffusion)
+
+    def init(self, rng, theta0) -> SGNHTState:
+        theta = np.asarray(theta0, dtype=float)
+        return SGNHTState(theta, rng.standard_normal(theta.shape), np.full(theta.shape[0], self.diffusion))
+
+    def step(self, rng, state: SGNHTState, tuning: Tuning):
+        U, g = self.potential(rng, state.theta, tuning.cv)
+        C, n = state.theta.shape
+        h = _col(tuning.step_size, C)
+        lay = self.potential.layout
+        r = (state.r - h * state.xi[:, None] * state.r - h * apply_factor_t(tuning.factor, g, lay)
+             + np.sqrt(2.0 * self.diffusion * h) * rng.standard_normal(g.shape))
+        theta = state.theta + h * apply_factor(tuning.factor, r, lay)
+        xi = state.xi + h[:, 0] * (np.einsum("cp,cp->c", r, r) / n - 1.0)
+        info = StepInfo(U, _nan(C), _nan(C), ~np.isfinite(U), _nan(C), h[:, 0], xi, None, g * g)
+        return SGNHTState(theta, r, xi), info
+
+
+# --------------------------------------------------------------------------- exact Gibbs (Polson & Scott)
+class GibbsState(NamedTuple):
+    theta: np.ndarray
+
+
+class Gibbs:
+    """One data-augmentation sweep per step (``gibbs.py``); ``tuning`` is unused."""
+
+    def __init__(self, model: HingeModel, X: np.ndarray, y: np.ndarray):
+        self.model, self.X, self.y = model, X, y
+
+    def init(self, rng, theta0):
+        return GibbsState(np.atleast_2d(np.asarray(theta0, dtype=float)))
+
+    def step(self, rng, state, tuning=None):
+        theta, U = gibbs_step(rng, state.theta, self.X, self.y, self.model.c, self.model.l)
+        C = theta.shape[0]
+        return GibbsState(theta), StepInfo(U, _nan(C), _nan(C), ~np.isfinite(U), _nan(C), _nan(C), _nan(C))
+
+
+# --------------------------------------------------------------------------- adaptation
 class DualAveraging(NamedTuple):
     """Per-chain dual-averaging step-size adaptation (Hoffman & Gelman 2014, sec. 3.2.1)."""
 
@@ -99,67 +300,94 @@ def dual_averaging_init(step_size: np.ndarray) -> DualAveraging:
 def dual_averaging_update(da: DualAveraging, accept_prob: np.ndarray, target: float,
                           gamma: float = 0.05, t0: float = 10.0, kappa: float = 0.75) -> DualAveraging:
     t = da.t + 1
+    accept_prob = np.where(np.isfinite(accept_prob), accept_prob, 0.0)
     h_bar = (1.0 - 1.0 / (t + t0)) * da.h_bar + (target - accept_prob) / (t + t0)
     log_step = da.mu - np.sqrt(t) / gamma * h_bar
     w = t ** (-kappa)
     return DualAveraging(log_step, w * log_step + (1.0 - w) * da.log_step_bar, h_bar, t, da.mu)
 
 
-# --------------------------------------------------------------------------- SSGLD (eq. 13)
-class SGLDState(NamedTuple):
-    theta: np.ndarray  # (C, p)
+class AdaptState(NamedTuple):
+    """Per-chain-group adaptation state (everything has the group's chain axis)."""
+
+    da: DualAveraging | None
+    sq_avg: np.ndarray | None  # AdaGrad running mean of squared subgradients (C, p)
+    window: list  # chain states collected in the current metric window
 
 
-class SGInfo(NamedTuple):
-    U: np.ndarray  # (C,) minibatch estimate of the potential at the pre-step theta
-    step_size: float
-    xi: np.ndarray | None  # thermostat (SSGNHT only)
+class WindowAdaptation:
+    """Burn-in adaptation, as an init / update / final object.
 
+    - ``adapt_step`` (hmc): per-chain dual averaging towards ``target_accept``; the sampling phase uses
+      each chain's averaged step exp(log_step_bar).
+    - ``adagrad`` (sgld/sgnht): per-chain diagonal RMS of stochastic subgradients (as in pSGLD), frozen at
+      the end of burn-in so the chain is a valid fixed-metric sampler.
+    - ``windows`` [(start, end, every)]: chain states of iterations start <= t < end (every ``every``-th)
+      are kept; at t = end - 1 the driver pools every chain's window (``pool``) into a new dense factor,
+      as in Stan's windowed adaptation."""
 
-def sgld_init(theta: np.ndarray) -> SGLDState:
-    return SGLDState(np.asarray(theta, dtype=float))
+    def __init__(self, n_burnin: int, target_accept: float = 0.8, adapt_step: bool = False,
+                 adagrad: bool = False, windows=()):
+        self.n_burnin, self.target_accept = int(n_burnin), float(target_accept)
+        self.adapt_step, self.adagrad, self.windows = bool(adapt_step), bool(adagrad), list(windows)
 
+    def init(self, tuning: Tuning) -> AdaptState:
+        da = dual_averaging_init(tuning.step_size) if self.adapt_step else None
+        return AdaptState(da, None, [])
 
-def sgld_step(rng: np.random.Generator, state: SGLDState, potential_fn, step_size: float,
-              L=None) -> tuple[SGLDState, SGInfo]:
-    """theta' = theta - (h^2 / 2) L L^T dU~(theta) + h L nu, nu ~ N(0, I).
+    def window_end(self, t: int) -> bool:
+        return any(t == end - 1 for _, end, _ in self.windows)
 
-    The stochastic subgradient is evaluated at theta_t: eq. 13 prints theta_{t+1}, a misprint (the update
-    would otherwise be implicit; see docs/subgradient.md)."""
-    U, g = potential_fn(state.theta)
-    h = float(step_size)
-    z_move = -0.5 * h * h * apply_factor_t(L, g) + h * rng.standard_normal(g.shape)
-    return SGLDState(state.theta + apply_factor(L, z_move)), SGInfo(U, h, None)
+    def sync_points(self) -> list[int]:
+        """Iterations after which the driver must gather all chains (window ends, end of burn-in)."""
+        return sorted({end for _, end, _ in self.windows} | {self.n_burnin})
 
+    def update(self, astate: AdaptState, t: int, theta: np.ndarray, info: StepInfo, tuning: Tuning):
+        """After iteration t (in burn-in): returns (astate, tuning)."""
+        if t >= self.n_burnin:
+            return astate, tuning
+        da, sq, window = astate
+        if da is not None:
+            da = dual_averaging_update(da, info.accept_prob, self.target_accept)
+            tuning = tuning._replace(step_size=np.exp(da.log_step))
+        if self.adagrad and info.grad_sq is not None:
+            sq = info.grad_sq if sq is None else 0.99 * sq + 0.01 * info.grad_sq
+            tuning = tuning._replace(factor=Diagonal(1.0 / np.sqrt(1e-8 + np.sqrt(sq))))
+        for start, end, every in self.windows:
+            if start <= t < end and (t - start) % every == 0:
+                window = window + [theta.copy()]
+        return AdaptState(da, sq, window), tuning
 
-# --------------------------------------------------------------------------- SSGNHT (eq. 14)
-class SGNHTState(NamedTuple):
-    theta: np.ndarray  # (C, p)
-    r: np.ndarray  # (C, p) momentum (z-space)
-    xi: np.ndarray  # (C,) thermostat
+    def restart_step(self, astate: AdaptState, tuning: Tuning) -> AdaptState:
+        """After a metric change the step size is re-adapted from its current value."""
+        if astate.da is None:
+            return astate._replace(window=[])
+        return AdaptState(dual_averaging_init(tuning.step_size), astate.sq_avg, [])
 
+    def final(self, astate: AdaptState, tuning: Tuning) -> Tuning:
+        """The tuning of the sampling phase."""
+        if astate.da is not None:
+            tuning = tuning._replace(step_size=np.exp(astate.da.log_step_bar))
+        return tuning
 
-def sgnht_init(rng: np.random.Generator, theta: np.ndarray, diffusion: float) -> SGNHTState:
-    """r_0 ~ N(0, I) and xi_0 = A, as in the paper (sec. 2.4)."""
-    theta = np.asarray(theta, dtype=float)
-    return SGNHTState(theta, rng.standard_normal(theta.shape), np.full(theta.shape[0], float(diffusion)))
+    @staticmethod
+    def pool(window_draws: np.ndarray, L_old, ess_fn):
+        """New factor L = chol(Sigma) from window draws (W, C, p), returns (L, mean of the draws).
 
-
-def sgnht_step(rng: np.random.Generator, state: SGNHTState, potential_fn, step_size: float,
-               diffusion: float, L=None) -> tuple[SGNHTState, SGInfo]:
-    """r' = r - h xi r - h L^T dU~(theta) + sqrt(2 A h) nu;  theta' = theta + h L r';
-    xi' = xi + h (r'^T r' / n - 1).
-
-    The thermostat uses the updated momentum r', as in Ding et al. (2014) / the paper's eq. 8 (eq. 14
-    prints r_t there; with r_t the thermostat lags one step and the same invariant law is targeted)."""
-    U, g = potential_fn(state.theta)
-    h = float(step_size)
-    n = state.theta.shape[1]
-    r = (state.r - h * state.xi[:, None] * state.r - h * apply_factor_t(L, g)
-         + np.sqrt(2.0 * diffusion * h) * rng.standard_normal(g.shape))
-    theta = state.theta + h * apply_factor(L, r)
-    xi = state.xi + h * (np.einsum("cp,cp->c", r, r) / n - 1.0)
-    return SGNHTState(theta, r, xi), SGInfo(U, h, xi)
+        Sigma = w Sigma_hat + (1 - w) Sigma_old with w = N_eff / (N_eff + p + 5), N_eff the smallest bulk
+        ESS of the window: a sample covariance from poorly mixed chains underestimates the slow directions
+        and would feed on itself, so it only takes over once the window holds many effective draws
+        relative to the dimension. Keeps the old factor if the result is not positive definite."""
+        W, C, p = window_draws.shape
+        flat = window_draws.reshape(-1, p)
+        n_eff = float(np.nanmin(ess_fn(np.swapaxes(window_draws, 0, 1)))) if W >= 8 and C >= 1 else 0.0
+        n_eff = max(n_eff, 0.0) if np.isfinite(n_eff) else 0.0
+        w = n_eff / (n_eff + p + 5.0)
+        Sigma = w * np.cov(flat.T).reshape(p, p) + (1.0 - w) * (L_old @ L_old.T)
+        try:
+            return np.linalg.cholesky(Sigma), flat.mean(axis=0)
+        except np.linalg.LinAlgError:
+            return L_old, flat.mean(axis=0)
 
 
 def polynomial_step(h0: float, t: int, b: float, gamma: float) -> float:

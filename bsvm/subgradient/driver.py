@@ -1,0 +1,168 @@
+"""Runs an engine's chains in segments between synchronisation points.
+
+A segment advances one group of chains (in this process or a joblib worker) from iteration t0 to t1 with
+its own generators (:func:`run_segment`), keeping the draws, the per-draw sample statistics and the
+monitored quantities (log posterior and p(y|x) at fixed rows). Between segments the estimator pools the
+groups: metric windows, convergence checks, progress records. Segment boundaries depend only on the
+iteration schedule and on time budgets, never on ``n_jobs``, so a seed gives the same draws whatever
+``n_jobs`` (time budgets only decide where a run stops).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..base import _blas_limit
+from .potential import ChainLayout, HingeModel, binary_full, normalised_likelihood, potential, scores
+from .samplers import HMC, SGLD, SGNHT, Gibbs, Potential, WindowAdaptation
+
+STAT_NAMES = ("potential", "accept_prob", "step_size", "energy", "diverging", "n_leapfrog", "xi")
+
+
+class EngineSpec(NamedTuple):
+    kind: str  # "hmc", "sgld", "sgnht" or "gibbs"
+    model: HingeModel
+    batch_size: int | None = None
+    n_leapfrog: int | None = None
+    diffusion: float = 1.0
+
+
+def build_engine(spec: EngineSpec, X, y, layout: ChainLayout | None = None, Z=None):
+    if spec.kind == "gibbs":
+        return Gibbs(spec.model, X, y)
+    pot = Potential(spec.model, X, y, None if spec.kind == "hmc" else spec.batch_size, layout, Z)
+    if spec.kind == "hmc":
+        return HMC(pot, spec.n_leapfrog)
+    return SGLD(pot) if spec.kind == "sgld" else SGNHT(pot, spec.diffusion)
+
+
+class Plan(NamedTuple):
+    n_burnin: int
+    thin: int
+    monitor_every: int  # monitored quantities at every k-th kept draw
+    rows: np.ndarray  # training rows whose p(y|x) is monitored
+    record_path: bool  # HMC leapfrog path of chain 0 (d <= 3)
+    decay: tuple = (1000.0, 0.0)  # (b, gamma) of the sgld/sgnht step schedule
+
+
+class Carry(NamedTuple):
+    """What a chain group carries from one segment to the next."""
+
+    state: object  # engine state (None before init)
+    rng: object  # ChainRNG
+    astate: object  # AdaptState
+    tuning: object  # Tuning (for sgld/sgnht: step_size is h0 of the schedule)
+    kept: int  # kept draws per chain so far
+    theta0: np.ndarray | None = None  # start, consumed by the first segment
+
+
+class SegmentOut(NamedTuple):
+    carry: Carry
+    draws: np.ndarray  # (C_g, k, P)
+    stats: dict  # name -> (C_g, k)
+    quantities: np.ndarray  # (C_g, k_m, 1 + len(rows))
+    path: np.ndarray | None
+    diverged_at: int | None  # first iteration with a non-finite state (the run must stop), else None
+    t_end: int  # iterations done
+
+
+def monitored(spec: EngineSpec, theta, U_full, X_rows, y_rows, layout=None):
+    """(C, 1 + R): log posterior -U (full data) and p(y_obs | x) at the monitored rows."""
+    F = scores(spec.model, theta, X_rows, layout)
+    p = normalised_likelihood(spec.model, F)  # (C, R, K)
+    p_obs = np.take_along_axis(p, y_rows[None, :, None], axis=-1)[..., 0]
+    return np.column_stack([-U_full, p_obs])
+
+
+def run_segment(spec: EngineSpec, data, y_index_rows, adaptation: WindowAdaptation, plan: Plan,
+                carry: Carry, t0: int, t1: int, path_wanted: bool, layout: ChainLayout) -> SegmentOut:
+    """``data`` = (X, y, Z): features, labels (+-1 binary) and the signed design (binary, else None)."""
+    with _blas_limit(1):
+        return _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout)
+
+
+def _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout):
+    X, y, Z = data
+    engine = build_engine(spec, X, y, layout, Z)
+    rng, astate, tuning, kept = carry.rng, carry.astate, carry.tuning, carry.kept
+    state = carry.state if carry.state is not None else engine.init(rng, carry.theta0)
+    C = len(rng)
+    P = spec.model.n_params
+    X_rows = X[plan.rows]
+    sg = spec.kind in ("sgld", "sgnht")
+    b, gamma = plan.decay
+    n_keep_max = max(0, (t1 - max(t0, plan.n_burnin) + plan.thin - 1) // plan.thin + 1)
+    draws = np.empty((C, n_keep_max, P))
+    stats = {k: np.empty((C, n_keep_max)) for k in STAT_NAMES}
+    quants = []
+    k = 0
+    path, info = None, None
+    diverged = None
+    t = t0
+    for t in range(t0, t1):
+        tun = tuning
+        if sg and gamma > 0.0:
+            tun = tuning._replace(step_size=tuning.step_size * (1.0 + t / b) ** (-gamma))
+        if path_wanted and t == t1 - 1 and spec.kind == "hmc":
+            engine.record_path = True
+        state, info = engine.step(rng, state, tun)
+        if not np.all(np.isfinite(state.theta)):
+            diverged = t
+            break
+        if t < plan.n_burnin:
+            astate, tuning = adaptation.update(astate, t, state.theta, info, tuning)
+            if t == plan.n_burnin - 1:
+                tuning = adaptation.final(astate, tuning)
+            continue
+        if (t - plan.n_burnin) % plan.thin != plan.thin - 1:
+            continue
+        draws[:, k] = state.theta
+        for name in STAT_NAMES:
+            stats[name][:, k] = getattr(info, name)
+        if kept % plan.monitor_every == 0:
+            if not sg:
+                U = info.potential
+            elif Z is not None:
+                U = binary_full(spec.model, state.theta, Z, layout)[0]
+            else:
+                U = potential(spec.model, state.theta, X, y, layout)
+            quants.append(monitored(spec, state.theta, U, X_rows, y_index_rows, layout))
+        kept += 1
+        k += 1
+    if info is not None and info.path is not None:
+        path = info.path
+    t_end = (diverged if diverged is not None else t + 1) if t1 > t0 else t0
+    q = np.stack(quants, axis=1) if quants else np.empty((C, 0, 1 + len(plan.rows)))
+    new = Carry(state, rng, astate, tuning, kept, None)
+    return SegmentOut(new, draws[:, :k], {n: v[:, :k] for n, v in stats.items()}, q, path, diverged, t_end)
+
+
+class GrowingDraws:
+    """Per-chain arrays (C, n, ...) that grow by doubling; ``view(name)`` is the filled part."""
+
+    def __init__(self):
+        self.arrays, self.n = {}, {}
+
+    def append(self, name: str, block: np.ndarray) -> None:
+        block = np.asarray(block)
+        a, n = self.arrays.get(name), self.n.get(name, 0)
+        k = block.shape[1]
+        if a is None or n + k > a.shape[1]:
+            cap = max(64, 2 * (n + k))
+            new = np.empty((block.shape[0], cap, *block.shape[2:]), dtype=block.dtype)
+            if a is not None:
+                new[:, :n] = a[:, :n]
+            self.arrays[name] = a = new
+        a[:, n:n + k] = block
+        self.n[name] = n + k
+
+    def view(self, name: str, shape_if_empty=None) -> np.ndarray:
+        if name not in self.arrays:
+            return np.empty(shape_if_empty) if shape_if_empty is not None else None
+        return self.arrays[name][:, :self.n[name]]
+
+    def truncate(self, name: str, n: int) -> None:
+        if name in self.n:
+            self.n[name] = min(self.n[name], n)

@@ -1,0 +1,136 @@
+"""The shared run machinery on SubgradientHMC / GibbsSVM: stopping rule, budgets, bad input, parallel
+chains (joblib, dask), draws out (predict_proba_draws, to_arviz)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from bsvm.subgradient import GibbsSVM, SubgradientHMC
+
+QUIET = 10 ** 6
+
+
+def _data(n=150, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = (X @ np.array([1.5, -1.0]) + 0.5 * rng.normal(size=n) > 0).astype(int)
+    return X, y
+
+
+def test_auto_run_stops_when_the_rule_holds_and_records_say_so():
+    X, y = _data()
+    est = SubgradientHMC("hmc", n_burnin=200, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # a converged run must not warn
+        records = list(est.fit_iter(X, y))
+    st = est.convergence_
+    assert est.converged_ and st.rhat <= 1.01 and st.ess_bulk >= 400 and st.ess_tail >= 400
+    last = records[-1].metrics
+    assert last["rhat"] == st.rhat and last["draws"] == est.samples_.shape[1]
+    assert last["rhat_target"] == 1.01 and last["ess_target"] == 400 and last["converged"] == 1.0
+    assert "R-hat <= 1.01" in est.stopping_rule_
+    # the rule really holds on the stored quantities (log posterior + p(y|x) at the fixed rows)
+    from bsvm import diagnostics
+    Q = est.log_posterior_quantities_
+    assert Q.shape[:2] == (4, est.samples_.shape[1]) and np.all(diagnostics.rhat(Q) <= 1.01)
+    # hmc in 3 dimensions: the leapfrog path of chain 0's last transition, for the teaching view
+    path = records[-1].snapshot["leapfrog_path"]
+    n_steps = est.to_arviz()["sample_stats"]["n_steps"].values[0, -1]
+    assert path.shape == (n_steps + 1, 3)
+
+
+def test_budgets_and_bad_input_warn_and_keep_usable_draws():
+    X, y = _data()
+    # max_time=0: stops at once, says which budget, predicts from the chains' current states
+    with pytest.warns(ConvergenceWarning, match="max_time=0 s ran out.*no convergence check"):
+        est = SubgradientHMC("hmc", max_time=0, random_state=0).fit(X, y)
+    assert est.samples_.shape[1] == 0 and est.predict_proba(X).shape == (len(X), 2)
+    assert est.predict_proba_draws(X[:3]).shape == (4, 1, 3, 2)
+    # a budget too small for any diagnostic
+    with pytest.warns(ConvergenceWarning, match="max_iter=5 ran out.*too few draws"):
+        est = SubgradientHMC("sgld", n_burnin=0, max_iter=5, random_state=0).fit(X, y)
+    assert est.samples_.shape == (4, 5, 3) and not est.converged_
+    # a fixed-length run that is too short says so too
+    with pytest.warns(ConvergenceWarning, match=r"n_samples=20 \(fixed length\).*R-hat"):
+        GibbsSVM(n_samples=20, n_burnin=5, random_state=0).fit(X, y)
+    # one chain: R-hat undefined, stops on ESS, warns, never crashes
+    with pytest.warns(ConvergenceWarning, match="R-hat is undefined with n_chains=1"):
+        est = GibbsSVM(n_chains=1, random_state=0).fit(X, y)
+    assert np.isnan(est.convergence_.rhat) and est.convergence_.ess_bulk >= 400 and not est.converged_
+    # a diverging run (step far too large: the state overflows to inf/NaN)
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        est = SubgradientHMC("sgld", step_size=10.0, preconditioner=None, n_burnin=0, random_state=0)
+        est.fit(X, y)
+    assert np.all(np.isfinite(est.samples_)) and est.predict_proba(X).shape == (len(X), 2)
+    with pytest.raises(ValueError, match="n_samples"):
+        SubgradientHMC(n_samples="long").fit(X, y)
+    for bad in ({"max_time": -1.0}, {"max_iter": 0}, {"n_jobs": 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            SubgradientHMC(**bad).fit(X, y)
+
+
+_MAKERS = [
+    lambda nj: SubgradientHMC("sgnht", n_samples=50, n_burnin=120, batch_size=30, n_chains=3,
+                              record_every=QUIET, random_state=4, n_jobs=nj),
+    lambda nj: SubgradientHMC("hmc", n_samples=30, n_burnin=120, n_chains=3, record_every=QUIET,
+                              random_state=4, n_jobs=nj),
+    lambda nj: GibbsSVM(n_samples=30, n_chains=3, record_every=QUIET, random_state=4, n_jobs=nj),
+]
+
+
+@pytest.mark.parametrize("make", _MAKERS)
+def test_same_seed_same_draws_whatever_n_jobs(make):
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = make(1).fit(X, y)
+        b = make(2).fit(X, y)
+    # bit-identical: products with the data are computed at the full chain count (potential.ChainLayout)
+    np.testing.assert_array_equal(a.samples_, b.samples_)
+    np.testing.assert_array_equal(a.potential_, b.potential_)
+
+
+def test_dask_backend_on_a_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    import joblib
+
+    X, y = _data(80)
+    kw = dict(n_samples=20, n_burnin=10, n_chains=2, record_every=QUIET, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = GibbsSVM(**kw).fit(X, y)
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster):
+            with joblib.parallel_config(backend="dask"):
+                est = GibbsSVM(n_jobs=2, **kw).fit(X, y)
+    np.testing.assert_array_equal(est.samples_, ref.samples_)
+
+
+def test_predict_proba_draws_and_to_arviz():
+    import arviz_stats
+
+    X, y = _data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = SubgradientHMC("hmc", n_samples=40, n_burnin=50, record_every=QUIET, random_state=0).fit(X, y)
+    P = est.predict_proba_draws(X[:5])
+    assert P.shape == (4, 40, 5, 2)
+    np.testing.assert_allclose(P.mean(axis=(0, 1)), est.predict_proba(X[:5]), rtol=1e-12)
+    np.testing.assert_allclose(P.sum(-1), 1.0)
+    dt = est.to_arviz()
+    assert {"posterior", "sample_stats", "observed_data"} <= set(dt.children)
+    assert dt["posterior"]["theta"].shape == (4, 40, 3)
+    assert list(dt["posterior"]["param"].values) == ["w0", "w1", "b"]
+    stats = set(dt["sample_stats"].data_vars)
+    assert {"acceptance_rate", "step_size", "energy", "diverging", "n_steps", "lp"} <= stats
+    np.testing.assert_array_equal(dt["observed_data"]["y"].values, y)
+    table = arviz_stats.summary(dt)
+    assert len(table) == 3 and np.all(np.isfinite(table["r_hat"]))
+    g = GibbsSVM(n_samples=20, n_burnin=5, record_every=QUIET, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        g.fit(X, y)
+    assert set(g.to_arviz()["sample_stats"].data_vars) == {"lp"}
+    assert g.predict_proba_draws(X[:2]).shape == (4, 20, 2, 2)
