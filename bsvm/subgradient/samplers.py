@@ -199,6 +199,25 @@ class HMC:
         return new, info
 
 
+class _FunctionPotential:
+    """A plain ``potential_fn(theta) -> (U, grad)`` in the engines' potential interface."""
+
+    layout = None
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, rng, theta, cv=None):
+        return self.fn(theta)
+
+
+def hmc_step(rng, state: HMCState, potential_fn, step_size, n_leapfrog: int, L=None, jitter: float = 0.2):
+    """One transition of :class:`HMC` with a plain ``potential_fn(theta) -> (U, grad)`` and a fixed
+    number of leapfrog steps (the function form MSBPM's collapsed sampler uses). Returns (state, StepInfo)."""
+    engine = HMC(_FunctionPotential(potential_fn), int(n_leapfrog), jitter)
+    return engine.step(rng, state, Tuning(np.asarray(step_size, dtype=float), L))
+
+
 # --------------------------------------------------------------------------- SSGLD (eq. 13)
 class SGLDState(NamedTuple):
     theta: np.ndarray  # (C, p)
