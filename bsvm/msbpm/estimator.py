@@ -86,7 +86,7 @@ def _warn_small_classes(name, classes, y_index):
     """A class with a single training row is accepted, but say what it means (issue 13)."""
     counts = np.bincount(y_index, minlength=len(classes))
     if counts.min() < 2:
-        few = [classes[k] for k in np.flatnonzero(counts < 2)]
+        few = np.asarray(classes)[counts < 2].tolist()  # plain labels, not np.str_('x')
         warnings.warn(f"{name}: class(es) {few} have a single training row; the model fits, but what it "
                       "says about those classes rests on one example (no held-out check is possible).",
                       UserWarning, stacklevel=5)
