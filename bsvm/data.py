@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -246,70 +247,213 @@ def check_predict_data(estimator, X) -> np.ndarray:
 
 @dataclass
 class LoadedCSV:
-    """A table split into numeric features and a label column."""
+    """A table split into numeric features and a label column. ``notes`` says what the loader did that the
+    user should know (encoding, separator, guessed label, skipped columns, dropped rows)."""
 
     X: np.ndarray
     y: np.ndarray
     feature_names: list[str]
     label_name: str
     frame: pd.DataFrame = field(repr=False)
+    notes: list[str] = field(default_factory=list)
 
 
 MAX_CSV_BYTES = 200 * 1024 * 1024
+#: separators tried when sniffing (comma first: the default when the sample is ambiguous)
+SEPARATORS = (",", ";", "\t", "|")
+#: label column names recognised when ``label=None`` (case-insensitive), before falling back to the last
+LABEL_NAMES = ("label", "class", "target", "y", "outcome", "diagnosis", "species")
 
 
-def read_csv_table(source) -> pd.DataFrame:
-    """Read a CSV (path, bytes or file-like) into a DataFrame with a clear error for unreadable files."""
+def _raw_bytes(source) -> bytes:
     if isinstance(source, (bytes, bytearray)):
-        if len(source) > MAX_CSV_BYTES:
+        data = bytes(source)
+    elif isinstance(source, (str, os.PathLike)):
+        if not os.path.exists(source):
+            raise ValueError(f"No such file: {source}. Check the path.")
+        if os.path.getsize(source) > MAX_CSV_BYTES:
             raise ValueError(f"The file is larger than {MAX_CSV_BYTES // 2**20} MB: subsample it first.")
-        source = io.BytesIO(source)
-    elif isinstance(source, (str, os.PathLike)) and not os.path.exists(source):
-        raise ValueError(f"No such file: {source}. Check the path.")
+        with open(source, "rb") as fh:
+            data = fh.read()
+    elif hasattr(source, "read"):
+        data = source.read()
+        data = data.encode() if isinstance(data, str) else bytes(data)
+    else:
+        raise TypeError(f"source must be a path, bytes or a file-like object, got {type(source).__name__}")
+    if len(data) > MAX_CSV_BYTES:
+        raise ValueError(f"The file is larger than {MAX_CSV_BYTES // 2**20} MB: subsample it first.")
+    return data
+
+
+def _decode(data: bytes, notes: list[str]) -> str:
+    """UTF-8 (with or without a byte-order mark), else Windows-1252 / Latin-1, which every byte decodes:
+    spreadsheets on Windows write the latter."""
     try:
-        frame = pd.read_csv(source)
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    for enc in ("cp1252", "latin-1"):
+        try:
+            text = data.decode(enc)
+        except UnicodeDecodeError:
+            continue
+        notes.append(f"The file is not UTF-8; it was read as {enc} (Latin-1 family).")
+        return text
+    raise ValueError("The file's text encoding is not recognised: save it as UTF-8.")  # unreachable
+
+
+def _sniff_separator(text: str) -> str:
+    """The separator that splits the first lines into the same number (> 1) of fields most often."""
+    lines = [ln for ln in text[:65536].splitlines()[:50] if ln.strip()]
+    if not lines:
+        return ","
+    best, best_score = ",", (0, 0)
+    for sep in SEPARATORS:
+        counts = [ln.count(sep) for ln in lines]
+        if counts[0] == 0:
+            continue
+        agree = sum(c == counts[0] for c in counts)
+        score = (agree, counts[0])
+        if score > best_score:
+            best, best_score = sep, score
+    return best
+
+
+def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
+    """Read a CSV (path, bytes or file-like) into a DataFrame with a clear error for unreadable files.
+
+    Handles the usual odd files: a UTF-8 byte-order mark or Latin-1/Windows-1252 text, separators other
+    than commas (semicolon, tab, bar; sniffed from the first lines) and, with semicolons, decimal commas
+    ("1,5"). What was done is appended to ``notes`` when given.
+    """
+    notes = [] if notes is None else notes
+    text = _decode(_raw_bytes(source), notes)
+    if not text.strip():
+        raise ValueError("The file is empty: it needs a header row and at least a few data rows.")
+    sep = _sniff_separator(text)
+    decimal = "."
+    if sep == ";" and re.search(r"\d,\d", text[:65536]) and not re.search(r"\d\.\d", text[:65536]):
+        decimal = ","  # a European spreadsheet: 1,5 is one and a half
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=sep, decimal=decimal)
     except pd.errors.EmptyDataError:
         raise ValueError("The file is empty: it needs a header row and at least a few data rows.") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except pd.errors.ParserError as exc:
         raise ValueError(f"The file could not be read as CSV ({exc}): save it as comma-separated text "
-                         "with a header row.") from None
+                         "with a header row and the same number of fields on every line.") from None
+    if sep != ",":
+        name = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}[sep]
+        tail = " and numbers use decimal commas." if decimal == "," else "."
+        notes.append(f"Columns are separated by {name}{tail}")
+    frame.columns = [str(c).strip() for c in frame.columns]
     if frame.shape[1] < 2:
         raise ValueError("The CSV has fewer than two columns: it needs a label column and at least one "
-                         "feature column, separated by commas.")
+                         "feature column, separated by commas (or semicolons or tabs).")
+    if frame.columns.duplicated().any():
+        dup = sorted(set(frame.columns[frame.columns.duplicated()]))
+        raise ValueError(f"Column names {dup} appear more than once: give every column its own name.")
     return frame
 
 
-def load_csv(source, label: str = "label", features: list[str] | None = None) -> LoadedCSV:
+def guess_label(frame: pd.DataFrame) -> str:
+    """The likely label column: one named like a label (``LABEL_NAMES``, case-insensitive), else the
+    last column."""
+    lower = {str(c).strip().lower(): str(c) for c in frame.columns}
+    for name in LABEL_NAMES:
+        if name in lower:
+            return lower[name]
+    return str(frame.columns[-1])
+
+
+def _mostly_numeric(col: pd.Series, share: float = 0.9) -> tuple[bool, list[str]]:
+    """Whether a text column is numbers with a few placeholders ("?", "NA", "-"): those become missing
+    values. Returns (mostly numeric, the distinct non-numeric entries)."""
+    if pd.api.types.is_numeric_dtype(col):
+        return True, []
+    present = col.dropna()
+    num = pd.to_numeric(present, errors="coerce")
+    bad = present[num.isna()]
+    ok = len(present) > 0 and (1 - len(bad) / len(present)) >= share
+    return ok, sorted(map(str, bad.unique()))[:5]
+
+
+def numeric_columns(frame: pd.DataFrame, label: str) -> list[str]:
+    """The columns :func:`load_csv` can use as features: numeric ones, and text columns that are numbers
+    with a few placeholders (read as missing values)."""
+    return [str(c) for c in frame.columns if str(c) != str(label) and _mostly_numeric(frame[c])[0]]
+
+
+def load_csv(source, label: str | None = "label", features: list[str] | None = None,
+             dropna: bool = False) -> LoadedCSV:
     """Load a CSV and pick the label column by name.
 
-    ``features`` defaults to every numeric column other than the label. Raises ``ValueError`` for a missing
-    label column, no numeric feature columns, missing values, or a single class.
+    label: the label column's name (matched case-insensitively); None picks a column named like a label
+    (``LABEL_NAMES``) or else the last one, and says so in ``notes``.
+    features: defaults to every numeric column other than the label; non-numeric columns are left out
+    (named in ``notes``), and a text column that is numbers with a few placeholders such as "?" is read
+    as numbers with those entries missing. Named features that are not numeric are an error.
+    dropna: drop rows with a missing label or feature value (counted in ``notes``); otherwise missing
+    values are an error that says how many rows and which columns.
+    Raises ``ValueError`` for a missing label column, no numeric feature columns, missing values (unless
+    ``dropna``), or a single class.
     """
-    frame = read_csv_table(source)
-    if label not in frame.columns:
-        matches = [c for c in frame.columns if str(c).strip().lower() == label.strip().lower()]
+    notes: list[str] = []
+    frame = read_csv_table(source, notes)
+    columns = list(map(str, frame.columns))
+    if label is None:
+        label = guess_label(frame)
+        notes.append(f"Label column: {label!r} (guessed; pick another if it is wrong).")
+    elif label not in frame.columns:
+        matches = [c for c in frame.columns if str(c).strip().lower() == str(label).strip().lower()]
         if not matches:
-            raise ValueError(f"Label column {label!r} not found; the columns are "
-                             f"{list(map(str, frame.columns))}. Pass label= one of them.")
+            raise ValueError(f"Label column {label!r} not found; the columns are {columns}. Pass label= one "
+                             f"of them (the likely one is {guess_label(frame)!r}).")
         label = matches[0]
+    others = [c for c in frame.columns if c != label]
     if features is None:
-        features = [c for c in frame.columns if c != label and pd.api.types.is_numeric_dtype(frame[c])]
+        features, skipped = [], []
+        for c in others:
+            ok, bad = _mostly_numeric(frame[c])
+            if not ok:
+                skipped.append(c)
+                continue
+            if bad:
+                frame[c] = pd.to_numeric(frame[c], errors="coerce")
+                notes.append(f"Column {c!r}: entries {bad} are not numbers and were read as missing values.")
+            features.append(c)
         if not features:
-            raise ValueError("The CSV has no numeric feature columns besides the label: encode features "
-                             "as numbers.")
+            raise ValueError(f"The CSV has no numeric feature columns besides the label {label!r} (columns "
+                             f"{columns}): encode features as numbers.")
+        if skipped:
+            notes.append(f"Non-numeric columns left out of the features: {skipped} (encode them as numbers "
+                         "to use them).")
     else:
         missing = [f for f in features if f not in frame.columns]
         if missing:
-            raise ValueError(f"Feature columns {missing} not found; the columns are "
-                             f"{list(map(str, frame.columns))}.")
+            raise ValueError(f"Feature columns {missing} not found; the columns are {columns}.")
+        if label in features:
+            raise ValueError(f"The label column {label!r} is also listed as a feature: remove it from "
+                             "features.")
     sub = frame[list(features)]
     _reject_non_numeric(sub)
-    if sub.isna().any().any() or frame[label].isna().any():
+    incomplete = sub.isna().any(axis=1).to_numpy() | frame[label].isna().to_numpy()
+    if incomplete.any():
         cols = [str(c) for c in [*features, label] if frame[c].isna().any()]
-        raise ValueError(f"Missing values in columns {cols}: drop or impute those rows first.")
+        if not dropna:
+            placeholders = "".join(f" {n[:-1]}" for n in notes if "read as missing" in n)
+            raise ValueError(f"Missing values in {int(incomplete.sum())} of {len(frame)} rows (columns "
+                             f"{cols}).{placeholders} Drop those rows (dropna=True, or the Data page's 'Drop "
+                             "rows with missing values') or impute them first.")
+        frame = frame.loc[~incomplete].reset_index(drop=True)
+        sub = frame[list(features)]
+        notes.append(f"Dropped {int(incomplete.sum())} rows with missing values (columns {cols}); "
+                     f"{len(frame)} rows remain.")
+        if len(frame) == 0:
+            raise ValueError("Every row has a missing value: nothing is left to train on.")
     y = frame[label].to_numpy()
     if len(np.unique(y)) < 2:
         raise ValueError(f"The label column {label!r} has only one class: a classifier needs two or more.")
     X = sub.to_numpy(dtype=np.float64)
     _reject_nonfinite(X)
-    return LoadedCSV(X=X, y=y, feature_names=[str(f) for f in features], label_name=str(label), frame=frame)
+    return LoadedCSV(X=X, y=y, feature_names=[str(f) for f in features], label_name=str(label), frame=frame,
+                     notes=notes)

@@ -19,9 +19,10 @@ from .methods import METHODS
 from .runner import Registry
 
 UPLOAD = "upload"
+PLAYGROUND = "playground"  # generated 2-D points edited by clicks (dashboard/playground.py)
 MAX_UPLOAD_MB = 20
 DEFAULTS = {"sample": "ripley.csv", "label": "label", "features": [], "std": True, "test": 0.3, "seed": 0,
-            "method": "sbsvm"}
+            "method": "sbsvm", "dropna": False}
 _QP = {"sample": "sample", "label": "label", "features": "features", "std": "std", "test": "test",
        "seed": "seed", "method": "method"}
 
@@ -91,12 +92,12 @@ def url_params() -> dict:
     """The settings as query-string values (method options only where they differ from the default)."""
     c = cfg()
     out = {}
-    if c["sample"] != UPLOAD:
+    if c["sample"] not in (UPLOAD, PLAYGROUND):
         out["sample"] = c["sample"]
     for k in ("label", "std", "test", "seed", "method"):
         v = c[k]
         out[_QP[k]] = ("1" if v else "0") if isinstance(v, bool) else str(v)
-    if c["features"] and c["sample"] != UPLOAD:
+    if c["features"] and c["sample"] not in (UPLOAD, PLAYGROUND):
         out["features"] = ",".join(c["features"])
     m = METHODS.get(c["method"])
     # Options only once some were chosen (the Train page fills them in): checking m.available imports the
@@ -146,11 +147,15 @@ def _sample_table(sample: str, label: str, features: tuple) -> LoadedCSV:
 
 
 def loaded_table(c: dict) -> LoadedCSV | None:
+    if c["sample"] == PLAYGROUND:
+        pg = st.session_state.get("playground")
+        return pg.loaded() if pg is not None else None
     if c["sample"] == UPLOAD:
         up = st.session_state.get("upload")
         if up is None:
             return None
-        return load_csv(up["bytes"], label=c["label"], features=c["features"] or None)
+        return load_csv(up["bytes"], label=c["label"], features=c["features"] or None,
+                        dropna=bool(c.get("dropna")))
     return _sample_table(c["sample"], c["label"], tuple(c["features"]))
 
 
@@ -179,7 +184,9 @@ def enter_page(page: str) -> None:
 def data_key(c: dict) -> str:
     src = c["sample"]
     if src == UPLOAD and st.session_state.get("upload") is not None:
-        src = "upload:" + st.session_state["upload"]["digest"]
+        src = "upload:" + st.session_state["upload"]["digest"] + f":na{int(bool(c.get('dropna')))}"
+    if src == PLAYGROUND and st.session_state.get("playground") is not None:
+        src = "playground:" + st.session_state["playground"].digest
     return f"{src}|{c['label']}|{','.join(c['features'])}|{c['std']}|{c['test']}|{c['seed']}"
 
 
@@ -195,9 +202,12 @@ def current_data() -> Prepared | None:
         if loaded is None:
             return None
         truth = SAMPLES[c["sample"]].truth if c["sample"] in SAMPLES else None
-        all_features = not c["features"] or list(c["features"]) == list(loaded.feature_names)
+        truth_kw = {}
+        if c["sample"] == PLAYGROUND:
+            truth, truth_kw = st.session_state["playground"].truth
+        # analysis.prepare keeps the truth only on the generator's own axes (all columns, in order)
         data = prepare(loaded, c["features"] or None, c["std"], float(c["test"]), int(c["seed"]),
-                       truth=truth if all_features else None, key=key)
+                       truth=truth, key=key, truth_kw=truth_kw)
     except ValueError as exc:
         up = st.session_state.get("upload") if c["sample"] == UPLOAD else None
         where = f" ({up['name']})" if up else ""

@@ -252,7 +252,6 @@ def _upload(at: AppTest, content: bytes, name="bad.csv") -> AppTest:
     (b"a,b,label\nx,y,0\nz,w,1\nq,r,0\n", "numeric"),
     (b"x1,x2,label\n1,2,0\n3,,1\n4,5,0\n6,7,1\n", "Missing values"),
     (b"x1,x2,label\n1,2,0\n3,4,0\n5,6,0\n", "one class"),
-    (b"x1,x2,target\n1,2,0\n3,4,1\n5,6,0\n", "not found"),
     (b"", "empty"),
     (b"justonecolumn\n1\n2\n", "fewer than two columns"),
 ])
@@ -263,6 +262,30 @@ def test_bad_csvs_give_an_error_message_not_an_exception(content, message):
     _ok(at)
     errors = " ".join(e.value for e in at.error)
     assert message.lower() in errors.lower(), errors
+
+
+def test_a_label_column_with_another_name_is_guessed_and_said():
+    rows = "\n".join(f"{i},{i % 3},{i % 2}" for i in range(20))
+    at = _app()
+    at.query_params["label"] = "label"
+    at = _upload(at, f"x1,x2,target\n{rows}\n".encode())
+    _ok(at)
+    assert not at.error
+    assert "using 'target' as the label" in " ".join(i.value for i in at.info)
+
+
+def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
+    rows = "\n".join(f"{i},5;{i % 3};{i % 2}" for i in range(20))
+    text = ("t\xe9mp;b;label\n" + rows + "\n;1;0\n").encode("latin-1")
+    at = _upload(_app(), text)
+    _ok(at)
+    assert "Missing values in 1 of 21 rows" in " ".join(e.value for e in at.error)
+    at.checkbox(key="w:cfg:dropna").check().run()
+    _ok(at)
+    assert not at.error
+    notes = " ".join(i.value for i in at.info)
+    assert "semicolons" in notes and "not UTF-8" in notes
+    assert int({m.label: m.value for m in at.metric}["features"]) == 2
 
 
 def test_a_good_upload_loads():
@@ -356,13 +379,16 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     at.switch_page("views/diagnostics.py").run()
     _ok(at)
     names = at.selectbox(key="diag_param").options
-    at.selectbox(key="diag_param").set_value(names.index("param 0")).run()  # the first weight
-    n_charts = len(at.get("plotly_chart"))
+    assert names[-3:] == ["w[x1]", "w[x2]", "b"]  # the weights named by the data's columns
+    at.selectbox(key="diag_param").set_value(names.index("w[x1]")).run()  # the first weight
+    n_charts, n_tables = len(at.get("plotly_chart")), len(at.dataframe)
     _button(at, "Run GibbsSVM").click().run()
     _until(lambda: at.session_state["gibbs_cache"], at=at)
     _ok(at)
     assert not at.error, [e.value for e in at.error]
     assert len(at.get("plotly_chart")) == n_charts + 1
+    table = at.dataframe[n_tables].value  # the approximate-vs-exact table: one row per parameter
+    assert list(table.index) == ["w[x1]", "w[x2]", "b"] and "sd (exact)" in table.columns
     draws = at.session_state["gibbs_cache"]
     (G,) = draws.values()
     assert G.shape[0] == 2 and G.shape[1] == 60  # the approximate sampler's chains and draws

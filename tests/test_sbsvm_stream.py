@@ -309,3 +309,24 @@ def test_hyperparameters_freeze_after_the_stream_budget():
     assert np.abs(thetas[1] - thetas[0]).max() > 1e-3
     for k in range(frozen_from, len(thetas)):
         np.testing.assert_array_equal(thetas[k], thetas[frozen_from - 1])
+
+
+def test_numerical_failures_name_the_cause_for_streams_and_dask(monkeypatch):
+    from bsvm.base import NumericalError, _numerical_message
+    from bsvm.sbsvm import stream
+    from bsvm.sbsvm.dask_fit import DaskRows
+
+    est = SBSVM(n_inducing=20, random_state=0).partial_fit(X[:500], y[:500], classes=[0, 1])
+    before = state_of(est)
+
+    def broken(*args, **kwargs):
+        raise np.linalg.LinAlgError("not positive definite")
+
+    monkeypatch.setattr(stream, "run_chunk", broken)
+    with pytest.raises(NumericalError, match="failed numerically"):
+        est.partial_fit(X[500:1000] * 1e5, y[500:1000])
+    assert_same_state(before, state_of(est))
+    # the message's column statistics work on the Dask proxy, as reductions
+    Xd = da.from_array(X * 1e5, chunks=500)
+    msg = _numerical_message(est, np.linalg.LinAlgError("x"), DaskRows(Xd, Xd[:, 0]))
+    assert "features reach" in msg

@@ -112,12 +112,25 @@ class DaskRows:
         uniq, inverse = np.unique(np.asarray(idx), return_inverse=True)
         return np.asarray(self.X[uniq].compute(), dtype=np.float64)[inverse]
 
-    # column statistics and the affine standardisation the estimator may apply, kept lazy
-    def mean(self, axis=None):
+    @property
+    def size(self):
+        return self.shape[0] * self.shape[1]
+
+    # column statistics (np.mean/np.std/np.max call these), |X| and the affine standardisation the
+    # estimator or an error message may apply: Dask reductions and lazy maps, never a gathered array
+    def mean(self, axis=None, dtype=None, out=None, **kwargs):
         return np.asarray(self.X.mean(axis=axis).compute(), dtype=np.float64)
 
-    def std(self, axis=None):
-        return np.asarray(self.X.std(axis=axis).compute(), dtype=np.float64)
+    def std(self, axis=None, dtype=None, out=None, ddof=0, **kwargs):
+        return np.asarray(self.X.std(axis=axis, ddof=ddof).compute(), dtype=np.float64)
+
+    def max(self, axis=None, out=None, **kwargs):
+        return np.asarray(self.X.max(axis=axis).compute(), dtype=np.float64)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.absolute and method == "__call__" and len(inputs) == 1:
+            return DaskRows(abs(self.X), self.y_pm)
+        return NotImplemented
 
     def __sub__(self, other):
         return DaskRows(self.X - np.asarray(other), self.y_pm)

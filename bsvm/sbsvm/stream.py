@@ -49,7 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..base import Progress, _blas_limit
+from ..base import _NUMERICAL, NumericalError, Progress, _blas_limit, _numerical_message
 from ..data import MULTICLASS_HINT, _reject_non_numeric, _reject_nonfinite
 from ..kernels import Kernel
 from ..params import validate_params
@@ -319,7 +319,14 @@ def partial_fit(est, X, y, classes=None):
     validate_params(est)  # the parameter table first, before the data
     # deep=False: every attribute is rebound, never mutated in place, so a shallow copy restores the model
     with est._rollback_on_error(deep=False):
-        _partial_fit(est, X, y, classes)
+        try:
+            _partial_fit(est, X, y, classes)
+        except _NUMERICAL as exc:  # a factorisation or overflow: name the likely cause, as fit does
+            try:
+                Xa = np.asarray(X, dtype=np.float64)
+            except (TypeError, ValueError):
+                Xa = np.zeros((0, 1))
+            raise NumericalError(_numerical_message(est, exc, Xa)) from exc
     return est
 
 

@@ -100,12 +100,14 @@ def initial_q(prior: Prior, n_factors: int) -> QParams:
     return QParams(np.zeros(n), np.log(D0), Cf0)
 
 
-def extend_q(kernel, X, idx, q_sub: QParams, prior_sub: Prior, jitter: float) -> QParams:
+def extend_q(kernel, X, idx, q_sub: QParams, prior_sub: Prior, jitter: float,
+             n_factors: int | None = None) -> QParams:
     """q on all rows of X from q on the rows ``idx`` (a subset), by the GP conditional y | y_idx.
 
     With V = K_idx^-1 K_idx,x: mu = V' mu_sub, Cf = V' Cf_sub, and D = the rest of q's predictive variance,
     k(x, x) - k' K_idx^-1 k + V' D_sub V (nugget included), so that each row's marginal variance is exactly
-    its predictive variance under q_sub. The rows of the subset keep q_sub's values. O(n n_sub^2)."""
+    its predictive variance under q_sub. The rows of the subset keep q_sub's values. With ``n_factors`` fewer
+    than q_sub's, the leading ones are kept (the rest of the variance goes to D). O(n n_sub^2)."""
     nugget = kernel.nugget(jitter)
     Ks = kernel(X[idx], X)                                        # n_sub x n, no nugget (cross-covariance)
     V = prior_sub.Kinv @ Ks
@@ -115,6 +117,16 @@ def extend_q(kernel, X, idx, q_sub: QParams, prior_sub: Prior, jitter: float) ->
          + np.exp(q_sub.log_d) @ (V * V))
     D = np.maximum(D, nugget)        # the conditional variance is at least the white noise
     mu[idx], Cf[idx], D[idx] = q_sub.mu, q_sub.Cf, np.exp(q_sub.log_d)
+    M = Cf.shape[1] if n_factors is None else int(n_factors)
+    if M < Cf.shape[1]:
+        # keep the M leading directions of Cf Cf' (its thin SVD) and move the rest of each row's variance
+        # into D, so that every marginal variance is unchanged
+        U, sv, _ = np.linalg.svd(Cf, full_matrices=False)
+        kept = U[:, :M] * sv[:M]
+        D += np.sum(Cf ** 2, axis=1) - np.sum(kept ** 2, axis=1)
+        Cf = kept
+    elif M > Cf.shape[1]:
+        Cf = np.column_stack([Cf, np.zeros((Cf.shape[0], M - Cf.shape[1]))])
     return QParams(mu, np.log(D), Cf)
 
 

@@ -2,9 +2,16 @@
 
 import streamlit as st
 
-from bsvm.metrics import reliability_bins
 from dashboard import figures, state, ui
-from dashboard.analysis import Prepared, evaluate, uncertainty
+from dashboard.analysis import (
+    ENTROPY,
+    LATENT_VARIANCE,
+    Prepared,
+    calibration_models,
+    evaluate,
+    metrics_csv,
+    reliability_curves,
+)
 from dashboard.methods import METHODS
 from dashboard.runner import DONE, PROCESS_ROWS, Job, Run, fit_in_job, fit_plain
 
@@ -76,9 +83,7 @@ else:
     st.stop()
 
 platt = platt_for(data)
-models = {label: model}
-if platt is not None and meta.get("method") != "platt":
-    models["PlattSVM"] = platt
+models = calibration_models(model, label, platt)  # never the trained model against itself
 
 results = {}
 for name, est in models.items():
@@ -89,7 +94,10 @@ if not results:
     st.stop()
 
 st.subheader("Metrics on the test set")
-st.dataframe(figures.metrics_table({k: v["report"] for k, v in results.items()}).style.format("{:.4f}"))
+table = figures.metrics_table({k: v["report"] for k, v in results.items()})
+st.dataframe(table.style.format("{:.4f}"))
+st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="calibration_metrics.csv",
+                   mime="text/csv", icon=":material/download:", on_click="ignore", key="cal_metrics_csv")
 st.caption("error: misclassified fraction; Brier: mean squared error of p; "
            "log loss: mean -log p(true class); ECE: count-weighted gap between confidence and accuracy "
            "over 10 bins; AUC: ranking quality"
@@ -97,32 +105,38 @@ st.caption("error: misclassified fraction; Brier: mean squared error of p; "
 
 
 def maps_for(d: Prepared, fitted: dict, where: str):
-    grid, _ = ui.map_grid(d, 60)
     cols = st.columns(len(fitted))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:
             fig = ui.proba_map(est, d, name)
             if fig is not None:
-                st.plotly_chart(fig, key=f"cal_map_{where}_{name}")
+                ui.chart(fig, key=f"cal_map_{where}_{name}")
     scale = (f"blue = {d.classes[0]}, red = {d.classes[1]}, white = 50/50" if d.binary else
-             "the probability of the predicted class: red = confident, white = 0.5, pale = a close call "
-             f"between {len(d.classes)} classes")
+             "each region in its predicted class's colour, more transparent where the top class is less "
+             f"sure (a close call between {len(d.classes)} classes)")
     st.caption(f"Both maps use the same colour scale ({scale})"
                + ("; dotted black lines: contours of the true p(y|x) at 0.1, 0.3, 0.5, 0.7, 0.9." if d.truth
                   else "."))
+    kinds = {ENTROPY: "predictive entropy (every method, one scale)",
+             LATENT_VARIANCE: "latent variance (Gaussian-posterior methods)"}
+    kind = st.radio("Uncertainty", list(kinds), horizontal=True, key=f"cal_unc_kind_{where}",
+                    format_func=kinds.get,
+                    help="Predictive entropy -sum p log p of each model's probabilities, from 0 (certain) "
+                         "to log K (a coin toss), on one fixed scale, so the maps compare. The latent "
+                         "variance Var q(f(x)) exists only for methods with a Gaussian latent posterior "
+                         "(S-BSVM, Seeger ARD) and has its own scale.")
     cols = st.columns(len(fitted))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:
-            out = ui.safe(uncertainty, est, grid.points, what=f"Uncertainty of {name}")
-            if out is not None:
-                u, what = out
-                X, y = ui.shown_points(d)
-                st.plotly_chart(figures.value_heatmap(grid, u, X, y, d.classes, title=f"{name}: {what}",
-                                                      colorbar_title=what.split(" (")[0],
-                                                      axis_titles=tuple(d.feature_names)),
-                                key=f"cal_unc_{where}_{name}")
-    st.caption("Uncertainty: the latent variance for Gaussian-posterior methods (it grows away from the "
-               "data), otherwise the entropy of the predicted probabilities (largest near the boundary).")
+            fig = ui.uncertainty_map(est, d, name, kind)
+            if fig is not None:
+                ui.chart(fig, key=f"cal_unc_{where}_{name}")
+            else:
+                st.info(f"{name} has no latent Gaussian predictive, so no latent variance: choose "
+                        "predictive entropy to compare it.")
+    st.caption("Predictive entropy is largest near the boundary and, for a Bayesian model, away from the "
+               "data; both maps share the scale 0 to log K." if kind == ENTROPY else
+               "Latent variance: how unsure the model is about f(x) itself; it grows away from the data.")
 
 
 st.subheader("Probability maps")
@@ -155,24 +169,14 @@ else:
                 maps_for(sub, fitted, "two")
 
 st.subheader("Reliability")
-y_idx = next(iter(results.values()))["y_index"]
-curves, probas = {}, {}
-for name, res in results.items():
-    P = res["proba"]
-    if data.binary:
-        curves[name] = reliability_bins(y_idx, P[:, 1], 10)
-        probas[name] = P[:, 1]
-    else:  # top-label reliability: confidence of the predicted class against whether it was right
-        curves[name] = reliability_bins((P.argmax(1) == y_idx).astype(float), P.max(1), 10)
-        probas[name] = P.max(1)
+curves, probas, xlabel = reliability_curves(results, data.binary)
 r1, r2 = st.columns(2)
 with r1:
-    xlabel = "predicted probability" if data.binary else "confidence (probability of the predicted class)"
-    st.plotly_chart(figures.reliability_figure(curves, xlabel=xlabel), key="cal_reliability")
+    ui.chart(figures.reliability_figure(curves, xlabel=xlabel), key="cal_reliability")
     st.caption("Each point is a bin of test predictions: x = mean predicted probability, y = observed "
                "frequency; bars below show how many test points fell in each bin."
                + ("" if data.binary else " (3+ classes: confidence of the predicted class vs accuracy.)"))
 with r2:
-    st.plotly_chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist")
+    ui.chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist")
     st.caption("Over-confident models pile up at 0 and 1; a Bayesian model keeps mass in between where the "
                "classes overlap.")

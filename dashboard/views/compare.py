@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.analysis import evaluate, make_grid, positive_proba
+from dashboard.analysis import evaluate, make_grid, metrics_csv
 from dashboard.methods import METHODS
 from dashboard.runner import Cancelled, Job
 
@@ -18,9 +18,17 @@ if data is None:
     st.stop()
 c = state.cfg()
 _, methods = state.method_for(data)
-quick = st.toggle("Quick settings (fewer iterations)", value=True, key="cmp_quick",
-                  help="Caps every method's iterations so the comparison takes seconds.")
+quick = st.toggle("Quick settings (fewer iterations than the library's defaults)", value=True,
+                  key="cmp_quick", help="Caps every method's iterations so the comparison takes seconds; "
+                                        "off, every method runs with the options chosen on the Train page "
+                                        "(the library's defaults unless changed).")
+if quick:
+    changes = [f"{m.label.split(' (')[0]}: {m.fast_note()}" for m in methods if m.fast_note()]
+    if changes:
+        st.caption("Quick settings deviate from the library's defaults for speed: " + "; ".join(changes)
+                   + ". Switch them off for the defaults.")
 st.caption("Methods: " + ", ".join(m.label for m in methods))
+ui.import_problems(load=True)
 if not data.binary:
     skipped = [m.label for m in METHODS.values() if m.available and m.binary_only]
     if skipped:
@@ -68,16 +76,19 @@ if saved and saved["key"] == data.key and saved["results"]:
                                   {k: v["time"] for k, v in res.items()})
     st.dataframe(table.style.format("{:.4f}").highlight_min(
         subset=[col for col in table.columns if col not in ("AUC", "fit time (s)")], color="#c8e6c9"))
+    st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="compare_metrics.csv",
+                       mime="text/csv", icon=":material/download:", on_click="ignore", key="cmp_metrics_csv")
     if data.n_features == 2:
         grid = make_grid(np.vstack([data.X_train, data.X_test]), 50)
         maps = {}
         for name, v in res.items():
-            p = ui.safe(positive_proba, v["est"], grid.points, what=f"Prediction of {name}")
+            p = ui.safe(v["est"].predict_proba, grid.points, what=f"Prediction of {name}")
             if p is not None:
                 maps[name] = p
         X, y = ui.shown_points(data, 400)
-        label = f"p(y = {data.classes[1]} | x)" if data.binary else "p(predicted class | x)"
-        st.plotly_chart(figures.heatmap_grid(maps, grid, X, y, data.classes, subtitle=label), key="cmp_grid")
+        label = (f"p(y = {data.classes[1]} | x)" if data.binary else
+                 "predicted class (colour) and its probability (opacity)")
+        ui.chart(figures.heatmap_grid(maps, grid, X, y, data.classes, subtitle=label), key="cmp_grid")
     else:
         st.caption("Maps need exactly two features (choose two on the Data page).")
 elif saved and saved["key"] != data.key:

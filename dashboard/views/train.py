@@ -218,7 +218,8 @@ with right:
         groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
         objective = figures.objective_curve(hist)
         if groups.get("hyper"):
-            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True)
+            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
+                                          feature_names=data.feature_names)
         elif groups.get("sampler") or groups.get("other"):
             names = groups.get("sampler") or groups.get("other")
             stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
@@ -230,7 +231,7 @@ with right:
             if last is None:
                 last = figures.empty_figure("The map appears with the first progress record.")
         else:  # with many inputs, which of them the kernel uses is the live view
-            last = figures.ard_weights(hist)
+            last = figures.ard_weights(hist, feature_names=data.feature_names)
             if last is None:
                 last = figures.empty_figure("The live probability map needs exactly two features: choose "
                                             "two on the Data page (or use the Calibration page's "
