@@ -22,12 +22,14 @@ def option_widgets(method: Method, disabled: bool = False) -> dict:
         elif o.kind == "bool":
             state.bind(st.checkbox, o.name, o.label, store=opts, scope=scope, **kw)
         elif o.kind == "int":
-            opts[o.name] = int(opts[o.name])
+            if opts[o.name] is not None:  # None: the library chooses ("auto"); the box stays empty
+                opts[o.name] = int(opts[o.name])
             state.bind(st.number_input, o.name, o.label, store=opts, scope=scope, step=1,
                        min_value=int(o.min) if o.min is not None else None,
                        max_value=int(o.max) if o.max is not None else None, **kw)
         else:
-            opts[o.name] = float(opts[o.name])
+            if opts[o.name] is not None:
+                opts[o.name] = float(opts[o.name])
             state.bind(st.number_input, o.name, o.label, store=opts, scope=scope, format="%g",
                        min_value=float(o.min) if o.min is not None else None,
                        max_value=float(o.max) if o.max is not None else None, **kw)
