@@ -363,7 +363,7 @@ def main(argv=None):
 def smoke():
     """Tiny versions of the tables (one bootstrap run, short chains)."""
     kw = dict(n_chains=16, burn_in=20, n_samples=10, thin=1)
-    small_table(["Heart", "iris"], runs=1, fracs=(0.1,), msbpm_kw=kw, label="short chains")
+    small_table(["Heart"], runs=1, fracs=(0.1,), msbpm_kw=kw, label="short chains")
     converge_table([200], seeds=1, msbpm_kw=dict(max_iter=200))
     accuracy_table(["Heart"], runs=1, fracs=(0.1,), msbpm_kw=kw)
     ripley_table(1, msbpm_kw=kw, n_train=100, n_test=200)

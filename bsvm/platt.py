@@ -75,7 +75,7 @@ class PlattSVM(BayesianClassifier):
         smallest = int(np.bincount(y_index).min())
         svc = SVC(C=self.C, gamma=self.gamma, kernel=self.kernel)
         if smallest < 2:
-            few = [self.classes_[k] for k in np.flatnonzero(np.bincount(y_index) < 2)]
+            few = self.classes_[np.bincount(y_index) < 2].tolist()  # plain labels, not np.str_('x')
             warnings.warn(f"PlattSVM: class(es) {few} have a single training row, so the sigmoid cannot be "
                           "cross-validated; it is fitted on the SVC's own training scores (in-sample, "
                           "overconfident).", UserWarning, stacklevel=4)

@@ -93,8 +93,8 @@ class Method:
     def fast_note(self) -> str:
         """What the quick settings change, e.g. "max_iter 60 (library 2000)"; empty when nothing."""
         lib = self.library_defaults()
-        return ", ".join(f"{k} {v} (library {lib[k]})" for k, v in self.fast.items()
-                         if k in lib and lib[k] != v)
+        return ", ".join(f"{k} {v} (library {'automatic' if lib[k] is None else lib[k]})"
+                         for k, v in self.fast.items() if k in lib and lib[k] != v)
 
     @property
     def import_error(self) -> str | None:

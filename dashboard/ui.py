@@ -21,16 +21,17 @@ def option_widgets(method: Method, disabled: bool = False) -> dict:
             state.bind(st.selectbox, o.name, o.label, store=opts, scope=scope, options=list(o.choices), **kw)
         elif o.kind == "bool":
             state.bind(st.checkbox, o.name, o.label, store=opts, scope=scope, **kw)
-        elif o.kind == "int":
-            opts[o.name] = int(opts[o.name])
-            state.bind(st.number_input, o.name, o.label, store=opts, scope=scope, step=1,
-                       min_value=int(o.min) if o.min is not None else None,
-                       max_value=int(o.max) if o.max is not None else None, **kw)
-        else:
-            opts[o.name] = float(opts[o.name])
-            state.bind(st.number_input, o.name, o.label, store=opts, scope=scope, format="%g",
-                       min_value=float(o.min) if o.min is not None else None,
-                       max_value=float(o.max) if o.max is not None else None, **kw)
+        elif o.kind in ("int", "float"):
+            cast = int if o.kind == "int" else float
+            # None is a library default meaning "automatic" (e.g. a run length chosen by the stopping
+            # rule): an empty box keeps it, a number overrides it
+            auto = opts[o.name] is None or method.defaults().get(o.name, 0) is None
+            opts[o.name] = None if opts[o.name] is None else cast(opts[o.name])
+            label = f"{o.label} (empty = automatic)" if auto else o.label
+            extra = {"step": 1} if o.kind == "int" else {"format": "%g"}
+            state.bind(st.number_input, o.name, label, store=opts, scope=scope,
+                       min_value=cast(o.min) if o.min is not None else None,
+                       max_value=cast(o.max) if o.max is not None else None, **extra, **kw)
     return opts
 
 

@@ -106,6 +106,7 @@ def test_short_sbsvm_run_produces_an_elbo_history_and_the_controls_work():
     _button(at, "Pause").click().run()
     assert run.status == "paused"
     assert run.join(5.0)  # the worker leaves after the record it was computing
+    at.run()
     it = run.iteration
     _button(at, "Step").click().run()
     _until(lambda: not run.busy, 10)
@@ -115,6 +116,7 @@ def test_short_sbsvm_run_produces_an_elbo_history_and_the_controls_work():
     _button(at, "Stop").click().run()
     assert run.status == "stopped"
     assert run.join(5.0)
+    at.run()  # the page as the browser sees it once the worker has left (the fragment reruns the app)
     _ok(at)
     it = run.iteration
     _button(at, "Continue").click().run()  # a stopped run keeps its state and resumes from it
@@ -136,6 +138,7 @@ def test_stop_and_reset_act_within_half_a_second_mid_run():
     assert run.join(0.5), "the worker was still running 0.5 s after Stop"
     assert time.perf_counter() - t0 < 0.5 + 2.0  # the click's own script run included
     _ok(at)
+    at.run()
     _button(at, "Continue").click().run()
     _until(lambda: run.busy)
     t0 = time.perf_counter()

@@ -31,6 +31,11 @@ ESTIMATORS = [PlattSVM(), SBSVM(max_iter=3)]
     ids=["nan", "inf", "one-class", "one-row-class", "length-mismatch", "non-numeric"],
 )
 def test_bad_training_input(est, Xb, yb, advice):
+    if isinstance(est, PlattSVM) and advice.startswith("at least 2 examples"):
+        # PlattSVM fits a class with a single row (the sigmoid on in-sample scores) and says so
+        with pytest.warns(UserWarning, match="single training row"):
+            est.fit(Xb, yb)
+        return
     with pytest.raises(ValueError, match=advice):
         est.fit(Xb, yb)
 

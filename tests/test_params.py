@@ -145,8 +145,8 @@ def test_break_keeps_the_state_reached(data):
 
 def test_labels_printed_as_written():
     X = np.random.default_rng(0).normal(size=(20, 2))
-    with pytest.raises(ValueError) as info:
-        PlattSVM().fit(X, np.array(["imL"] * 19 + ["x"]))
+    with pytest.raises(ValueError) as info:  # SBSVM needs two rows per class (PlattSVM and MSBPM accept one)
+        SBSVM().fit(X, np.array(["imL"] * 19 + ["x"]))
     assert "['x']" in str(info.value) and "np.str_" not in str(info.value)
     with pytest.raises(ValueError, match=re.escape("only 1 class ('imL')")):
         PlattSVM().fit(X, np.array(["imL"] * 20))

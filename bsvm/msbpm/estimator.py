@@ -86,7 +86,7 @@ def _warn_small_classes(name, classes, y_index):
     """A class with a single training row is accepted, but say what it means (issue 13)."""
     counts = np.bincount(y_index, minlength=len(classes))
     if counts.min() < 2:
-        few = [classes[k] for k in np.flatnonzero(counts < 2)]
+        few = np.asarray(classes)[counts < 2].tolist()  # plain labels, not np.str_('x')
         warnings.warn(f"{name}: class(es) {few} have a single training row; the model fits, but what it "
                       "says about those classes rests on one example (no held-out check is possible).",
                       UserWarning, stacklevel=5)
@@ -224,15 +224,18 @@ class MSBPM(BayesianClassifier):
         fixed-length run (burn_in + n_samples * thin sweeps), checked once at the end (a
         ``ConvergenceWarning`` if it fails the rule). Long adaptive runs keep at most 1000 draws per chain:
         beyond that every other draw is dropped and the thinning doubled.
-        R-hat of a population: the chains of MS-BPM are one ADS population (a chain's direction is the
+        R-hat over chains: with ``sampler="hmc"`` (the default for two classes) the chains do not interact
+        after burn-in (each draws its own pi, momenta and nugget; the preconditioner and step size, set from
+        the population during burn-in, are then fixed), so they are independent chains in the usual sense.
+        With ``sampler="lines"`` the chains of MS-BPM are one ADS population (a chain's direction is the
         difference of two others), not independent chains. The population as a whole is a Markov chain
         whose invariant law is the product of the posteriors, so each member is marginally a chain
         targeting the posterior, started from its own independent draw; R-hat and ESS are computed over the
-        members as if they were separate chains (arviz-stats, summed over chains). Cross-chain coupling
-        through the directions can only make the members more alike, so R-hat is not inflated by it; the
-        ESS can be optimistic by that coupling, which is why the rule also needs R-hat <= 1.01 and the
-        nugget/block moves (which do not couple chains) do most of the mixing at the defaults. ``n_jobs``
-        does not apply: the population moves as one batch of matrix products, not as separate chains.
+        members as if they were separate chains (arviz-stats, summed over chains). The coupling through
+        the directions can make the members more alike than independent chains would be, so R-hat and ESS
+        can both be optimistic there; the nugget and block moves, which do not couple chains, do most of
+        the mixing. ``n_jobs`` does not apply to either sampler: all chains move as one batch of matrix
+        products (BLAS-friendly), not as separate jobs.
     burn_in, thin : None: 100 and 1 for "hmc" (its draws are nearly independent), 300 and 8 for "lines".
     n_leapfrog : leapfrog steps per HMC transition (``sampler="hmc"``). 4 with the adapted step (~0.4 in
         whitened units) moves ~1.6 posterior sd per transition; 8 gave no more ESS per CPU-second.

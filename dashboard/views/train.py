@@ -5,6 +5,8 @@ flags through callbacks and return at once, and a fragment redraws the newest pr
 ``REDRAW_SECONDS``, updating its charts in place (dashboard/livechart.py).
 """
 
+import time
+
 import streamlit as st
 
 from dashboard import figures, state, ui
@@ -22,6 +24,8 @@ from dashboard.runner import (
 )
 
 PAGE = "train"
+#: the live map waits this many times its own computing time before it is recomputed
+MAP_SHARE = 5.0
 
 st.title("Train")
 data = state.require_data()
@@ -254,14 +258,21 @@ with right:
             st.rerun(scope="app")  # the run ended or paused: redraw the buttons, stop the timer
 
     def live_map(r: Run):
-        """The probability map of the run's newest state (recomputed only after a new record)."""
+        """The probability map of the run's newest state: recomputed only after a new record, and no
+        sooner than MAP_SHARE x its own cost after the last one, so that predicting on the grid (costly
+        for samplers: every draw votes) takes at most a fifth of the CPU from the fit it shows."""
         cached = st.session_state.get("_live_map")
-        if cached is not None and cached[0] == (r.id, r.records, data.key):
-            return cached[1]
+        now = time.perf_counter()
+        if cached is not None and cached[0][:2] == (r.id, data.key):
+            if cached[0][2] == r.records:
+                return cached[1]
+            if r.status == RUNNING and now - cached[2] < MAP_SHARE * cached[3]:
+                return cached[1]
         if not r.fitted:
             return None
         fig = ui.proba_map(r.model, data, "Live map", n=MAP_GRID)
-        st.session_state["_live_map"] = ((r.id, r.records, data.key), fig)
+        cost = time.perf_counter() - now
+        st.session_state["_live_map"] = ((r.id, data.key, r.records), fig, now, cost)
         return fig
 
     live_view()
