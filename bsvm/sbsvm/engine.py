@@ -8,8 +8,11 @@ with the minibatch scale s = n / |S| (NOTES.md item 2; the paper omits s)
 
 (in whitened coordinates, where Kmm^-1 becomes I; see ``geometry``) and moves
 eta <- (1 - rho) eta + rho eta_hat.
-Every ``hyper_every`` steps the kernel hyperparameters take an Adam step up the ELBO gradient (sec. 4.3)
-holding q(u) fixed, after which q is re-expressed in the new whitened coordinates. The batch variant is
+Every ``hyper_every`` steps the kernel hyperparameters take an Adam step up the gradient of
+ELBO + log p(theta) (sec. 4.3; p(theta) an optional normal prior on the log-hyperparameters, the guard
+against ML-II over-fitting the unnormalised hinge pseudo-likelihood) holding q(u) fixed, after which q
+is re-expressed in the new whitened coordinates. The gradient is taken at the q(u) the step started
+from, with the minibatch features the natural-gradient step already computed. The batch variant is
 the same step with all points as inducing inputs, the full data as the batch and rho = 1 (exact
 coordinate ascent, sec. 4.1); the linear variant uses primal features (sec. 4.5) and an exact
 empirical-Bayes update of the prior variances.
@@ -55,6 +58,11 @@ class SVIConfig:
     hyper_every: int = 5
     hyper_lr: float = 0.05
     elbo_batch_size: int | None = 2000   # rows of the fixed subset the reported ELBO is computed on
+    prior_mean: np.ndarray | None = None  # normal prior on the log-hyperparameters (None: no prior)
+    prior_std: float | np.ndarray = np.inf
+    theta_bounds: tuple | None = None     # (lower, upper) for the log-hyperparameters; None: THETA_BOUNDS
+    group_idx: np.ndarray | None = None   # log-hyperparameters shrunk towards their own mean (ARD scales)
+    group_std: float = np.inf             # ... by a normal prior on their deviations with this std
 
 
 class SVIEngine:
@@ -105,7 +113,7 @@ class SVIEngine:
         P_hat[np.diag_indices_from(P_hat)] += 1.0
         g = np.concatenate([eta1_hat - state.eta1, (state.P - P_hat).ravel() * 0.5])
         data_term = s * float(np.sum(-1.0 + y * a - np.sqrt(B)))
-        return g, eta1_hat, P_hat, (X, y, phi, t, Knm, s), data_term
+        return g, eta1_hat, P_hat, (X, y, phi, t, Knm, s, post, (a, c)), data_term
 
     def step(self, state: SVIState, rng) -> tuple[SVIState, StepInfo]:
         cfg = self.config
@@ -117,18 +125,37 @@ class SVIEngine:
             rho = cfg.rho0
         else:
             rho = robbins_monro(state.t, cfg.tau, cfg.kappa)
+        hyper = cfg.optimize_hyper and (state.t + 1) % cfg.hyper_every == 0
+        # The hyperparameter gradient at the q the step started from (alternating ascent: both blocks
+        # move from the same point), reusing this minibatch's features and marginals.
+        grad = self._hyper_gradient(state, batch) if hyper and state.geom.kind == "sparse" else None
         eta1 = (1.0 - rho) * state.eta1 + rho * eta1_hat
         P = (1.0 - rho) * state.P + rho * P_hat
         state = SVIState(state.t + 1, eta1, P, state.geom, rate, state.adam)
-        hyper = cfg.optimize_hyper and state.t % cfg.hyper_every == 0
         if hyper:
-            state = self._hyper_step(state, batch)
+            state = self._hyper_step(state, batch, grad)
         return state, StepInfo(rho, data_term, hyper)
 
-    def _hyper_step(self, state: SVIState, batch) -> SVIState:
+    def _hyper_gradient(self, state: SVIState, batch) -> np.ndarray:
+        """Gradient of ELBO + log p(theta) w.r.t. the log-hyperparameters at the state's q(u)."""
+        X, y, phi, t, Knm, s, post, marg = batch
+        grad = E.hyper_gradient(state.geom, X, y, phi, Knm, t, post, s, marg=marg)
+        cfg = self.config
+        theta = state.geom.kernel.theta
+        if cfg.prior_mean is not None:
+            grad = grad - (theta - cfg.prior_mean) / np.asarray(cfg.prior_std) ** 2
+        if cfg.group_idx is not None and np.isfinite(cfg.group_std):
+            # log p = -sum_j (theta_j - mean(theta_group))^2 / (2 s^2), gradient -(theta_j - mean) / s^2
+            # (the mean's own dependence on theta_j cancels because the deviations sum to zero).
+            dev = theta[cfg.group_idx] - theta[cfg.group_idx].mean()
+            grad = grad.copy()
+            grad[cfg.group_idx] -= dev / cfg.group_std**2
+        return grad
+
+    def _hyper_step(self, state: SVIState, batch, grad=None) -> SVIState:
         geom = state.geom
-        post = E.moments(state.eta1, state.P)
         if geom.kind == "linear":
+            post = E.moments(state.eta1, state.P)
             # Exact maximiser of the ELBO over the prior variances (weights share one, the bias has its
             # own) with q(beta) fixed: sigma^2 = mean_j E_q[beta_j^2].
             S = E.covariance(post)
@@ -139,10 +166,11 @@ class SVIEngine:
             Q = new_std / geom.prior_std
             return state._replace(eta1=Q * state.eta1, P=Q[:, None] * state.P * Q[None, :],
                                   geom=linear_geometry(new_std))
-        X, y, phi, t, Knm, s = batch
-        grad = E.hyper_gradient(geom, X, y, phi, Knm, t, post, s)
+        if grad is None:
+            X, y, phi, t, Knm, s = batch[:6]
+            grad = self._hyper_gradient(state, (X, y, phi, t, Knm, s, E.moments(state.eta1, state.P), None))
         step, adam = adam_ascent(state.adam, grad, self.config.hyper_lr)
-        theta = np.clip(geom.kernel.theta + step, *THETA_BOUNDS)
+        theta = np.clip(geom.kernel.theta + step, *(self.config.theta_bounds or THETA_BOUNDS))
         new = sparse_geometry(geom.kernel.with_theta(theta), geom.inducing)
         # Keep q(u) fixed: u = L v = L' v'  =>  v' = R v with R^-1 = Q = L^-1 L';
         # so P' = Q^T P Q and eta1' = Q^T eta1.
