@@ -26,8 +26,9 @@ def _free_port() -> int:
 
 @contextmanager
 def dashboard_server(timeout: float = 60.0):
-    """Run ``streamlit run dashboard/app.py`` headless on a free port; yield ``(url, seconds)``, seconds
-    from launch until its health endpoint answered; stop it on exit. RuntimeError (with the end of the
+    """Run ``streamlit run dashboard/app.py`` headless on a free port; yield ``(url, seconds, pid)``:
+    seconds from launch until its health endpoint answered, and the server's process id (for its
+    memory); stop it on exit. RuntimeError (with the end of the
     server's output) if it exits or does not come up within ``timeout``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     url = f"http://127.0.0.1:{_free_port()}"
@@ -51,10 +52,97 @@ def dashboard_server(timeout: float = 60.0):
             if time.perf_counter() - t0 > timeout:
                 raise RuntimeError(f"streamlit did not come up within {timeout:.0f} s")
             time.sleep(0.1)
-        yield url, time.perf_counter() - t0
+        yield url, time.perf_counter() - t0, proc.pid
     finally:
         proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+# ------------------------------------------------------------------ helpers for the test and benchmark
+
+EXCEPTION_SELECTOR = '[data-testid="stException"]'
+PROGRESS_SELECTOR = '[data-testid="stProgress"]'
+BUTTONS = ("Start", "Pause", "Step", "Stop", "Continue", "Reset")
+PAGES = ("Data", "Train", "Calibration", "Diagnostics", "Compare")
+
+
+def exception_texts(pg) -> list[str]:
+    """Streamlit's exception elements and any raw traceback text on the page (should be empty)."""
+    out = [e.inner_text()[:300] for e in pg.locator(EXCEPTION_SELECTOR).all()]
+    body = pg.locator("body").inner_text()
+    if "Traceback (most recent call last)" in body:
+        out.append(body[body.index("Traceback"):][:300])
+    return out
+
+
+def go(pg, title: str, timeout: float = 30_000) -> None:
+    """Open a page through the sidebar (the session and its settings are kept) and wait for its title."""
+    pg.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+    pg.locator("h1", has_text=title).first.wait_for(timeout=timeout)
+
+
+def button(pg, name: str):
+    return pg.locator('[data-testid="stButton"] button', has_text=name).first
+
+
+def progress_text(pg) -> str:
+    loc = pg.locator(PROGRESS_SELECTOR).first
+    return loc.inner_text() if loc.count() else ""
+
+
+def live_revisions(pg) -> dict:
+    """For each live chart on the page: the revision drawn and whether it shows a plot (not blank)."""
+    return pg.evaluate("""() => Array.from(document.querySelectorAll('div.bsvm-live')).map(d => ({
+        drawn: Number(d.dataset.drawn || 0),
+        shown: d.querySelectorAll('.main-svg').length > 0 && d.getBoundingClientRect().height > 50}))""")
+
+
+def wait_plotly(pg, timeout: float = 60_000) -> None:
+    """Wait until the browser has loaded plotly.js for the live charts (preloaded by every page)."""
+    pg.wait_for_function("() => typeof window.Plotly === 'object'", timeout=timeout)
+
+
+def wait_status(pg, *words: str, timeout: float = 60_000) -> str:
+    """Wait until the Train page's progress text starts with one of ``words``; returns the text."""
+    pattern = "|".join(words)
+    pg.wait_for_function(
+        f"""() => {{ const p = document.querySelector('{PROGRESS_SELECTOR}');
+                    return p && /^({pattern})/.test(p.innerText.trim()); }}""",
+        timeout=timeout, polling=50)
+    return progress_text(pg)
+
+
+def crawl(pg, url: str, methods, seed: int = 0, clicks: int = 6, shots=None, log=print) -> list[str]:
+    """Every page x every method: on the Train page click the run controls at random moments (seeded),
+    then visit every other page; returns the exception texts seen (empty when all is well).
+
+    ``shots``: a folder for one screenshot per method and page."""
+    import random
+
+    rng = random.Random(seed)
+    problems = []
+    for m in methods:
+        pg.goto(f"{url}/train?sample=ripley.csv&method={m}")
+        pg.locator("h1", has_text="Train").wait_for()
+        button(pg, "Start").wait_for()
+        done = []
+        for _ in range(clicks):
+            enabled = [b for b in BUTTONS if button(pg, b).is_enabled()]
+            if not enabled:
+                break
+            name = rng.choice(enabled)
+            button(pg, name).click()
+            done.append(name)
+            pg.wait_for_timeout(rng.uniform(0, 1200))
+            problems += [f"{m} after {'/'.join(done)}: {t}" for t in exception_texts(pg)]
+        log(f"  {m}: clicked {', '.join(done)}; now {progress_text(pg)[:60]!r}")
+        for title in PAGES:
+            go(pg, title)
+            pg.wait_for_timeout(300)
+            problems += [f"{m} on {title}: {t}" for t in exception_texts(pg)]
+            if shots is not None:
+                pg.screenshot(path=str(shots / f"crawl_{m}_{title.lower()}.png"))
+    return problems

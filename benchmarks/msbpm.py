@@ -1,11 +1,14 @@
-"""MS-BPM benchmark (issue 3): accuracy vs a grid-searched RBF SVC in the paper's bootstrap protocol,
-Ripley probabilities vs PlattSVM, and speed / convergence (R-hat, ESS per second) against N.
+"""MS-BPM benchmark (issues 3 and 13): small data in the paper's Table 1 protocol against SVC+Platt,
+time to convergence against SVC+Platt, accuracy vs a grid-searched RBF SVC, Ripley probabilities vs PlattSVM,
+and the direction choices.
 
-    python -m benchmarks msbpm [--runs 20] [--sets Diabetis,Heart,BreastCancer,German] [--msbpm k=v,...]
-                               [--skip-accuracy]
-                               [--skip-ripley] [--skip-speed] [--skip-mixing] [--ns 250,500,1000,2000]
+    python -m benchmarks msbpm [--small-runs 10] [--small-sets Heart,...] [--skip-small]
+                               [--converge-ns 2000] [--converge-seeds 3] [--skip-converge]
+                               [--runs 20] [--sets Diabetis,Heart,BreastCancer,German] [--msbpm k=v,...]
+                               [--skip-accuracy] [--skip-ripley] [--skip-speed] [--skip-mixing]
+                               [--ns 250,500,1000,2000]
 
-Timings are wall-clock on a shared machine; the SVC fit in the same process is printed as a yardstick.
+The small-data and convergence tables time CPU seconds (``time.process_time``) with one BLAS thread.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.datasets import load_iris, load_wine
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.svm import SVC
+from threadpoolctl import threadpool_limits
 
 from benchmarks._common import load_raetsch, print_table
 from bsvm.datasets import make_ripley, ripley_proba
@@ -28,6 +33,131 @@ from bsvm.platt import PlattSVM
 SETS = ("Diabetis", "Heart", "BreastCancer", "German")
 C_GRID = (0.1, 1.0, 10.0, 100.0)
 GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0)  # times the "scale" gamma 1 / (d var(X))
+
+
+SMALL_SETS = ("Heart", "BreastCancer", "Thyroid", "Splice", "twonorm60", "blobs60", "wine", "iris")
+SMALL_POOL = 300  # larger sets are subsampled (fixed seed) to this pool first, so 10 % is 20-40 rows
+
+
+def small_data(name):
+    """(X, y, note) of one small-data set: Raetsch sets (binary; standardised by their source), scikit-learn's
+    wine (standardised) and iris (3 classes each), and generated sets in 60 dimensions: twonorm (2 classes)
+    and blobs60 (3 classes, means N(0, 0.35^2 I), unit noise). Sets above SMALL_POOL rows are subsampled."""
+    rng = np.random.default_rng(123)
+    if name == "twonorm60":
+        from bsvm.datasets import make_twonorm
+        X, y = make_twonorm(SMALL_POOL, 60, random_state=5)
+    elif name == "blobs60":
+        y = rng.integers(0, 3, SMALL_POOL)
+        X = (rng.normal(size=(3, 60)) * 0.35)[y] + rng.normal(size=(SMALL_POOL, 60))
+    elif name in ("wine", "iris"):
+        X, y = (load_wine if name == "wine" else load_iris)(return_X_y=True)
+        X = (X - X.mean(0)) / X.std(0)
+    else:
+        data = load_raetsch(name)
+        if data is None:
+            return None
+        X, y = data
+    if len(y) > SMALL_POOL:
+        keep = rng.choice(len(y), SMALL_POOL, replace=False)
+        X, y = X[keep], y[keep]
+    return X, y
+
+
+def _fit_predict(model, X, y, Xt):
+    """Fit and predict; a bootstrap sample holding one class only gets the constant prediction (every
+    repeat counts)."""
+    if len(np.unique(y)) < 2:
+        return np.full(len(Xt), y[0]), 0.0
+    t0 = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # single-row classes and budget warnings are counted, not printed
+        model.fit(X, y)
+    return model.predict(Xt), time.process_time() - t0
+
+
+def small_table(sets=SMALL_SETS, runs=10, fracs=(0.1, 0.5), msbpm_kw=None, label="defaults"):
+    """The paper's Table 1 protocol (sec. 5.1) on small sets: train on a bootstrap sample of 10 % / 50 % of
+    the rows, test on the out-of-bag rows, every repeat counted (no resampling of awkward draws: classes
+    with one row or none are fitted as they come). MSBPM at its defaults against SVC+Platt at its defaults
+    (``PlattSVM()``: C = 1, gamma "scale"). "collapsed": repeats where MSBPM predicts one class for >= 95 %
+    of the out-of-bag rows while that class is < 80 % of them. "1-row": repeats with a class of one row."""
+    rows = []
+    with threadpool_limits(1):
+        for name in sets:
+            data = small_data(name)
+            if data is None:
+                print(f"(skipping {name}: data not found)")
+                continue
+            X, y = data
+            for frac in fracs:
+                rng = np.random.default_rng(0)
+                acc_b, acc_p, secs, collapsed, single = [], [], [], 0, 0
+                for run in range(runs):
+                    idx = rng.integers(0, len(y), size=int(round(frac * len(y))))
+                    oob = np.setdiff1d(np.arange(len(y)), idx)
+                    counts = np.bincount(y[idx], minlength=y.max() + 1)
+                    single += int(np.any(counts == 1))
+                    model = MSBPM(random_state=run, **(msbpm_kw or {}))
+                    pb, sec = _fit_predict(model, X[idx], y[idx], X[oob])
+                    pp, _ = _fit_predict(PlattSVM(random_state=run), X[idx], y[idx], X[oob])
+                    acc_b.append(np.mean(pb == y[oob]))
+                    acc_p.append(np.mean(pp == y[oob]))
+                    secs.append(sec)
+                    top = np.bincount(pb, minlength=y.max() + 1).argmax()
+                    collapsed += int(np.mean(pb == top) >= 0.95 and np.mean(y[oob] == top) < 0.8)
+                acc_b, acc_p = 100 * np.array(acc_b), 100 * np.array(acc_p)
+
+                def sd(a):
+                    return a.std(ddof=1) if runs > 1 else 0.0
+                rows.append({"MSBPM": label, "dataset": name, "train": f"{int(frac * 100)}% (n={len(idx)})",
+                             "d": X.shape[1], "K": len(np.unique(y)), "runs": runs,
+                             "MS-BPM": f"{acc_b.mean():.1f} ± {sd(acc_b):.1f}",
+                             "SVC+Platt": f"{acc_p.mean():.1f} ± {sd(acc_p):.1f}",
+                             "diff": float(acc_b.mean() - acc_p.mean()), "collapsed": collapsed,
+                             "1-row": single, "fit cpu s": float(np.mean(secs))})
+                print(f"  done: {rows[-1]}", flush=True)
+    print("\nSmall data, paper's Table 1 protocol (bootstrap train, out-of-bag test), MSBPM vs SVC+Platt, "
+          "both at defaults; goal: collapsed = 0 and mean diff >= 0 over the 10 % rows")
+    print_table(rows, floatfmt="{:.2f}")
+    small = [r for r in rows if r["train"].startswith("10%")]
+    if small:
+        print(f"10 % rows: mean diff {np.mean([r['diff'] for r in small]):+.2f} points, collapsed "
+              f"{sum(r['collapsed'] for r in small)} of {sum(r['runs'] for r in small)} repeats")
+    return rows
+
+
+def converge_table(ns=(2000,), seeds=3, msbpm_kw=None, label="defaults"):
+    """Time to convergence (the shared stopping rule, MSBPM's default run length) on Ripley-like data at
+    default settings, in CPU seconds with one BLAS thread, against SVC+Platt (``PlattSVM()``) on the same
+    data. Goal (issue 13): converged, in <= 30x SVC+Platt's time at N = 2000."""
+    rows = []
+    with threadpool_limits(1):
+        for n in ns:
+            X, y = make_ripley(n, random_state=n)
+            PlattSVM(random_state=0).fit(X, y)  # warm-up (imports, caches)
+            t0 = time.process_time()
+            PlattSVM(random_state=0).fit(X, y)
+            t_platt = time.process_time() - t0
+            for seed in range(seeds):
+                t0 = time.process_time()
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    m = MSBPM(random_state=seed, **(msbpm_kw or {})).fit(X, y)
+                secs = time.process_time() - t0
+                st = m.convergence_
+                rows.append({"MSBPM": label, "N": n, "seed": seed, "sampler": m.sampler_,
+                             "sweeps": m.n_iter_, "draws/chain": st.draws if st else 0,
+                             "R-hat": st.rhat if st else np.nan, "ESS bulk": st.ess_bulk if st else np.nan,
+                             "ESS tail": st.ess_tail if st else np.nan, "converged": m.converged_,
+                             "warnings": len(caught), "MSBPM cpu s": secs, "Platt cpu s": t_platt,
+                             "ratio": secs / t_platt,
+                             "<= 30x": "yes" if (m.converged_ and secs <= 30 * t_platt) else "NO"})
+                print(f"  done: {rows[-1]}", flush=True)
+    print("\nTime to convergence (R-hat <= 1.01, bulk/tail ESS >= 400 on the log posterior and p(y|x) at 20 "
+          "training rows), Ripley-like data, defaults; CPU seconds, one BLAS thread")
+    print_table(rows, floatfmt="{:.3f}")
+    return rows
 
 
 def grid_svc(X, y, seed):
@@ -177,7 +307,7 @@ def mixing_table(n=250, msbpm_kw=None):
     for block in (True, False):
         for direction in ("ads", "hit_and_run", "gibbs"):
             t0 = time.perf_counter()
-            m = MSBPM(gamma=7.5, direction=direction, block_update=block, random_state=0,
+            m = MSBPM(gamma=7.5, sampler="lines", direction=direction, block_update=block, random_state=0,
                       **(msbpm_kw or {})).fit(X, y)
             secs = time.perf_counter() - t0
             rmax, rmed, ess_min, ess_med = convergence(m, Xt)
@@ -194,6 +324,13 @@ def mixing_table(n=250, msbpm_kw=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks msbpm")
+    ap.add_argument("--small-runs", type=int, default=10)
+    ap.add_argument("--small-sets", default=",".join(SMALL_SETS))
+    ap.add_argument("--small-fracs", default="0.1,0.5")
+    ap.add_argument("--skip-small", action="store_true")
+    ap.add_argument("--converge-ns", default="2000")
+    ap.add_argument("--converge-seeds", type=int, default=3)
+    ap.add_argument("--skip-converge", action="store_true")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--ripley-seeds", type=int, default=10)
@@ -206,6 +343,11 @@ def main(argv=None):
                     "n_chains=32,burn_in=100,n_samples=25")
     args = ap.parse_args(argv)
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    if not args.skip_converge:
+        converge_table([int(v) for v in args.converge_ns.split(",")], args.converge_seeds)
+    if not args.skip_small:
+        small_table(args.small_sets.split(","), args.small_runs,
+                    tuple(float(v) for v in args.small_fracs.split(",")))
     if not args.skip_speed:
         speed_table([int(v) for v in args.ns.split(",")])
     if not args.skip_mixing:
@@ -219,8 +361,10 @@ def main(argv=None):
 
 
 def smoke():
-    """Tiny versions of the three tables (one bootstrap run, short chains)."""
+    """Tiny versions of the tables (one bootstrap run, short chains)."""
     kw = dict(n_chains=16, burn_in=20, n_samples=10, thin=1)
+    small_table(["Heart", "iris"], runs=1, fracs=(0.1,), msbpm_kw=kw, label="short chains")
+    converge_table([200], seeds=1, msbpm_kw=dict(max_iter=200))
     accuracy_table(["Heart"], runs=1, fracs=(0.1,), msbpm_kw=kw)
     ripley_table(1, msbpm_kw=kw, n_train=100, n_test=200)
     speed_table([100, 200], msbpm_kw=kw)

@@ -6,30 +6,72 @@ snapshot)``. ``fit_iter`` wraps it into :class:`Progress` records (with compute 
 time a consumer spends between records, e.g. a paused dashboard) and keeps them in ``history_``;
 ``fit`` simply exhausts ``fit_iter``. So the dashboard's live view and ``fit`` run the very same code,
 and breaking out of ``fit_iter`` leaves an estimator fitted with the last state it reported.
+
+Before any of that, in this order and before anything large is allocated:
+
+1. the parameter table ``_parameter_constraints`` is checked (:mod:`bsvm.params`), before the data;
+2. the data is checked (:mod:`bsvm.data`);
+3. the cost guard (:mod:`bsvm.cost`) estimates memory and time from (n, d, classes) and the settings and
+   refuses a fit that cannot fit in memory, or warns that it will run long.
+
+A fit that fails (an exception from the checks or from the engine, at any iteration, also while a
+``fit_iter`` consumer is iterating) leaves the estimator exactly as it was: unfitted, or with its
+previous fit. Stopping ``fit_iter`` early (``break``) is not a failure: the estimator keeps the state of
+the last record.
 """
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from threadpoolctl import ThreadpoolController
 
-from .data import check_fit_data, check_predict_data
+from .data import check_fit_data, check_input_scale, check_predict_data
+from .params import validate_params
 
+# -- BLAS threads ------------------------------------------------------------------------------------------
+# BLAS thread counts are process-wide. threadpoolctl's limiter saves the current count on entry and
+# restores it on exit, so two threads whose limits overlap (A enters: saves 2, sets 1; B enters: saves 1;
+# A exits: restores 2; B exits: restores 1) left the process at one thread for good -- e.g. the dashboard
+# predicting in a worker thread while another run trains. One shared, reference-counted limit fixes it:
+# the first entrant saves the original counts and sets the limit, the last one out restores them.
 _CONTROLLER = None
+_BLAS_LOCK = threading.Lock()
+_BLAS = {"depth": 0, "limiter": None}
 
 
+@contextmanager
 def _blas_limit(threads):
-    """A context limiting BLAS threads. The controller (which inspects the loaded libraries, several ms)
-    is built once; entering its ``limit`` afterwards is cheap enough to do around every chunk."""
+    """Limit BLAS to ``threads`` threads while the block runs (None: leave BLAS alone).
+
+    Re-entrant and thread-safe: overlapping uses share one limit, and the original thread counts are
+    restored when the last one exits. The controller (which inspects the loaded libraries, several ms)
+    is built once."""
     global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=threads, user_api="blas")
+    if threads is None:
+        yield
+        return
+    with _BLAS_LOCK:
+        if _CONTROLLER is None:
+            _CONTROLLER = ThreadpoolController()
+        if _BLAS["depth"] == 0:
+            _BLAS["limiter"] = _CONTROLLER.limit(limits=threads, user_api="blas")
+        _BLAS["depth"] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _BLAS["depth"] -= 1
+            if _BLAS["depth"] == 0:
+                _BLAS["limiter"].restore_original_limits()
+                _BLAS["limiter"] = None
 
 
 @dataclass(frozen=True)
@@ -38,7 +80,8 @@ class Progress:
 
     iteration: iterations done so far (the method's own unit: SVI steps, sweeps, leapfrog trajectories).
     elapsed:   seconds of computation so far (time spent by the consumer between records excluded).
-    metrics:   scalar diagnostics, e.g. ``elbo``, ``lengthscale``, ``step_size``, ``acceptance``.
+    metrics:   scalar diagnostics, e.g. ``elbo``, ``lengthscale``, ``step_size``, ``acceptance``;
+               samplers report ``rhat``, ``ess_bulk``, ``ess_tail``, ``draws`` when they have them.
     snapshot:  small arrays for trace plots (a few coordinates, per-chain values).
     """
 
@@ -53,13 +96,28 @@ def history_metric(history, name: str) -> np.ndarray:
     return np.array([rec.metrics.get(name, np.nan) for rec in history], dtype=float)
 
 
+#: attributes that the data check sets (``check_fit_data`` via scikit-learn's ``validate_data``)
+_DATA_ATTRS = ("classes_", "n_features_in_", "feature_names_in_")
+_MISSING = object()
+#: metrics the progress bar shows when a record has them
+_BAR_METRICS = ("elbo", "free_energy", "rhat", "ess_bulk", "log_posterior")
+
+
 class BayesianClassifier(ClassifierMixin, BaseEstimator):
-    """Base class: validation, ``fit``/``fit_iter``, labels, ``predict`` from ``predict_proba``."""
+    """Base class: parameter and data checks, cost guard, ``fit``/``fit_iter`` with roll-back on failure,
+    progress bar, labels, ``predict`` from ``predict_proba``."""
 
     #: methods that only handle two classes say so here; validation then points to multi-class options
     _binary_only = False
     #: BLAS threads while the engine runs (see fit_iter); None leaves the library default
     _blas_threads = 1
+    #: the fewest training rows a class may have (methods that cope with fewer lower it)
+    _min_per_class = 2
+    #: the parameter table (bsvm/params.py); every estimator overrides it with one entry per parameter
+    _parameter_constraints: dict = {}
+    #: how the method treats the scale of its inputs: "adaptive", "unit" or "standardizes"
+    #: (bsvm.data.check_input_scale says what each means and when fit warns); see _input_scale_rule
+    _input_scale = "adaptive"
 
     # -- to be provided by each method -------------------------------------------------------------------
     def _iterate(self, X: np.ndarray, y_index: np.ndarray) -> Iterator[tuple[int, dict, dict]]:
@@ -74,53 +132,236 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = not self._binary_only
         return tags
 
-    def fit(self, X, y):
-        """Fit to ``X`` (n_samples, n_features) and labels ``y`` (any two or more values). Returns self."""
-        for _ in self.fit_iter(X, y):
-            pass
+    def fit(self, X, y, progress=None):
+        """Fit to ``X`` (n_samples, n_features) and labels ``y`` (any two or more values). Returns self.
+
+        progress : None (default) shows a progress bar (tqdm: terminal or notebook) if the fit is still
+            running after 2 seconds and the session is interactive (a terminal or a notebook, not a log
+            file or a test run); True shows it at once, anywhere; False never.
+        """
+        bar = self._progress_bar(progress)
+        try:
+            for record in self.fit_iter(X, y):
+                if bar is not None:
+                    _update_bar(bar, record)
+        finally:
+            if bar is not None:
+                bar.close()
         return self
 
     def fit_iter(self, X, y) -> Iterator[Progress]:
         """Fit step by step, yielding a :class:`Progress` record every few iterations.
 
-        The consumer may stop at any point; the estimator is then fitted with the state of the last
-        record and predicts normally.
+        The parameters, the data and the cost are checked when ``fit_iter`` is called, before the first
+        record is asked for, so a bad parameter or unusable data raise here. The consumer may stop at any
+        point; the estimator is then fitted with the state of the last record and predicts normally. If
+        the fit fails instead (an exception at any iteration), the estimator is restored to what it was
+        before: unfitted, or its previous fit.
         """
-        X, y_index = check_fit_data(self, X, y, binary_only=self._binary_only)
-        self.history_ = []
-        self.n_iter_ = 0
-        compute = 0.0
-        steps = self._iterate(X, y_index)
-        while True:
-            resumed = time.perf_counter()
-            # Our engines do many small dense operations (m x m factorisations, minibatch products);
-            # OpenBLAS's thread pool makes those up to 30x slower on a loaded 2-core machine, so the
-            # engine runs with one BLAS thread (scoped to each chunk: the consumer's code is unaffected).
-            with _blas_limit(self._blas_threads):
-                try:
-                    iteration, metrics, snapshot = next(steps)
-                except StopIteration:
-                    return
-            compute += time.perf_counter() - resumed
-            record = Progress(int(iteration), compute, dict(metrics), dict(snapshot))
-            self.n_iter_ = record.iteration
-            self.fit_time_ = compute
-            self.history_.append(record)
-            yield record
+        validate_params(self)  # the table first: a bad parameter is named even if the data is bad too
+        # The data check sets classes_ etc.; run it on a shallow copy so a caller that never iterates
+        # leaves this estimator untouched, and copy those attributes over when the fit starts.
+        probe = copy.copy(self)
+        X, y_index = check_fit_data(probe, X, y, binary_only=self._binary_only,
+                                    min_per_class=self._min_per_class)
+        data_attrs = {k: probe.__dict__.get(k, _MISSING) for k in _DATA_ATTRS}
+        check_input_scale(probe, X, self._input_scale_rule())
+        from .cost import check_cost
+        check_cost(self, X.shape[0], X.shape[1], len(probe.classes_))
+        return self._fit_steps(X, y_index, data_attrs)
 
+    def _fit_steps(self, X, y_index, data_attrs) -> Iterator[Progress]:
+        saved = self._fitted_state()
+        try:
+            for key, value in data_attrs.items():
+                if value is _MISSING:
+                    self.__dict__.pop(key, None)
+                else:
+                    setattr(self, key, value)
+            self.history_ = []
+            self.n_iter_ = 0
+            compute = 0.0
+            steps = self._iterate(X, y_index)
+            while True:
+                resumed = time.perf_counter()
+                # Our engines do many small dense operations (m x m factorisations, minibatch products);
+                # OpenBLAS's thread pool makes those up to 30x slower on a loaded 2-core machine, so the
+                # engine runs with one BLAS thread (scoped to each chunk: the consumer's code is
+                # unaffected).
+                with _blas_limit(self._blas_threads):
+                    try:
+                        iteration, metrics, snapshot = next(steps)
+                    except StopIteration:
+                        return
+                compute += time.perf_counter() - resumed
+                record = Progress(int(iteration), compute, dict(metrics), dict(snapshot))
+                self.n_iter_ = record.iteration
+                self.fit_time_ = compute
+                self.history_.append(record)
+                yield record
+        except GeneratorExit:
+            raise  # the consumer stopped early: keep the state reached (the fit_iter contract)
+        except _NUMERICAL as exc:
+            self._restore_fitted_state(saved)
+            raise NumericalError(_numerical_message(self, exc, X)) from exc
+        except BaseException:
+            self._restore_fitted_state(saved)
+            raise
+
+    def _input_scale_rule(self) -> str:
+        """The input-scale rule for the current parameters (methods whose rule depends on a parameter
+        override this)."""
+        return self._input_scale
+
+    # -- roll-back -----------------------------------------------------------------------------------------
+    def _fitted_state(self, deep=False) -> dict:
+        """Everything but the constructor parameters (fitted attributes and private working state)."""
+        params = set(self._get_param_names())
+        state = {k: v for k, v in self.__dict__.items() if k not in params}
+        return copy.deepcopy(state) if deep else state
+
+    def _restore_fitted_state(self, state: dict) -> None:
+        params = set(self._get_param_names())
+        for key in [k for k in self.__dict__ if k not in params]:
+            del self.__dict__[key]
+        self.__dict__.update(state)
+
+    @contextmanager
+    def _rollback_on_error(self, deep=True):
+        """For methods that update a fit in place (``partial_fit``): on any exception inside the block,
+        restore the estimator as it was on entry. ``deep`` copies the state first (in-place updates of
+        arrays would otherwise leak into the saved state)."""
+        saved = self._fitted_state(deep=deep)
+        try:
+            yield
+        except BaseException:
+            self._restore_fitted_state(saved)
+            raise
+
+    # -- cost --------------------------------------------------------------------------------------------
+    def estimate_cost(self, n_samples, n_features, n_classes=2):
+        """Rough memory (bytes) and time (seconds) a ``fit`` with these settings needs for data of this
+        size, and a hint of what to use instead when it is too much: a :class:`bsvm.cost.Cost`.
+        See :mod:`bsvm.cost` for the models behind each method's estimate."""
+        from .cost import estimate
+        validate_params(self)
+        return estimate(self, int(n_samples), int(n_features), int(n_classes))
+
+    # -- progress bar ----------------------------------------------------------------------------------------
+    def _planned_iterations(self):
+        """The number of iterations a full fit runs (for the progress bar's total), or None if unknown.
+        Sampler budgets are burn-in + draws x thin; optimisers stop at ``max_iter`` at most."""
+        p = self.get_params(deep=False)
+        try:
+            if "n_samples" in p and "thin" in p:
+                burn = p.get("n_burnin", p.get("burn_in", 0))
+                return int(burn) + int(p["n_samples"]) * int(p["thin"])
+            if "max_iter" in p:
+                return int(p["max_iter"])
+        except (TypeError, ValueError):
+            pass
+        return None
+
+    def _progress_bar(self, progress):
+        if progress is False or (progress is None and not _interactive()):
+            return None
+        from tqdm.auto import tqdm
+
+        return tqdm(total=self._planned_iterations(), desc=type(self).__name__, unit="it", leave=False,
+                    delay=0.0 if progress else 2.0, dynamic_ncols=True)
+
+    # -- prediction ------------------------------------------------------------------------------------------
     def _encode_binary(self, y_index: np.ndarray) -> np.ndarray:
         """Labels as -1/+1, +1 meaning ``classes_[1]``."""
         return np.where(y_index == 1, 1.0, -1.0)
 
     def predict_proba(self, X) -> np.ndarray:
-        """Class probabilities, shape (n_samples, n_classes); columns follow ``classes_``."""
+        """Class probabilities, shape (n_samples, n_classes); columns follow ``classes_``.
+
+        Raises ``ValueError`` naming the cause if any probability is NaN or infinite."""
         X = check_predict_data(self, X)
         with _blas_limit(self._blas_threads):
-            return self._predict_proba(X)
+            proba = self._predict_proba(X)
+        check_finite_prediction(self, proba, X, "probabilities")
+        return proba
 
     def predict(self, X) -> np.ndarray:
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
+
+
+class NumericalError(ValueError):
+    """An engine failed numerically (a factorisation, an overflow); the message names the likely cause."""
+
+
+_NUMERICAL = (np.linalg.LinAlgError, FloatingPointError, ZeroDivisionError, OverflowError)
+
+
+def _numerical_message(estimator, exc: BaseException, X: np.ndarray) -> str:
+    """Say what failed and what in the data most likely caused it (checked: magnitudes, column spread)."""
+    from .data import column_scales
+
+    name = type(estimator).__name__
+    sd = column_scales(X) if X.size else np.zeros(0)
+    live = sd[np.isfinite(sd) & (sd > 0)]
+    top = float(np.max(np.abs(X))) if X.size else 0.0
+    hints = []
+    if top > 1e3 or (live.size and live.min() < 1e-3):
+        spread = f" and column scales range from {live.min():.3g} to {live.max():.3g}" if live.size else ""
+        hints.append(f"the features reach |x| = {top:.3g}{spread}")
+    elif live.size and live.max() / live.min() > 1e3:
+        hints.append(f"column scales differ by a factor of {live.max() / live.min():.3g}")
+    if X.shape[0] <= X.shape[1] + 1:
+        hints.append(f"there are only {X.shape[0]} rows for {X.shape[1]} features")
+    cause = (f"likely cause: {'; '.join(hints)}. Standardise the features (sklearn.preprocessing."
+             "StandardScaler) and use more rows than features" if hints else
+             "the data looked ordinary (standardised scales, more rows than features): please report this "
+             "as a bug with the data and settings")
+    return f"{name} failed numerically ({type(exc).__name__}: {exc}); {cause}."
+
+
+def _interactive() -> bool:
+    """A terminal or a Jupyter kernel: where a progress bar is read rather than logged."""
+    import sys
+
+    if "ipykernel" in sys.modules:
+        return True
+    stream = sys.stderr
+    return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
+
+
+def _update_bar(bar, record: Progress) -> None:
+    bar.update(max(0, record.iteration - bar.n))
+    values = {k: record.metrics.get(k) for k in _BAR_METRICS}
+    shown = {k: f"{v:.4g}" for k, v in values.items()
+             if isinstance(v, (int, float, np.floating)) and np.isfinite(v)}
+    if shown:
+        bar.set_postfix(shown, refresh=False)
+
+
+def check_finite_prediction(estimator, values: np.ndarray, X: np.ndarray, what: str) -> None:
+    """Raise ``ValueError`` if ``values`` (a prediction for ``X``) has NaN or inf, naming the likely
+    cause: fitted arrays that are not finite (a diverged fit), or inputs too large for the model."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "fc" or np.all(np.isfinite(values)):
+        return
+    rows = values.reshape(len(values), -1) if values.ndim else values.reshape(1, 1)
+    n_bad = int(np.sum(~np.all(np.isfinite(rows), axis=1)))
+    name = type(estimator).__name__
+    bad_attrs = []
+    for key, value in vars(estimator).items():
+        if key.endswith("_") and not key.startswith("_") and isinstance(value, np.ndarray) \
+                and value.dtype.kind == "f" and value.size and not np.all(np.isfinite(value)):
+            bad_attrs.append(key)
+    if bad_attrs:
+        cause = (f"the fitted state has non-finite values in {', '.join(bad_attrs)}: the fit diverged "
+                 "(e.g. a step size or learning rate too large, or features on extreme scales); refit with "
+                 "smaller steps or standardised features")
+    else:
+        big = float(np.max(np.abs(X))) if X.size else 0.0
+        cause = (f"the inputs overflow the model (largest |x| = {big:.3g}); standardise the features "
+                 "(e.g. sklearn.preprocessing.StandardScaler) to the scale the model was fitted on")
+    raise ValueError(f"{name} produced non-finite {what} for {n_bad} of {len(rows)} rows: {cause}.")
 
 
 def binary_proba(p1: np.ndarray) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +52,62 @@ def _reject_nonfinite(X: np.ndarray, what: str = "X") -> None:
         )
 
 
+#: feature magnitudes bsvm accepts: squares and sums of squares (distances, variances) of larger or
+#: smaller values overflow or underflow float64 (about 1e308 and 1e-308)
+MAGNITUDE_RANGE = (1e-150, 1e150)
+
+
+def _reject_extreme(X: np.ndarray, what: str = "X", fitting: bool = True) -> None:
+    """Refuse magnitudes whose squares float64 cannot hold: beyond 1e150 (any row), or, when fitting, a
+    varying column whose every value is below 1e-150 (it would vanish from every distance)."""
+    if X.size == 0:
+        return
+    top = np.max(np.abs(X), axis=0)
+    big = np.flatnonzero(top > MAGNITUDE_RANGE[1])
+    tiny = np.flatnonzero((top < MAGNITUDE_RANGE[0]) & (np.ptp(X, axis=0) > 0)) if fitting else []
+    if len(big) or len(tiny):
+        cols = ", ".join(f"column {j} (largest |x| = {top[j]:.3g})" for j in [*big, *tiny][:4])
+        raise ValueError(
+            f"{what} has values too {'large' if len(big) else 'small'} for float64 arithmetic on squares, "
+            f"in {cols}: bsvm accepts magnitudes between {MAGNITUDE_RANGE[0]:g} and {MAGNITUDE_RANGE[1]:g}. "
+            "Rescale the features (e.g. sklearn.preprocessing.StandardScaler) before fitting."
+        )
+
+
+def _label_text(value) -> str:
+    """A label as the user wrote it: 'imL', not np.str_('imL'); 3, not np.int64(3)."""
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _reject_mixed_labels(y) -> None:
+    """Labels mixing strings and numbers (e.g. ["a", 1]) are ambiguous: numpy would silently turn the
+    numbers into strings (a list) or fail to sort them (an object array). Ask for one type."""
+    if isinstance(y, pd.Series | pd.Index):
+        values = y.to_numpy()
+    elif isinstance(y, list | tuple):
+        values = y
+    else:
+        values = np.asarray(y) if not hasattr(y, "toarray") else None
+        if values is None or values.dtype != object:
+            return
+    values = np.ravel(np.asarray(values, dtype=object))
+    first = {}
+    for v in values:
+        first.setdefault(_label_kind(v), v)
+    if len(first) > 1:
+        examples = ", ".join(f"{kind} {_label_text(v)}" for kind, v in sorted(first.items()))
+        raise ValueError(f"y mixes label types ({examples}): use one type for all labels, e.g. "
+                         "y = [str(v) for v in y].")
+
+
+def _label_kind(v) -> str:
+    if isinstance(v, str | bytes | np.str_ | np.bytes_):
+        return "string"
+    if isinstance(v, int | float | np.number | bool | np.bool_):
+        return "number"
+    return type(v).__name__
+
+
 def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class: int = 2):
     """Validate training data for a classifier and set ``classes_`` and ``n_features_in_``.
 
@@ -66,6 +123,7 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
     if y is None:
         raise ValueError(f"{name} requires y to be passed, but the target y is None: pass the labels.")
     _reject_non_numeric(X)
+    _reject_mixed_labels(y)
     try:
         X, y = validate_data(estimator, X, y, ensure_all_finite=False, dtype=np.float64, order="C",
                              ensure_min_samples=1, y_numeric=False)
@@ -76,6 +134,7 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
                              "pass one label per row of X.") from None
         raise
     _reject_nonfinite(X)
+    _reject_extreme(X)
     target = type_of_target(y, input_name="y")
     if target in ("continuous", "continuous-multioutput", "multilabel-indicator", "multiclass-multioutput"):
         raise ValueError(
@@ -85,7 +144,8 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
     classes, y_index = np.unique(y, return_inverse=True)
     if len(classes) < 2:
         raise ValueError(
-            f"y has only 1 class ({classes[0]!r}): a classifier needs examples of at least two classes."
+            f"y has only 1 class ({_label_text(classes[0])}): a classifier needs examples of at least two "
+            "classes."
         )
     if binary_only and len(classes) > 2:
         raise ValueError(
@@ -94,13 +154,79 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
         )
     counts = np.bincount(y_index, minlength=len(classes))
     if counts.min() < min_per_class:
-        few = [classes[k] for k in np.flatnonzero(counts < min_per_class)]
+        few = ", ".join(_label_text(classes[k]) for k in np.flatnonzero(counts < min_per_class))
         raise ValueError(
-            f"Class(es) {few} have fewer than {min_per_class} rows (1 sample is not enough): "
+            f"Class(es) [{few}] have fewer than {min_per_class} rows (1 sample is not enough): "
             f"provide at least {min_per_class} examples per class."
         )
     estimator.classes_ = classes
     return X, y_index.astype(np.intp)
+
+
+class DataScaleWarning(UserWarning):
+    """The inputs' scales are likely to mislead the method (the message says why and what to do)."""
+
+
+#: column scales more than this far apart (largest / smallest sd) are flagged
+SCALE_SPREAD = 1e3
+#: methods whose prior assumes inputs of order 1 flag columns with sd outside this range
+UNIT_RANGE = (1e-3, 1e3)
+
+
+def column_scales(X: np.ndarray) -> np.ndarray:
+    """Per-column standard deviations, computed without overflow even for values near 1e300."""
+    top = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
+    safe = np.where(top > 0, top, 1.0)
+    return np.std(X / safe, axis=0) * top
+
+
+def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
+    """Warn (:class:`DataScaleWarning`) when the inputs' scales would silently mislead the method.
+
+    The rule is the method's (each estimator's docstring says which it follows):
+
+    * ``"standardizes"``: the method standardises every column itself; nothing to check.
+    * ``"adaptive"``: the method adapts to the overall scale (a length scale or ``gamma`` from the data),
+      but one scale serves every column, so columns whose standard deviations differ by more than
+      ``SCALE_SPREAD`` (1e3) are flagged: the widest columns would decide alone.
+    * ``"unit"``: the prior assumes inputs of order 1 (e.g. N(0, I) on the weights of raw features), so
+      besides the spread, any column with a standard deviation outside ``UNIT_RANGE`` (1e-3..1e3) is
+      flagged: there the prior dominates the data (tiny scales) or vanishes (huge ones).
+
+    Constant columns are ignored. The remedy is the same in every case: standardise the features
+    (``sklearn.preprocessing.StandardScaler``, or the dashboard's standardise option).
+    """
+    if rule == "standardizes" or X.shape[0] < 2:
+        return
+    sd = column_scales(X)
+    live = np.flatnonzero(np.isfinite(sd) & (sd > 0))
+    if live.size == 0:
+        return
+    names = getattr(estimator, "feature_names_in_", None)
+
+    def col(j):
+        return str(names[j]) if names is not None else f"column {j}"
+
+    lo, hi = live[np.argmin(sd[live])], live[np.argmax(sd[live])]
+    problems = []
+    if sd[hi] / sd[lo] > SCALE_SPREAD:
+        problems.append(f"column scales differ by a factor of {sd[hi] / sd[lo]:.3g} (standard deviation "
+                        f"{sd[lo]:.3g} in {col(lo)}, {sd[hi]:.3g} in {col(hi)}), and one scale serves "
+                        "all columns, so the widest decide alone")
+    if rule == "unit":
+        off = [j for j in live if not UNIT_RANGE[0] <= sd[j] <= UNIT_RANGE[1]]
+        if off:
+            shown = ", ".join(f"{col(j)} (sd {sd[j]:.3g})" for j in off[:3])
+            shown += " ..." if len(off) > 3 else ""
+            problems.append(f"the prior assumes inputs of order 1, but {shown} lie outside "
+                            f"{UNIT_RANGE[0]:g}..{UNIT_RANGE[1]:g}, where the prior swamps the data (tiny "
+                            "scales) or vanishes (huge ones)")
+    if problems:
+        import warnings
+
+        warnings.warn(f"{type(estimator).__name__}: {'; '.join(problems)}. Standardise the features "
+                      "(sklearn.preprocessing.StandardScaler) before fitting.", DataScaleWarning,
+                      stacklevel=4)
 
 
 def check_predict_data(estimator, X) -> np.ndarray:
@@ -111,6 +237,7 @@ def check_predict_data(estimator, X) -> np.ndarray:
     _reject_non_numeric(X)
     X = validate_data(estimator, X, reset=False, ensure_all_finite=False, dtype=np.float64, order="C")
     _reject_nonfinite(X)
+    _reject_extreme(X, fitting=False)
     return X
 
 
@@ -120,70 +247,213 @@ def check_predict_data(estimator, X) -> np.ndarray:
 
 @dataclass
 class LoadedCSV:
-    """A table split into numeric features and a label column."""
+    """A table split into numeric features and a label column. ``notes`` says what the loader did that the
+    user should know (encoding, separator, guessed label, skipped columns, dropped rows)."""
 
     X: np.ndarray
     y: np.ndarray
     feature_names: list[str]
     label_name: str
     frame: pd.DataFrame = field(repr=False)
+    notes: list[str] = field(default_factory=list)
 
 
 MAX_CSV_BYTES = 200 * 1024 * 1024
+#: separators tried when sniffing (comma first: the default when the sample is ambiguous)
+SEPARATORS = (",", ";", "\t", "|")
+#: label column names recognised when ``label=None`` (case-insensitive), before falling back to the last
+LABEL_NAMES = ("label", "class", "target", "y", "outcome", "diagnosis", "species")
 
 
-def read_csv_table(source) -> pd.DataFrame:
-    """Read a CSV (path, bytes or file-like) into a DataFrame with a clear error for unreadable files."""
+def _raw_bytes(source) -> bytes:
     if isinstance(source, (bytes, bytearray)):
-        if len(source) > MAX_CSV_BYTES:
+        data = bytes(source)
+    elif isinstance(source, (str, os.PathLike)):
+        if not os.path.exists(source):
+            raise ValueError(f"No such file: {source}. Check the path.")
+        if os.path.getsize(source) > MAX_CSV_BYTES:
             raise ValueError(f"The file is larger than {MAX_CSV_BYTES // 2**20} MB: subsample it first.")
-        source = io.BytesIO(source)
-    elif isinstance(source, (str, os.PathLike)) and not os.path.exists(source):
-        raise ValueError(f"No such file: {source}. Check the path.")
+        with open(source, "rb") as fh:
+            data = fh.read()
+    elif hasattr(source, "read"):
+        data = source.read()
+        data = data.encode() if isinstance(data, str) else bytes(data)
+    else:
+        raise TypeError(f"source must be a path, bytes or a file-like object, got {type(source).__name__}")
+    if len(data) > MAX_CSV_BYTES:
+        raise ValueError(f"The file is larger than {MAX_CSV_BYTES // 2**20} MB: subsample it first.")
+    return data
+
+
+def _decode(data: bytes, notes: list[str]) -> str:
+    """UTF-8 (with or without a byte-order mark), else Windows-1252 / Latin-1, which every byte decodes:
+    spreadsheets on Windows write the latter."""
     try:
-        frame = pd.read_csv(source)
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    for enc in ("cp1252", "latin-1"):
+        try:
+            text = data.decode(enc)
+        except UnicodeDecodeError:
+            continue
+        notes.append(f"The file is not UTF-8; it was read as {enc} (Latin-1 family).")
+        return text
+    raise ValueError("The file's text encoding is not recognised: save it as UTF-8.")  # unreachable
+
+
+def _sniff_separator(text: str) -> str:
+    """The separator that splits the first lines into the same number (> 1) of fields most often."""
+    lines = [ln for ln in text[:65536].splitlines()[:50] if ln.strip()]
+    if not lines:
+        return ","
+    best, best_score = ",", (0, 0)
+    for sep in SEPARATORS:
+        counts = [ln.count(sep) for ln in lines]
+        if counts[0] == 0:
+            continue
+        agree = sum(c == counts[0] for c in counts)
+        score = (agree, counts[0])
+        if score > best_score:
+            best, best_score = sep, score
+    return best
+
+
+def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
+    """Read a CSV (path, bytes or file-like) into a DataFrame with a clear error for unreadable files.
+
+    Handles the usual odd files: a UTF-8 byte-order mark or Latin-1/Windows-1252 text, separators other
+    than commas (semicolon, tab, bar; sniffed from the first lines) and, with semicolons, decimal commas
+    ("1,5"). What was done is appended to ``notes`` when given.
+    """
+    notes = [] if notes is None else notes
+    text = _decode(_raw_bytes(source), notes)
+    if not text.strip():
+        raise ValueError("The file is empty: it needs a header row and at least a few data rows.")
+    sep = _sniff_separator(text)
+    decimal = "."
+    if sep == ";" and re.search(r"\d,\d", text[:65536]) and not re.search(r"\d\.\d", text[:65536]):
+        decimal = ","  # a European spreadsheet: 1,5 is one and a half
+    try:
+        frame = pd.read_csv(io.StringIO(text), sep=sep, decimal=decimal)
     except pd.errors.EmptyDataError:
         raise ValueError("The file is empty: it needs a header row and at least a few data rows.") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+    except pd.errors.ParserError as exc:
         raise ValueError(f"The file could not be read as CSV ({exc}): save it as comma-separated text "
-                         "with a header row.") from None
+                         "with a header row and the same number of fields on every line.") from None
+    if sep != ",":
+        name = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}[sep]
+        tail = " and numbers use decimal commas." if decimal == "," else "."
+        notes.append(f"Columns are separated by {name}{tail}")
+    frame.columns = [str(c).strip() for c in frame.columns]
     if frame.shape[1] < 2:
         raise ValueError("The CSV has fewer than two columns: it needs a label column and at least one "
-                         "feature column, separated by commas.")
+                         "feature column, separated by commas (or semicolons or tabs).")
+    if frame.columns.duplicated().any():
+        dup = sorted(set(frame.columns[frame.columns.duplicated()]))
+        raise ValueError(f"Column names {dup} appear more than once: give every column its own name.")
     return frame
 
 
-def load_csv(source, label: str = "label", features: list[str] | None = None) -> LoadedCSV:
+def guess_label(frame: pd.DataFrame) -> str:
+    """The likely label column: one named like a label (``LABEL_NAMES``, case-insensitive), else the
+    last column."""
+    lower = {str(c).strip().lower(): str(c) for c in frame.columns}
+    for name in LABEL_NAMES:
+        if name in lower:
+            return lower[name]
+    return str(frame.columns[-1])
+
+
+def _mostly_numeric(col: pd.Series, share: float = 0.9) -> tuple[bool, list[str]]:
+    """Whether a text column is numbers with a few placeholders ("?", "NA", "-"): those become missing
+    values. Returns (mostly numeric, the distinct non-numeric entries)."""
+    if pd.api.types.is_numeric_dtype(col):
+        return True, []
+    present = col.dropna()
+    num = pd.to_numeric(present, errors="coerce")
+    bad = present[num.isna()]
+    ok = len(present) > 0 and (1 - len(bad) / len(present)) >= share
+    return ok, sorted(map(str, bad.unique()))[:5]
+
+
+def numeric_columns(frame: pd.DataFrame, label: str) -> list[str]:
+    """The columns :func:`load_csv` can use as features: numeric ones, and text columns that are numbers
+    with a few placeholders (read as missing values)."""
+    return [str(c) for c in frame.columns if str(c) != str(label) and _mostly_numeric(frame[c])[0]]
+
+
+def load_csv(source, label: str | None = "label", features: list[str] | None = None,
+             dropna: bool = False) -> LoadedCSV:
     """Load a CSV and pick the label column by name.
 
-    ``features`` defaults to every numeric column other than the label. Raises ``ValueError`` for a missing
-    label column, no numeric feature columns, missing values, or a single class.
+    label: the label column's name (matched case-insensitively); None picks a column named like a label
+    (``LABEL_NAMES``) or else the last one, and says so in ``notes``.
+    features: defaults to every numeric column other than the label; non-numeric columns are left out
+    (named in ``notes``), and a text column that is numbers with a few placeholders such as "?" is read
+    as numbers with those entries missing. Named features that are not numeric are an error.
+    dropna: drop rows with a missing label or feature value (counted in ``notes``); otherwise missing
+    values are an error that says how many rows and which columns.
+    Raises ``ValueError`` for a missing label column, no numeric feature columns, missing values (unless
+    ``dropna``), or a single class.
     """
-    frame = read_csv_table(source)
-    if label not in frame.columns:
-        matches = [c for c in frame.columns if str(c).strip().lower() == label.strip().lower()]
+    notes: list[str] = []
+    frame = read_csv_table(source, notes)
+    columns = list(map(str, frame.columns))
+    if label is None:
+        label = guess_label(frame)
+        notes.append(f"Label column: {label!r} (guessed; pick another if it is wrong).")
+    elif label not in frame.columns:
+        matches = [c for c in frame.columns if str(c).strip().lower() == str(label).strip().lower()]
         if not matches:
-            raise ValueError(f"Label column {label!r} not found; the columns are "
-                             f"{list(map(str, frame.columns))}. Pass label= one of them.")
+            raise ValueError(f"Label column {label!r} not found; the columns are {columns}. Pass label= one "
+                             f"of them (the likely one is {guess_label(frame)!r}).")
         label = matches[0]
+    others = [c for c in frame.columns if c != label]
     if features is None:
-        features = [c for c in frame.columns if c != label and pd.api.types.is_numeric_dtype(frame[c])]
+        features, skipped = [], []
+        for c in others:
+            ok, bad = _mostly_numeric(frame[c])
+            if not ok:
+                skipped.append(c)
+                continue
+            if bad:
+                frame[c] = pd.to_numeric(frame[c], errors="coerce")
+                notes.append(f"Column {c!r}: entries {bad} are not numbers and were read as missing values.")
+            features.append(c)
         if not features:
-            raise ValueError("The CSV has no numeric feature columns besides the label: encode features "
-                             "as numbers.")
+            raise ValueError(f"The CSV has no numeric feature columns besides the label {label!r} (columns "
+                             f"{columns}): encode features as numbers.")
+        if skipped:
+            notes.append(f"Non-numeric columns left out of the features: {skipped} (encode them as numbers "
+                         "to use them).")
     else:
         missing = [f for f in features if f not in frame.columns]
         if missing:
-            raise ValueError(f"Feature columns {missing} not found; the columns are "
-                             f"{list(map(str, frame.columns))}.")
+            raise ValueError(f"Feature columns {missing} not found; the columns are {columns}.")
+        if label in features:
+            raise ValueError(f"The label column {label!r} is also listed as a feature: remove it from "
+                             "features.")
     sub = frame[list(features)]
     _reject_non_numeric(sub)
-    if sub.isna().any().any() or frame[label].isna().any():
+    incomplete = sub.isna().any(axis=1).to_numpy() | frame[label].isna().to_numpy()
+    if incomplete.any():
         cols = [str(c) for c in [*features, label] if frame[c].isna().any()]
-        raise ValueError(f"Missing values in columns {cols}: drop or impute those rows first.")
+        if not dropna:
+            placeholders = "".join(f" {n[:-1]}" for n in notes if "read as missing" in n)
+            raise ValueError(f"Missing values in {int(incomplete.sum())} of {len(frame)} rows (columns "
+                             f"{cols}).{placeholders} Drop those rows (dropna=True, or the Data page's 'Drop "
+                             "rows with missing values') or impute them first.")
+        frame = frame.loc[~incomplete].reset_index(drop=True)
+        sub = frame[list(features)]
+        notes.append(f"Dropped {int(incomplete.sum())} rows with missing values (columns {cols}); "
+                     f"{len(frame)} rows remain.")
+        if len(frame) == 0:
+            raise ValueError("Every row has a missing value: nothing is left to train on.")
     y = frame[label].to_numpy()
     if len(np.unique(y)) < 2:
         raise ValueError(f"The label column {label!r} has only one class: a classifier needs two or more.")
     X = sub.to_numpy(dtype=np.float64)
     _reject_nonfinite(X)
-    return LoadedCSV(X=X, y=y, feature_names=[str(f) for f in features], label_name=str(label), frame=frame)
+    return LoadedCSV(X=X, y=y, feature_names=[str(f) for f in features], label_name=str(label), frame=frame,
+                     notes=notes)

@@ -2,7 +2,8 @@
 
 Each ``make_*`` returns ``(X, y)`` with y in {0, 1}; the matching ``*_proba(X)`` returns the Bayes
 posterior p(y = 1 | x) under the generating model (equal class priors everywhere).
-Definitions follow ../shared/NOTES.md where given; two moons and XOR are defined here.
+Definitions: Ripley-like mixtures (Ripley 1996), twonorm and ringnorm (Breiman 1996; DELVE), two moons
+and XOR; each generator's docstring states its model.
 """
 
 from __future__ import annotations
@@ -36,13 +37,17 @@ RIPLEY_MEANS = {0: np.array([[-0.7, 0.3], [0.3, 0.3]]), 1: np.array([[-0.3, 0.7]
 RIPLEY_VAR = 0.03
 
 
-def make_ripley(n_samples: int = 250, random_state=None):
-    """Ripley (1994)-like: each class an equal mixture of two bivariate normals with covariance 0.03 I."""
+RIPLEY_NOISE = float(np.sqrt(RIPLEY_VAR))
+
+
+def make_ripley(n_samples: int = 250, random_state=None, noise: float = RIPLEY_NOISE):
+    """Ripley (1994)-like: each class an equal mixture of two bivariate normals with covariance
+    noise^2 I (noise = sqrt(0.03) by default, Ripley's)."""
     rng = np.random.default_rng(random_state)
     y = _labels(n_samples, rng)
     comp = rng.integers(0, 2, n_samples)
     means = np.where(y[:, None] == 1, RIPLEY_MEANS[1][comp], RIPLEY_MEANS[0][comp])
-    X = means + rng.normal(scale=np.sqrt(RIPLEY_VAR), size=(n_samples, 2))
+    X = means + rng.normal(scale=noise, size=(n_samples, 2))
     return X, y
 
 
@@ -53,9 +58,10 @@ def ripley_log_density(X):
     return np.logaddexp(_log_mix(X, RIPLEY_MEANS[0], RIPLEY_VAR), _log_mix(X, RIPLEY_MEANS[1], RIPLEY_VAR))
 
 
-def ripley_proba(X):
+def ripley_proba(X, noise: float = RIPLEY_NOISE):
     X = np.asarray(X, dtype=float)
-    return expit(_log_mix(X, RIPLEY_MEANS[1], RIPLEY_VAR) - _log_mix(X, RIPLEY_MEANS[0], RIPLEY_VAR))
+    var = noise**2
+    return expit(_log_mix(X, RIPLEY_MEANS[1], var) - _log_mix(X, RIPLEY_MEANS[0], var))
 
 
 # ----------------------------------------------------------------------------- twonorm / ringnorm
@@ -132,20 +138,23 @@ def moons_proba(X, noise: float = MOONS_NOISE):
 
 XOR_CENTRES = {1: np.array([[1.0, 1.0], [-1.0, -1.0]]), 0: np.array([[1.0, -1.0], [-1.0, 1.0]])}
 XOR_VAR = 0.5**2
+XOR_NOISE = 0.5
 
 
-def make_xor(n_samples: int = 300, random_state=None):
-    """XOR: four blobs N(c, 0.25 I) at (+-1, +-1); class 1 where the centre's coordinates share a sign."""
+def make_xor(n_samples: int = 300, random_state=None, noise: float = XOR_NOISE):
+    """XOR: four blobs N(c, noise^2 I) at (+-1, +-1) (noise 0.5 by default); class 1 where the centre's
+    coordinates share a sign."""
     rng = np.random.default_rng(random_state)
     y = _labels(n_samples, rng)
     comp = rng.integers(0, 2, n_samples)
     means = np.where(y[:, None] == 1, XOR_CENTRES[1][comp], XOR_CENTRES[0][comp])
-    return means + rng.normal(scale=np.sqrt(XOR_VAR), size=(n_samples, 2)), y
+    return means + rng.normal(scale=noise, size=(n_samples, 2)), y
 
 
-def xor_proba(X):
+def xor_proba(X, noise: float = XOR_NOISE):
     X = np.asarray(X, dtype=float)
-    return expit(_log_mix(X, XOR_CENTRES[1], XOR_VAR) - _log_mix(X, XOR_CENTRES[0], XOR_VAR))
+    var = noise**2
+    return expit(_log_mix(X, XOR_CENTRES[1], var) - _log_mix(X, XOR_CENTRES[0], var))
 
 
 # ----------------------------------------------------------------------------- registry

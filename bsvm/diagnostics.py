@@ -1,16 +1,19 @@
-"""MCMC diagnostics for draws stored as (n_chains, n_draws) or (n_chains, n_draws, n_params).
+"""MCMC diagnostics: a thin layer over arviz-stats for draws stored as (n_chains, n_draws) or
+(n_chains, n_draws, n_params), or as an ArviZ DataTree (``estimator.to_arviz()``).
 
 Split rank-normalised R-hat, bulk and tail ESS and MCSE come from arviz-stats (Vehtari et al. 2021,
 "Rank-normalization, folding, and localization: an improved R-hat"), through its numpy ``array_stats``
-interface; here they are only reshaped to our layout. Autocorrelation, acceptance summaries and rank-plot
-histograms are small helpers for the dashboard.
+interface; here they are only reshaped to our layout. ``summary`` of a DataTree is arviz-stats' own.
+Autocorrelation, acceptance summaries and rank-plot histograms are small helpers for the dashboard. The
+stopping rule built on these diagnostics is :mod:`bsvm.convergence`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from arviz_stats.base import array_stats
+
+from ._arviz import array_stats  # imported on first use: see bsvm/_arviz.py
 
 
 def _params_first(samples) -> np.ndarray:
@@ -86,7 +89,14 @@ def rank_plot_data(samples, n_bins: int = 20) -> np.ndarray:
 
 
 def summary(samples, names=None) -> pd.DataFrame:
-    """One row per parameter: mean, sd, mcse_mean, mcse_sd, ess_bulk, ess_tail, r_hat."""
+    """One row per parameter: mean, sd, mcse_mean, mcse_sd, ess_bulk, ess_tail, r_hat.
+
+    ``samples`` may also be an ArviZ DataTree (e.g. ``estimator.to_arviz()``): then this is
+    ``arviz_stats.summary`` of its posterior, unchanged."""
+    if hasattr(samples, "children") and "posterior" in getattr(samples, "children", {}):
+        import arviz_stats  # xarray-based; imported on use
+
+        return arviz_stats.summary(samples)
     x = np.asarray(samples, dtype=float)
     if x.ndim == 2:
         x = x[..., None]

@@ -6,13 +6,16 @@ code the pages call.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from bsvm.data import LoadedCSV
-from bsvm.datasets import GENERATORS
-from bsvm.metrics import classification_report
+
+# bsvm.datasets (scipy.special) and bsvm.metrics are imported where they are used: the Data page imports
+# this module, and it must be usable within 2 s of the request.
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Prepared:
     truth: str | None = None  # name in bsvm.datasets.GENERATORS, when p(y = classes[1] | x) is known
     key: str = ""
     meta: dict = field(default_factory=dict)
+    truth_kw: dict = field(default_factory=dict)  # the generator's settings its p(y|x) needs (noise)
 
     @property
     def n_features(self) -> int:
@@ -48,7 +52,9 @@ class Prepared:
         """True p(y = classes[1] | x) at points given in the (standardised) model space, if known."""
         if self.truth is None:
             return None
-        return GENERATORS[self.truth].proba(np.asarray(X) * self.scale + self.center)
+        from bsvm.datasets import GENERATORS
+
+        return GENERATORS[self.truth].proba(np.asarray(X) * self.scale + self.center, **self.truth_kw)
 
     def subset(self, features: list[int]) -> Prepared:
         """The same split restricted to some feature columns (the truth no longer applies)."""
@@ -58,12 +64,33 @@ class Prepared:
                         self.center[f], self.scale[f], None, f"{self.key}|sub{f}", dict(self.meta))
 
 
+def own_columns(loaded: LoadedCSV) -> list[str]:
+    """The table's own feature columns: every numeric column but the label, in the file's order (what a
+    generator wrote, whatever subset or order was loaded)."""
+    frame = loaded.frame
+    if frame is None:
+        return list(loaded.feature_names)
+    return [str(c) for c in frame.columns
+            if str(c) != loaded.label_name and pd.api.types.is_numeric_dtype(frame[c])]
+
+
+def truth_applies(loaded: LoadedCSV, features: list[str], truth: str | None) -> bool:
+    """Whether a generator's true p(y = 1 | x) describes these axes: the features must be the table's own
+    columns, all of them, in order (the truth is a function of every coordinate, in the generator's
+    order), and the labels the generator's 0/1 (its p is of class 1)."""
+    if truth is None or list(features) != own_columns(loaded):
+        return False
+    return set(np.unique(np.asarray(loaded.y)).tolist()) <= {0, 1}
+
+
 def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: bool = True,
-            test_size: float = 0.3, seed: int = 0, truth: str | None = None, key: str = "") -> Prepared:
+            test_size: float = 0.3, seed: int = 0, truth: str | None = None, key: str = "",
+            truth_kw: dict | None = None) -> Prepared:
     """Split (stratified) and standardise with the training rows' mean and standard deviation.
 
-    ``truth`` is kept only when every original feature is used in its original order, because the true
-    p(y|x) of a generated set is a function of all its coordinates.
+    ``truth`` is kept only when the axes are the generator's own (:func:`truth_applies`): every original
+    feature in its original order, because the true p(y|x) of a generated set is a function of all its
+    coordinates. ``truth_kw`` are the generator settings its p(y|x) needs (e.g. ``noise`` for moons).
     """
     names = list(loaded.feature_names)
     features = list(features) if features else names
@@ -93,9 +120,10 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
         scale = np.where(scale > 0, scale, 1.0)
     else:
         center, scale = np.zeros(X.shape[1]), np.ones(X.shape[1])
-    keep_truth = truth if features == names else None
+    keep_truth = truth if truth_applies(loaded, features, truth) else None
     return Prepared((X_tr - center) / scale, (X_te - center) / scale, y_tr, y_te, features,
-                    loaded.label_name, classes, center, scale, keep_truth, key)
+                    loaded.label_name, classes, center, scale, keep_truth, key,
+                    truth_kw=dict(truth_kw or {}) if keep_truth else {})
 
 
 def stratified_split(y: np.ndarray, n_test: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -158,16 +186,48 @@ def positive_proba(model, X: np.ndarray) -> np.ndarray:
     return P[:, 1] if P.shape[1] == 2 else P.max(axis=1)
 
 
-def uncertainty(model, X: np.ndarray) -> tuple[np.ndarray, str]:
-    """A map of predictive uncertainty: the latent variance where the model has one, else the entropy."""
-    if hasattr(model, "predict_latent"):
-        try:
-            _, var = model.predict_latent(X)
-            return np.asarray(var, dtype=float), "latent variance"
-        except (AttributeError, NotImplementedError):
-            pass
-    P = np.clip(model.predict_proba(X), 1e-12, 1.0)
-    return -np.sum(P * np.log(P), axis=1), "predictive entropy (nats)"
+ENTROPY, LATENT_VARIANCE = "entropy", "latent variance"
+
+
+def predictive_entropy(P: np.ndarray) -> np.ndarray:
+    """H[p] = -sum_k p_k log p_k per row (nats): 0 when certain, log K when the K classes are equally
+    likely. Every method has predict_proba, so this one scale compares them all."""
+    P = np.clip(np.asarray(P, dtype=float), 1e-300, 1.0)
+    return -np.sum(P * np.log(P), axis=1)
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    values: np.ndarray
+    name: str          # "predictive entropy (nats)" or "latent variance"
+    zmax: float | None  # a fixed top of the colour scale (log K for entropy), so maps compare
+
+
+def uncertainty(model, X: np.ndarray, kind: str = ENTROPY) -> Uncertainty | None:
+    """A map of predictive uncertainty on one scale for every method.
+
+    ``kind="entropy"`` (default): the predictive entropy of predict_proba, on the fixed range 0..log K.
+    ``kind="latent variance"``: Var q(f(x)) for methods with a Gaussian latent predictive
+    (``predict_latent``); None for the others (their maps then say so instead of showing another scale).
+    """
+    if kind == LATENT_VARIANCE:
+        if not hasattr(model, "predict_latent"):
+            return None
+        _, var = model.predict_latent(X)
+        return Uncertainty(np.asarray(var, dtype=float), "latent variance", None)
+    if kind != ENTROPY:
+        raise ValueError(f"kind must be {ENTROPY!r} or {LATENT_VARIANCE!r}, got {kind!r}")
+    P = model.predict_proba(X)
+    return Uncertainty(predictive_entropy(P), "predictive entropy (nats)", float(np.log(P.shape[1])))
+
+
+def shown_points(data: Prepared, max_points: int = 800):
+    """Training points to draw on a map (a fixed random subset when there are many)."""
+    n = len(data.y_train)
+    if n <= max_points:
+        return data.X_train, data.y_train
+    idx = np.random.default_rng(0).choice(n, max_points, replace=False)
+    return data.X_train[idx], data.y_train[idx]
 
 
 def overlay_points(model) -> tuple[np.ndarray | None, str]:
@@ -181,6 +241,8 @@ def overlay_points(model) -> tuple[np.ndarray | None, str]:
 
 def evaluate(model, data: Prepared) -> dict:
     """Test-set metrics (error, Brier, log loss, ECE, AUC, and deviation from the truth where known)."""
+    from bsvm.metrics import classification_report
+
     proba = model.predict_proba(data.X_test)
     y_idx = data.index(data.y_test)
     p_true = data.true_proba(data.X_test)
@@ -194,3 +256,248 @@ def thin_index(n: int, max_points: int) -> np.ndarray:
         return np.arange(n)
     idx = np.unique(np.linspace(0, n - 1, max_points).round().astype(int))
     return idx
+
+
+# ----------------------------------------------------------------------------------------- names
+
+_X_NAME = re.compile(r"\bx(\d+)\b")
+
+
+def feature_label(name: str, feature_names) -> str:
+    """Replace the estimators' positional names ``x0``, ``x1``, ... (0-based: ``x0`` is the first
+    column, as SeegerARD writes ``w[x0]`` for arrays without column names) by the data's column names."""
+    names = list(feature_names or [])
+
+    def sub(m):
+        j = int(m.group(1))
+        return names[j] if j < len(names) else m.group(0)
+
+    return _X_NAME.sub(sub, name) if names else name
+
+
+def param_names(model, feature_names, n_params: int) -> list[str]:
+    """Names for the columns of ``samples_``: the estimator's ``param_names_`` (with column names put in),
+    else, for a linear model on the raw inputs (weights then the bias), ``w[column]`` and ``b``."""
+    names = list(getattr(model, "param_names_", None) or [])
+    if len(names) == n_params:
+        return [feature_label(str(n), feature_names) for n in names]
+    f = list(feature_names or [])
+    linear = getattr(model, "features", "none") is None and getattr(model, "feature_map_", None) is None
+    if linear and n_params == len(f) + 1:
+        return [f"w[{n}]" for n in f] + ["b"]
+    return [f"param {j}" for j in range(n_params)]
+
+
+# ----------------------------------------------------------------------------------------- draws
+
+
+def chain_arrays(model) -> tuple[np.ndarray | None, list[str], int]:
+    """The draws as (chains, draws, quantities): the per-chain scalars the sampler keeps beside its draws
+    (log posterior, potential, thermostat: any fitted (chains, draws) array) first, then the model's
+    parameters. Returns (array or None, names of the extra quantities, number of model parameters)."""
+    samples = getattr(model, "samples_", None)
+    if samples is None:
+        return None, [], 0
+    S = np.asarray(samples, dtype=float)
+    if S.ndim == 2:
+        S = S[None]
+    if S.ndim != 3:
+        return None, [], 0
+    extra = {a: np.asarray(v, dtype=float) for a, v in vars(model).items()
+             if a.endswith("_") and not a.startswith("_") and a != "samples_" and isinstance(v, np.ndarray)
+             and v.shape == S.shape[:2] and np.issubdtype(v.dtype, np.number)}
+    n_model = S.shape[2]
+    if extra:
+        S = np.concatenate([np.stack(list(extra.values()), axis=2), S], axis=2)
+    return S, list(extra), n_model
+
+
+def draw_surfaces(model, X: np.ndarray, n_draws: int = 30, seed: int = 0):
+    """Per-draw surfaces for a posterior-draws view: ``(values (n, rows), level)`` where the decision
+    boundary of draw i is ``values[i] == level``; None when the model keeps no draws.
+
+    In order: ``predict_proba_draws`` (the samplers' shared API; p of classes_[1], level 0.5), MSBPM's
+    ``draw_proba`` (same layout), else a linear model's raw weights (w.x + b, level 0).
+    At most ``n_draws`` draws, chosen evenly over all chains with a fixed seed.
+    """
+    samples = getattr(model, "samples_", None)
+    if samples is None:
+        return None
+    S = np.asarray(samples)
+    S = S[None] if S.ndim == 2 else S
+    n_total = S.shape[0] * S.shape[1]
+    if n_total == 0:
+        return None
+    pick = np.sort(np.random.default_rng(seed).choice(n_total, min(n_draws, n_total), replace=False))
+    for attr in ("predict_proba_draws", "draw_proba"):
+        fn = getattr(model, attr, None)
+        if fn is not None:
+            P = np.asarray(fn(X))  # (chain, draw, row, class)
+            P = P.reshape(-1, P.shape[2], P.shape[3])[pick]
+            if P.shape[2] != 2:
+                return None
+            return P[:, :, 1], 0.5
+    flat = S.reshape(n_total, -1)[pick]
+    if flat.shape[1] == X.shape[1] + 1 and getattr(model, "feature_map_", "none") is None:
+        return flat[:, :-1] @ X.T + flat[:, -1:], 0.0
+    return None
+
+
+def weight_cloud(model, feature_names) -> tuple[np.ndarray, list[str]] | None:
+    """The draws of a linear model on 2 raw inputs as points in weight space: ((chains, draws, 2), names);
+    None for other models (a cloud needs a 2-D weight vector to be drawn as it is)."""
+    samples = getattr(model, "samples_", None)
+    if samples is None or getattr(model, "feature_map_", "none") is not None:
+        return None
+    S = np.asarray(samples, dtype=float)
+    S = S[None] if S.ndim == 2 else S
+    f = list(feature_names)
+    if S.ndim != 3 or len(f) != 2 or S.shape[2] != 3 or S.shape[1] == 0:
+        return None
+    return S[:, :, :2], [f"w[{f[0]}]", f"w[{f[1]}]"]
+
+
+def leapfrog_paths(history, max_paths: int = 5) -> list[np.ndarray]:
+    """The leapfrog positions of the last transitions (HMC records ``snapshot["leapfrog_path"]``, shape
+    (n_steps + 1, d), for weight dimension d <= 3); [] when the run records none."""
+    paths = []
+    for rec in reversed(history or []):
+        p = (rec.snapshot or {}).get("leapfrog_path")
+        if p is None:
+            continue
+        p = np.asarray(p, dtype=float)
+        if p.ndim == 2 and p.shape[1] >= 2 and len(p) >= 2:
+            paths.append(p)
+        if len(paths) >= max_paths:
+            break
+    return paths[::-1]
+
+
+def approx_vs_exact(approx: np.ndarray, exact: np.ndarray, names) -> pd.DataFrame:
+    """Posterior means and sds of an approximate sampler against the exact sampler's, per parameter, and
+    the difference of the means in units of the exact sd (draws as (chains, draws, params))."""
+    A = np.asarray(approx, dtype=float).reshape(-1, np.shape(approx)[-1])
+    E = np.asarray(exact, dtype=float).reshape(-1, np.shape(exact)[-1])
+    if A.shape[1] != E.shape[1]:
+        raise ValueError(f"The samplers have {A.shape[1]} and {E.shape[1]} parameters: not comparable "
+                         "(use features=None for both).")
+    ma, sa, me, se = A.mean(0), A.std(0, ddof=1), E.mean(0), E.std(0, ddof=1)
+    return pd.DataFrame({"mean (approx.)": ma, "mean (exact)": me, "sd (approx.)": sa, "sd (exact)": se,
+                         "|mean diff| / sd (exact)": np.abs(ma - me) / np.where(se > 0, se, np.nan),
+                         "sd ratio": sa / np.where(se > 0, se, np.nan)},
+                        index=pd.Index(list(names)[:A.shape[1]], name="parameter"))
+
+
+def ess_by_draws(S: np.ndarray, param: int, n_points: int = 12) -> pd.DataFrame:
+    """Bulk and tail ESS of one quantity using the first n draws of every chain, for growing n (ArviZ's
+    ESS-evolution plot): ESS should grow linearly with the draws. Uses bsvm.diagnostics."""
+    from bsvm.diagnostics import ess_bulk, ess_tail
+
+    S = np.asarray(S, dtype=float)
+    n = S.shape[1]
+    ns = np.unique(np.linspace(min(n, 20), n, n_points).round().astype(int))
+    ns = ns[ns >= 4]
+    rows = []
+    with np.errstate(all="ignore"):
+        for k in ns:
+            x = S[:, :k, param]
+            rows.append({"draws": int(k), "total draws": int(k * S.shape[0]),
+                         "bulk": float(np.asarray(ess_bulk(x))), "tail": float(np.asarray(ess_tail(x)))})
+    return pd.DataFrame(rows)
+
+
+def energy_of(model) -> np.ndarray | None:
+    """The Hamiltonian energy per chain and draw (chains, draws) of an HMC run: ``energy_`` or the
+    ``energy`` in ``to_arviz()``'s sample_stats; None when the sampler records none."""
+    E = getattr(model, "energy_", None)
+    if E is None and hasattr(model, "to_arviz"):
+        try:
+            stats = model.to_arviz()["sample_stats"]
+            E = stats["energy"].values if "energy" in stats else None
+        except Exception:  # noqa: BLE001 - no sample_stats group: no energy plot
+            E = None
+    if E is None:
+        return None
+    E = np.asarray(E, dtype=float)
+    return E if E.ndim == 2 and E.shape[1] >= 2 else None
+
+
+def bfmi(energy: np.ndarray) -> np.ndarray:
+    """Bayesian fraction of missing information per chain (Betancourt 2016, eq. 3.1):
+    E[(E_n - E_{n-1})^2] / Var(E). Below 0.3 the momentum resampling explores the energy levels poorly."""
+    from arviz_stats.base import array_stats
+
+    return np.atleast_1d(np.asarray(array_stats.bfmi(np.asarray(energy, dtype=float)), dtype=float))
+
+
+def pair_data(S: np.ndarray, params, max_points: int = 2000, seed: int = 0) -> np.ndarray:
+    """A random subset of the draws of some quantities, (points, len(params)), for a pair plot."""
+    S = np.asarray(S, dtype=float)
+    flat = S[:, :, list(params)].reshape(-1, len(params))
+    if len(flat) > max_points:
+        flat = flat[np.sort(np.random.default_rng(seed).choice(len(flat), max_points, replace=False))]
+    return flat
+
+
+# ----------------------------------------------------------------------------------------- calibration
+
+
+def calibration_models(trained, trained_label: str, platt) -> dict:
+    """The models the Calibration page compares: the trained one and, when it is not PlattSVM itself,
+    the separately fitted PlattSVM baseline. Never the same object twice (a model against itself would
+    show two identical rows and curves)."""
+    models = {trained_label: trained}
+    if platt is not None and platt is not trained and type(trained).__name__ != "PlattSVM":
+        models["PlattSVM"] = platt
+    return models
+
+
+def reliability_curves(results: dict, binary: bool, n_bins: int = 10) -> tuple[dict, dict, str]:
+    """Reliability bins and the probabilities to histogram, per model, from ``evaluate`` results.
+    Binary: p(classes[1]); 3+ classes: top-label confidence against whether the top label was right."""
+    from bsvm.metrics import reliability_bins
+
+    curves, probas = {}, {}
+    for name, res in results.items():
+        P, y_idx = res["proba"], res["y_index"]
+        if binary:
+            curves[name] = reliability_bins(y_idx, P[:, 1], n_bins)
+            probas[name] = P[:, 1]
+        else:
+            curves[name] = reliability_bins((P.argmax(1) == y_idx).astype(float), P.max(1), n_bins)
+            probas[name] = P.max(1)
+    xlabel = "predicted probability" if binary else "confidence (probability of the predicted class)"
+    return curves, probas, xlabel
+
+
+# ----------------------------------------------------------------------------------------- exports
+
+
+def draws_csv(S: np.ndarray, names) -> bytes:
+    """Draws as a long CSV: one row per chain and draw, one column per quantity."""
+    S = np.asarray(S, dtype=float)
+    C, D, P = S.shape
+    frame = pd.DataFrame(S.reshape(C * D, P), columns=list(names)[:P])
+    frame.insert(0, "draw", np.tile(np.arange(D), C))
+    frame.insert(0, "chain", np.repeat(np.arange(C), D))
+    return frame.to_csv(index=False).encode()
+
+
+def draws_netcdf(model) -> bytes | None:
+    """The estimator's ``to_arviz()`` DataTree as NetCDF-4 bytes (``xarray.open_datatree`` and ArviZ read it);
+    None when the estimator has no ``to_arviz``. Needs the h5netcdf package (the dashboard extra)."""
+    if not hasattr(model, "to_arviz"):
+        return None
+    import os
+    import tempfile
+
+    tree = model.to_arviz()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "draws.nc")
+        tree.to_netcdf(path, engine="h5netcdf")
+        with open(path, "rb") as fh:
+            return fh.read()
+
+
+def metrics_csv(table: pd.DataFrame) -> bytes:
+    return table.to_csv().encode()

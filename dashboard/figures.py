@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .analysis import Grid, thin_index
+from .analysis import Grid, feature_label, thin_index
 
 MAX_CURVE_POINTS = 600
 CLASS_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -71,6 +71,24 @@ def data_scatter(X2: np.ndarray, y: np.ndarray, classes, axis_titles=("x1", "x2"
     fig.update_xaxes(title=axis_titles[0])
     fig.update_yaxes(title=axis_titles[1])
     return _layout(fig, title, 420)
+
+
+def playground_figure(X: np.ndarray, y: np.ndarray, click_points: np.ndarray, classes=(0, 1), *,
+                      title: str = "Click to edit the data", height: int = 460):
+    """The playground's editable scatter: the data on top of an invisible grid of clickable points
+    (trace 0), so a click anywhere on the canvas reports a position (Plotly selection events)."""
+    grid = {"type": "scatter", "x": click_points[:, 0], "y": click_points[:, 1], "mode": "markers",
+            "name": "canvas", "showlegend": False, "hoverinfo": "none",
+            "marker": {"size": 14, "color": "rgba(0,0,0,0)", "opacity": 0.0},
+            "selected": {"marker": {"opacity": 0.0}}, "unselected": {"marker": {"opacity": 0.0}}}
+    traces = [grid, *_point_traces(np.asarray(X).reshape(-1, 2), y, classes)]
+    for tr in traces[1:]:
+        tr["marker"]["size"] = 8
+        tr["unselected"] = {"marker": {"opacity": 1.0}}
+    lo, hi = click_points.min(axis=0), click_points.max(axis=0)
+    return _fast_figure(traces, title, height, xaxis=_axis("x1", range=[lo[0], hi[0]]),
+                        yaxis=_axis("x2", range=[lo[1], hi[1]]), legend=LEGEND_BELOW,
+                        clickmode="event+select", dragmode=False, hovermode="closest", uirevision=None)
 
 
 def class_balance(y: np.ndarray, classes, title="Class balance"):
@@ -132,11 +150,12 @@ def _line_mode(n_points: int) -> str:
 
 
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
-                  separate_axes: bool = False):
+                  separate_axes: bool = False, feature_names=None):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
 
     separate_axes: one stacked panel per metric (sharing the iteration axis), for quantities on
     different scales such as a step size next to an acceptance rate.
+    feature_names: the data's columns, put in place of positional names (``w[x0]`` -> ``w[radius]``).
     """
     if not history or not names:
         return empty_figure(f"{title}: nothing recorded yet", height)
@@ -149,13 +168,14 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     panel = (1.0 - gap * (n - 1)) / n
     for k, name in enumerate(names):
         it, v = _series(history, name, idx)
-        tr = {"type": "scatter", "x": it, "y": v, "mode": mode, "name": name, "marker": {"size": 5}}
+        shown = feature_label(name, feature_names)
+        tr = {"type": "scatter", "x": it, "y": v, "mode": mode, "name": shown, "marker": {"size": 5}}
         if stacked:  # panel 0 on top; each panel's y axis is titled with its metric
             ax = "" if k == 0 else str(k + 1)
             tr["yaxis"] = f"y{ax}"
             top = 1.0 - k * (panel + gap)
             axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - panel), top], "type": "log" if log_y else "-",
-                                  "title": {"text": name, "font": {"size": 11}}}
+                                  "title": {"text": shown, "font": {"size": 11}}}
         traces.append(tr)
     if stacked:  # the shared iteration axis sits under the bottom panel
         return _fast_figure(traces, title, max(height, 110 * n + 90),
@@ -173,13 +193,15 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
 _ARD_WEIGHT = re.compile(r"^w\[(.+)\]$")
 
 
-def ard_weights(history, height: int = 300, max_bars: int = 40):
+def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=None):
     """The latest ARD weights (metrics named ``w[feature]``, as SeegerARD records them) as bars, largest
-    first on a log axis: which inputs the kernel uses, as the fit goes. None if the run records none."""
+    first on a log axis: which inputs the kernel uses, as the fit goes. None if the run records none.
+    feature_names: the data's columns, in place of the positional ``x0``, ``x1``, ... (0-based)."""
     if not history:
         return None
     latest = history[-1].metrics
-    pairs = [(m.group(1), float(v)) for k, v in latest.items() if (m := _ARD_WEIGHT.match(k))]
+    pairs = [(feature_label(m.group(1), feature_names), float(v)) for k, v in latest.items()
+             if (m := _ARD_WEIGHT.match(k))]
     if not pairs:
         return None
     pairs.sort(key=lambda p: -p[1])
@@ -275,6 +297,24 @@ def _points(fig, X, y, classes, row=None, col=None, showlegend=True):
         fig.add_trace(go.Scatter(tr), row=row, col=col) if row else fig.add_trace(go.Scatter(tr))
 
 
+def _hover(axis_titles, what: str = "p=%{z:.3f}") -> str:
+    return (f"{axis_titles[0]}=%{{x:.2f}}<br>{axis_titles[1]}=%{{y:.2f}}<br>{what}<extra></extra>")
+
+
+def _truth_trace(grid: Grid, truth) -> dict:
+    return {"type": "contour", "x": grid.xs, "y": grid.ys, "z": grid.reshape(truth),
+            "showscale": False, "name": "true p(y|x)", "showlegend": True, "hoverinfo": "skip",
+            "contours": {"coloring": "none", "showlabels": True, "start": 0.1, "end": 0.9,
+                         "size": 0.2, "labelfont": {"size": 10, "color": "black"}},
+            "line": {"color": "black", "width": 1.2, "dash": "dot"}}
+
+
+def _overlay_trace(overlay, overlay_name: str) -> dict:
+    return {"type": "scatter", "x": overlay[:, 0], "y": overlay[:, 1], "mode": "markers",
+            "name": overlay_name,
+            "marker": {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}}
+
+
 def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, overlay=None,
                   overlay_name: str = "", truth=None, title: str = "p(y = 1 | x)",
                   colorbar_title: str = "p", height: int = 430, axis_titles=("x1", "x2")):
@@ -286,34 +326,102 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
     traces = [{"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(p), "zmin": 0.0, "zmax": 1.0,
                "colorscale": PROBA_SCALE, "colorbar": {"title": {"text": colorbar_title}, "len": 0.8,
                                                        "thickness": 14},
-               "hovertemplate": "x1=%{x:.2f}<br>x2=%{y:.2f}<br>p=%{z:.3f}<extra></extra>"}]
+               "hovertemplate": _hover(axis_titles)}]
     if truth is not None:
-        traces.append({"type": "contour", "x": grid.xs, "y": grid.ys, "z": grid.reshape(truth),
-                       "showscale": False, "name": "true p(y|x)", "showlegend": True, "hoverinfo": "skip",
-                       "contours": {"coloring": "none", "showlabels": True, "start": 0.1, "end": 0.9,
-                                    "size": 0.2, "labelfont": {"size": 10, "color": "black"}},
-                       "line": {"color": "black", "width": 1.2, "dash": "dot"}})
+        traces.append(_truth_trace(grid, truth))
     if X is not None:
         traces += _point_traces(X, y, classes)
     if overlay is not None and len(overlay):
-        traces.append({"type": "scatter", "x": overlay[:, 0], "y": overlay[:, 1], "mode": "markers",
-                       "name": overlay_name,
-                       "marker": {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}})
+        traces.append(_overlay_trace(overlay, overlay_name))
     return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
                         yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
                         legend=LEGEND_BELOW)
 
 
+def _rgba(hex_colour: str, alpha: float) -> str:
+    h = hex_colour.lstrip("#")
+    r, g, b = (int(h[i:i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha:.3f})"
+
+
+def class_map(grid: Grid, P: np.ndarray, X=None, y=None, classes=(), *, overlay=None, overlay_name: str = "",
+              title: str = "predicted class", height: int = 430, axis_titles=("x1", "x2")):
+    """A multi-class map: each grid cell in its predicted class's colour, with the confidence (the top
+    class's probability, from 1/K to 1) as opacity, so pale cells are close calls. One heatmap per class,
+    blank outside that class's region; the points' colours match the regions'."""
+    P = np.asarray(P, dtype=float)
+    K = P.shape[1]
+    top, conf = P.argmax(axis=1), P.max(axis=1)
+    traces = []
+    for k in range(K):
+        colour = CLASS_COLOURS[k % len(CLASS_COLOURS)]
+        z = np.where(top == k, conf, np.nan)
+        name = str(classes[k]) if len(classes) > k else str(k)
+        traces.append({"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(z),
+                       "zmin": 1.0 / K, "zmax": 1.0, "showscale": False, "name": f"class {name}",
+                       "colorscale": [[0.0, _rgba(colour, 0.04)], [1.0, _rgba(colour, 0.85)]],
+                       "hoverongaps": False,
+                       "hovertemplate": _hover(axis_titles, f"class {name}, p=%{{z:.3f}}")})
+    if X is not None:
+        points = _point_traces(X, y, classes)
+        for tr in points:  # a dark rim: the points sit on regions of their own colour
+            tr["marker"]["line"] = {"width": 0.8, "color": "#222"}
+        traces += points
+    if overlay is not None and len(overlay):
+        traces.append(_overlay_trace(overlay, overlay_name))
+    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
+                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
+                        legend=LEGEND_BELOW, plot_bgcolor="white")
+
+
+def model_map(model, data, grid: Grid, title: str, *, truth=None, max_points: int = 800, height: int = 430):
+    """The map of a fitted 2-D model over ``grid``: binary models as p(y = classes[1] | x) on the 0..1
+    scale with the true p(y|x) contours when ``truth`` (its values on the grid) is given; 3+ classes
+    coloured by class with confidence as opacity. The method's own points (inducing points, support
+    vectors) are drawn from its fitted attribute, in the model's coordinates."""
+    from .analysis import overlay_points, shown_points
+
+    P = model.predict_proba(grid.points)
+    overlay, overlay_name = overlay_points(model)
+    X, y = shown_points(data, max_points)
+    axes = tuple(data.feature_names)
+    if P.shape[1] == 2:
+        return proba_heatmap(grid, P[:, 1], X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
+                             truth=truth, title=f"{title}: p(y = {data.classes[1]} | x)", axis_titles=axes,
+                             height=height)
+    return class_map(grid, P, X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
+                     title=f"{title}: predicted class (opacity: confidence)", axis_titles=axes, height=height)
+
+
+def model_map_raw(model, data, grid: Grid, X_raw, y_raw, title: str, *, height: int = 430):
+    """A binary model's p(y = classes[1] | x) drawn in the data's raw (unstandardised) coordinates, so it
+    lines up with a canvas of raw points: the grid is mapped to the model's space with the data's
+    centre and scale; the method's own points and the truth (when known) are drawn in raw coordinates."""
+    from .analysis import overlay_points
+
+    Z = (grid.points - data.center) / data.scale
+    P = model.predict_proba(Z)
+    overlay, overlay_name = overlay_points(model)
+    if overlay is not None:
+        overlay = overlay * data.scale + data.center
+    truth = data.true_proba(Z) if data.truth else None
+    return proba_heatmap(grid, P[:, 1], np.asarray(X_raw), np.asarray(y_raw), data.classes, overlay=overlay,
+                         overlay_name=overlay_name, truth=truth, axis_titles=tuple(data.feature_names),
+                         title=f"{title}: p(y = {data.classes[1]} | x)", height=height)
+
+
 def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *, title: str,
                   colorbar_title: str = "", height: int = 430, zmax=None, axis_titles=("x1", "x2")):
-    """A map of a non-negative quantity (latent variance, entropy) on its own colour scale."""
-    fig = go.Figure(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(values), colorscale="Viridis", zmin=0.0,
-                               zmax=zmax, colorbar=dict(title=colorbar_title, len=0.8)))
+    """A map of a non-negative quantity (entropy, latent variance) on a colour scale from 0 to ``zmax``
+    (a fixed top such as log K makes maps of different methods comparable)."""
+    traces = [{"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(values),
+               "colorscale": "Viridis", "zmin": 0.0, "zmax": zmax,
+               "colorbar": {"title": {"text": colorbar_title}, "len": 0.8, "thickness": 14},
+               "hovertemplate": _hover(axis_titles, f"{colorbar_title}=%{{z:.3g}}")}]
     if X is not None:
-        _points(fig, X, y, classes)
-    fig.update_xaxes(title=axis_titles[0], range=[grid.xs[0], grid.xs[-1]])
-    fig.update_yaxes(title=axis_titles[1], range=[grid.ys[0], grid.ys[-1]])
-    return _layout(fig, title, height, legend=LEGEND_BELOW)
+        traces += _point_traces(X, y, classes)
+    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
+                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]), legend=LEGEND_BELOW)
 
 
 # ----------------------------------------------------------------------------------------- calibration
@@ -409,12 +517,13 @@ def running_means(samples, param: int, chains=None, name: str = "", height: int 
 
 
 def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
-    """Sample autocorrelation of a 1-D series at lags 0..max_lag, by FFT."""
-    x = np.asarray(x, dtype=float) - np.mean(x)
-    n = len(x)
-    f = np.fft.rfft(x, 2 * n)
-    acov = np.fft.irfft(f * np.conj(f))[: max_lag + 1] / n
-    return acov / acov[0] if acov[0] > 0 else np.zeros(max_lag + 1)
+    """Sample autocorrelation of a 1-D series at lags 0..max_lag (bsvm.diagnostics, i.e. arviz-stats)."""
+    from bsvm.diagnostics import autocorrelation as acf
+
+    x = np.asarray(x, dtype=float)
+    if np.ptp(x) == 0:
+        return np.zeros(max_lag + 1)
+    return np.asarray(acf(x[None, :], max_lag), dtype=float)
 
 
 def autocorrelation_figure(samples, param: int, chains=None, max_lag: int = 50, name: str = "",
@@ -433,11 +542,11 @@ def autocorrelation_figure(samples, param: int, chains=None, max_lag: int = 50, 
 
 
 def rank_counts(samples, param: int, n_bins: int = 20) -> np.ndarray:
-    """Histogram per chain of the ranks of its draws among all chains' draws (Vehtari et al. 2021)."""
-    S = _as_chains(samples)[:, :, param]
-    ranks = np.argsort(np.argsort(S.ravel(), kind="stable"), kind="stable").reshape(S.shape)
-    edges = np.linspace(0, S.size, n_bins + 1)
-    return np.stack([np.histogram(r, edges)[0] for r in ranks])
+    """Histogram per chain of the ranks of its draws among all chains' draws (Vehtari et al. 2021), via
+    bsvm.diagnostics.rank_plot_data."""
+    from bsvm.diagnostics import rank_plot_data
+
+    return np.asarray(rank_plot_data(_as_chains(samples)[:, :, param], n_bins))
 
 
 def rank_figure(samples, param: int, chains=None, n_bins: int = 20, name: str = "", height: int = 300):
@@ -461,20 +570,18 @@ ESS_PER_CHAIN_MIN = 100
 
 
 def diagnostics_table(samples, names=None) -> pd.DataFrame:
-    """R-hat (rank-normalised split), bulk and tail ESS and MCSE of the mean per parameter, via
-    arviz-stats (Vehtari et al. 2021), with a flag where Stan's thresholds are passed."""
-    from arviz_stats.base import array_stats
+    """R-hat (rank-normalised split), bulk and tail ESS and MCSE of the mean per parameter, from
+    bsvm.diagnostics (arviz-stats, Vehtari et al. 2021), with a flag where Stan's thresholds are passed."""
+    from bsvm import diagnostics as D
 
     S = _as_chains(samples)
     n_chains, n_draws, n_par = S.shape
     names = list(names) if names is not None else [f"param {j}" for j in range(n_par)]
-    A = np.moveaxis(S, 2, 0)  # params x chains x draws
     with np.errstate(all="ignore"):
-        rhat = np.asarray(array_stats.rhat(A, chain_axis=-2, draw_axis=-1), dtype=float)
-        bulk = np.asarray(array_stats.ess(A, chain_axis=-2, draw_axis=-1, method="bulk"), dtype=float)
-        tail = np.asarray(array_stats.ess(A, chain_axis=-2, draw_axis=-1, method="tail", prob=(0.05, 0.95)),
-                          dtype=float)
-        mcse = np.asarray(array_stats.mcse(A, chain_axis=-2, draw_axis=-1, method="mean"), dtype=float)
+        rhat = np.atleast_1d(np.asarray(D.rhat(S), dtype=float))
+        bulk = np.atleast_1d(np.asarray(D.ess_bulk(S), dtype=float))
+        tail = np.atleast_1d(np.asarray(D.ess_tail(S), dtype=float))
+        mcse = np.atleast_1d(np.asarray(D.mcse(S), dtype=float))
     min_ess = ESS_PER_CHAIN_MIN * n_chains
     flags = []
     for j in range(n_par):
@@ -506,17 +613,28 @@ def draws_overlay(approx, exact, param: int, names=("approximate", "exact GibbsS
 
 def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_per_row: int = 330,
                  subtitle: str = "p(y = 1 | x)"):
-    """Several probability maps side by side on one 0..1 colour scale (the Compare page)."""
+    """Several maps side by side (the Compare page). ``maps`` holds each model's predict_proba on the
+    grid, (points, K): two classes on one 0..1 scale of p(classes[1]); 3+ classes coloured by class with
+    confidence as opacity (as :func:`class_map`). A 1-D array is taken as p(classes[1])."""
     names = list(maps)
     rows = max(1, int(np.ceil(len(names) / cols)))
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.05,
                         vertical_spacing=0.1)
     for k, name in enumerate(names):
         r, c = k // cols + 1, k % cols + 1
-        fig.add_trace(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(maps[name]), zmin=0, zmax=1,
-                                 colorscale=PROBA_SCALE, showscale=(k == 0),
-                                 colorbar=dict(title="p", len=0.8)), row=r, col=c)
-        _points(fig, X, y, classes, row=r, col=c, showlegend=(k == 0))
+        P = np.asarray(maps[name], dtype=float)
+        if P.ndim == 2 and P.shape[1] > 2:
+            for tr in class_map(grid, P, classes=classes).data:
+                fig.add_trace(tr, row=r, col=c)
+        else:
+            p1 = P[:, 1] if P.ndim == 2 else P
+            fig.add_trace(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(p1), zmin=0, zmax=1,
+                                     colorscale=PROBA_SCALE, showscale=(k == 0),
+                                     colorbar=dict(title="p", len=0.8)), row=r, col=c)
+        for tr in _point_traces(X, y, classes, showlegend=(k == 0)):
+            if P.ndim == 2 and P.shape[1] > 2:  # a dark rim on regions of the points' own colour
+                tr["marker"]["line"] = {"width": 0.8, "color": "#222"}
+            fig.add_trace(go.Scatter(tr), row=r, col=c)
     fig = _layout(fig, f"{subtitle}, one colour scale", rows * height_per_row + 40, legend=LEGEND_BELOW)
-    fig.update_layout(margin=dict(t=85))  # the subplot titles sit above each map, under the figure title
+    fig.update_layout(margin=dict(t=85), plot_bgcolor="white")  # subplot titles sit under the figure title
     return fig

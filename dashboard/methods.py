@@ -1,8 +1,15 @@
 """The methods the dashboard can run: one registry entry each, with option widgets, help and live plots.
 
-An entry names the estimator by module and class and is shown only when that import works, so a
-method appears as soon as its module lands. Options the class does not accept (checked against
+An entry names the estimator by module and class. When that import fails the entry is not offered,
+but the failure is kept (:func:`import_errors`) and the pages say which method is missing and why:
+a broken module never hides a method silently. Options the class does not accept (checked against
 ``get_params``) are neither shown nor passed, so an entry never breaks on a renamed parameter.
+
+Defaults are the library's: every option starts at the estimator's own default (``get_params()`` of a
+fresh instance), so the dashboard runs exactly what ``Estimator().fit(X, y)`` runs. The ``default``
+written in an :class:`Option` is used only when the estimator cannot be imported. Quick settings
+(``Method.fast``, used by the Compare page's "quick" switch and by tests) are listed next to that switch
+(:meth:`Method.fast_note`), so a page that deviates for speed says so.
 """
 
 from __future__ import annotations
@@ -73,8 +80,27 @@ class Method:
         ok = self.accepted()
         return [o for o in self.options if o.name in ok]
 
+    def library_defaults(self) -> dict:
+        """The estimator's own defaults (``get_params()`` of a fresh instance), for every parameter."""
+        cls = self.load()
+        return dict(cls().get_params()) if cls is not None else {}
+
     def defaults(self) -> dict:
-        return {o.name: o.default for o in self.visible_options()}
+        """The options' starting values: the library's defaults (so the dashboard runs what ``fit`` runs)."""
+        lib = self.library_defaults()
+        return {o.name: lib.get(o.name, o.default) for o in self.visible_options()}
+
+    def fast_note(self) -> str:
+        """What the quick settings change, e.g. "max_iter 60 (library 2000)"; empty when nothing."""
+        lib = self.library_defaults()
+        return ", ".join(f"{k} {v} (library {lib[k]})" for k, v in self.fast.items()
+                         if k in lib and lib[k] != v)
+
+    @property
+    def import_error(self) -> str | None:
+        """Why the estimator cannot be imported (None when it can)."""
+        self.load()
+        return _ERRORS.get((self.module, self.cls))
 
     def make(self, options: dict | None = None, seed: int | None = 0, fast: bool = False):
         """An estimator with the given options (unknown names dropped) and random_state = seed."""
@@ -101,12 +127,29 @@ class Method:
         return int(opts[self.iter_option])
 
 
+_ERRORS: dict[tuple[str, str], str] = {}
+
+
 @cache
 def _load(module: str, cls: str):
     try:
         return getattr(importlib.import_module(module), cls)
-    except Exception:  # noqa: BLE001 - a half-written module must hide its entry, not break the app
+    except Exception as exc:  # noqa: BLE001 - a broken module must not break the app: it is reported
+        _ERRORS[(module, cls)] = f"{type(exc).__name__}: {exc}"
         return None
+
+
+def import_errors(load: bool = True) -> dict[str, str]:
+    """Methods whose estimator failed to import: label -> the error (shown on the pages, never hidden).
+    ``load=False`` reports only the imports already tried (so a page that needs no method imports none)."""
+    out = {}
+    for m in METHODS.values():
+        if load:
+            m.load()
+        err = _ERRORS.get((m.module, m.cls))
+        if err is not None:
+            out[m.label] = err
+    return out
 
 
 SEED_HELP = "The seed comes from the Data page, so the same link reproduces the same run."
@@ -126,11 +169,11 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    ("svi", "batch", "linear")),
             Option("kernel", "Kernel", "select", "rbf", "rbf: one length scale; ard: one per feature; "
                    "linear: a straight boundary.", ("rbf", "ard", "linear")),
-            Option("n_inducing", "Inducing points", "int", 30, "How many points summarise the data (k-means "
+            Option("n_inducing", "Inducing points", "int", 100, "How many points summarise the data (k-means "
                    "centres). More is more accurate and slower; 20-100 is typical.", min=2, max=1000),
-            Option("batch_size", "Minibatch size", "int", 64, "Rows per stochastic step; at least n means "
+            Option("batch_size", "Minibatch size", "int", 256, "Rows per stochastic step; at least n means "
                    "full-batch steps.", min=1, max=100000),
-            Option("max_iter", "Max steps", "int", 300, "Stop after this many steps (or earlier when the "
+            Option("max_iter", "Max steps", "int", 2000, "Stop after this many steps (or earlier when the "
                    "ELBO stops changing).", min=1, max=1000000),
             Option("learning_rate", "Step-size schedule", "select", "auto", "auto: 1 for full batches, else "
                    "Robbins-Monro (t + tau)^-kappa; adaptive: Ranganath et al. (2013).",
@@ -140,12 +183,12 @@ METHODS: dict[str, Method] = {m.key: m for m in [
             Option("predictive", "Predictive", "select", "probit", "probit: Phi(m / sqrt(1 + v)); hinge: "
                    "the normalised hinge likelihood averaged over q(f). The Calibration page shows which "
                    "is better calibrated.", ("probit", "hinge")),
-            Option("progress_every", "Steps per record", "int", 5, "Steps between progress records (points "
+            Option("progress_every", "Steps per record", "int", 10, "Steps between progress records (points "
                    "on the live curves).", min=1, max=1000),
-            Option("tol", "Tolerance", "float", 1e-4, "Stop when the last few ELBO evaluations improve on "
+            Option("tol", "Tolerance", "float", 1e-5, "Stop when the last few ELBO evaluations improve on "
                    "the best before them by at most tol x |ELBO| (stochastic steps make the ELBO jitter).",
                    min=0.0, max=1.0),
-            Option("patience", "Patience", "int", 3, "How many ELBO evaluations without improvement end "
+            Option("patience", "Patience", "int", 5, "How many ELBO evaluations without improvement end "
                    "the run.", min=1, max=10**9),
         ),
         fast={"max_iter": 60, "n_inducing": 20},
@@ -214,8 +257,8 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    "rff: RBF kernel features for curved boundaries.", (None, "nystroem", "rff")),
             Option("n_chains", "Chains", "int", 4, "Independent chains from dispersed starts.",
                    min=1, max=64),
-            Option("n_samples", "Draws per chain", "int", 300, "Kept draws per chain.", min=10, max=100000),
-            Option("n_burnin", "Burn-in", "int", 300, "Discarded iterations (step-size adaptation happens "
+            Option("n_samples", "Draws per chain", "int", 500, "Kept draws per chain.", min=10, max=100000),
+            Option("n_burnin", "Burn-in", "int", 500, "Discarded iterations (step-size adaptation happens "
                    "here).", min=0, max=100000),
             Option("c", "c (cost)", "float", 1.0, "Scale of the hinge pseudo-likelihood (c -> 0: the prior).",
                    min=1e-4, max=1e3),
@@ -232,7 +275,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
             Option("features", "Features", "select", None, "None: the raw inputs (a linear SVM); nystroem / "
                    "rff: RBF kernel features.", (None, "nystroem", "rff")),
             Option("n_chains", "Chains", "int", 4, "Independent chains.", min=1, max=64),
-            Option("n_samples", "Draws per chain", "int", 300, "Kept draws per chain.", min=10, max=100000),
+            Option("n_samples", "Draws per chain", "int", 500, "Kept draws per chain.", min=10, max=100000),
             Option("n_burnin", "Burn-in", "int", 100, "Discarded iterations.", min=0, max=100000),
             Option("c", "c (cost)", "float", 1.0, "Scale of the hinge pseudo-likelihood.", min=1e-4, max=1e3),
         ),
@@ -250,7 +293,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    "classification ('Var. GP').", ("svc", "logistic")),
             Option("n_factors", "Covariance factors", "int", 3, "Rank of the factor-analysed covariance.",
                    min=0, max=50),
-            Option("max_iter", "Outer steps", "int", 30, "Quasi-Newton steps over the kernel parameters.",
+            Option("max_iter", "Outer steps", "int", 50, "Quasi-Newton steps over the kernel parameters.",
                    min=1, max=10000),
             Option("predict_with", "Predict with", "select", "mean", "mean: the GP predictive under q; mode: "
                    "an SVM trained with the adapted kernel.", ("mean", "mode")),

@@ -1,36 +1,117 @@
-"""A fit that advances in short chunks, so a page can redraw between them (no Streamlit here).
+"""Fits and other long work in background threads, apart from drawing (no Streamlit here).
 
-``LiveRun`` holds an estimator and its ``fit_iter`` generator. ``advance(budget)`` pulls progress
-records until the time budget is spent, ``step()`` pulls exactly one. Stopping is just not calling
-them again; the estimator then predicts with its last reported state (the base-class contract).
-Errors are kept as a message, never raised: a ValueError's text is what the user should read.
+A page never computes a fit itself. It asks the session's :class:`Registry` for a :class:`Run` (a fit:
+an estimator's ``fit_iter`` consumed by a worker thread) or a :class:`Job` (any callable taking a
+:class:`Token`, for CSV loading, Platt refits, the Compare and Calibration pages), and redraws from what
+the worker has published so far. The page's controls only set flags and return at once; the worker
+checks them between two progress records, so Pause/Stop/Reset act as soon as the record being computed
+is done, and the page shows the new status immediately.
+
+Threads, not processes: the engines spend their time in NumPy/BLAS, which release the GIL, and a thread
+shares the estimator with the page at no cost (the live map predicts with it). ``python -m benchmarks
+dashboard`` measures what this costs a fit watched in a browser. A job whose single step cannot be
+interrupted (one ``SVC.fit`` on many rows) may run in a child process instead (``process=True``), which
+Cancel terminates.
+
+Consistency: the generator writes the estimator's fitted attributes just before it yields. After each
+record the worker takes a shallow copy (:attr:`Run.view`): a page predicting with the view never sees an
+estimator half-way through an update. The estimator itself is the run's result (``history_`` and the
+state of the last record, as the base-class contract promises).
+
+Errors never escape: a ValueError's text is what the user should read; other exceptions are kept as
+``"TypeName: message"``.
 """
 
 from __future__ import annotations
 
+import copy
+import itertools
+import multiprocessing
+import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 
-IDLE, RUNNING, PAUSED, DONE, STOPPED, FAILED = "idle", "running", "paused", "done", "stopped", "failed"
+IDLE, RUNNING, PAUSED, DONE, STOPPED, FAILED, CANCELLED = (
+    "idle", "running", "paused", "done", "stopped", "failed", "cancelled")
+#: statuses after which a run can resume (Continue or Step)
+RESUMABLE = (IDLE, PAUSED, STOPPED)
+FINISHED = (DONE, FAILED, CANCELLED)
 
-#: The Train page's live view: seconds of fitting per redraw, the redraw period (fitting then drawing fit
-#: in one period) and the live map's grid size. The dashboard benchmark uses the same numbers.
-CHUNK_SECONDS = 0.1
+#: The Train page's redraw period (its fragment's ``run_every``) and the live map's grid size. The
+#: dashboard benchmark uses the same numbers.
 REDRAW_SECONDS = 0.2
 MAP_GRID = 45
 
+#: A run in the dashboard keeps at most about this many progress records: past 2 x MAX_RECORDS the
+#: older ones are thinned evenly to MAX_RECORDS (the first and the newest always kept). An endless
+#: S-BSVM run makes ~50 records a second, ~1 KB each; the live figures draw 600 points per curve anyway.
+#: ``fit()`` outside the dashboard keeps every record.
+MAX_RECORDS = 5000
 
-@dataclass
-class LiveRun:
-    estimator: object
-    X: object
-    y: object
-    max_iter: int | None = None
-    status: str = IDLE
-    error: str = ""
-    wall: float = 0.0  # seconds spent inside advance/step
-    _gen: object = field(default=None, repr=False)
+_ids = itertools.count(1)
 
+
+def _thin_history(estimator) -> None:
+    """Bound a long run's ``history_`` (called by the worker between records, when nothing else
+    appends). fit_iter appends to whatever list ``history_`` is, so replacing it is safe."""
+    h = getattr(estimator, "history_", None)
+    if h is None or len(h) <= 2 * MAX_RECORDS:
+        return
+    keep = sorted(set(int(round(i * (len(h) - 2) / (MAX_RECORDS - 1))) for i in range(MAX_RECORDS)))
+    estimator.history_ = [h[i] for i in keep] + [h[-1]]
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, ValueError):  # bad settings or data: the message says what to do
+        return str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Run:
+    """One fit: ``estimator.fit_iter(X, y)`` consumed by a worker thread.
+
+    Controls (each returns at once; safe to call from any thread, in any state):
+    :meth:`start`/:meth:`resume` run on, :meth:`pause` and :meth:`stop` halt after the current record
+    (a stopped run can still resume: the generator is kept), :meth:`step` runs exactly one more record,
+    :meth:`cancel` ends the run for good and frees the generator. ``min_interval`` > 0 spaces the records
+    out (the Train page's slow motion).
+    """
+
+    def __init__(self, estimator, X, y, *, max_iter: int | None = None, label: str = "", page: str = "",
+                 meta: dict | None = None):
+        self.id = next(_ids)
+        self.estimator = estimator
+        self.view = None  # shallow copy of the estimator at the last record (see the module docstring)
+        self.X, self.y = X, y
+        self.max_iter = max_iter
+        self.label = label or type(estimator).__name__
+        self.page = page
+        self.meta = dict(meta or {})
+        self.status = IDLE
+        self.error = ""
+        self.note = ""  # why the run was stopped or cancelled by the app (not the user), shown by pages
+        self.min_interval = 0.0
+        self.records = 0
+        self.wall = 0.0  # seconds the worker spent pulling records
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        self._gen = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._want = IDLE  # what the worker should do after the current record: RUNNING or a halt status
+        self._steps_left: int | None = None
+
+    @classmethod
+    def from_fitted(cls, estimator, **kw) -> Run:
+        """A finished run around an estimator fitted elsewhere (e.g. by a job)."""
+        r = cls(estimator, None, None, **kw)
+        r.status = r._want = DONE
+        r.records = len(r.history)
+        return r
+
+    # -- what pages read --------------------------------------------------------------------------------
     @property
     def history(self) -> list:
         return getattr(self.estimator, "history_", None) or []
@@ -42,7 +123,14 @@ class LiveRun:
 
     @property
     def fitted(self) -> bool:
-        return bool(self.history)
+        return self.view is not None or bool(self.history)
+
+    @property
+    def model(self):
+        """The estimator to predict with: the consistent view while the worker may write, else itself."""
+        if self.busy and self.view is not None:
+            return self.view
+        return self.estimator
 
     @property
     def rate(self) -> float:
@@ -52,58 +140,384 @@ class LiveRun:
 
     @property
     def fraction(self) -> float:
+        if self.status == DONE:
+            return 1.0
         if not self.max_iter:
-            return 1.0 if self.status == DONE else 0.0
-        return 1.0 if self.status == DONE else min(1.0, self.iteration / self.max_iter)
+            return 0.0
+        return min(1.0, self.iteration / self.max_iter)
+
+    @property
+    def busy(self) -> bool:
+        """A worker thread is alive (computing a record, or about to stop after it)."""
+        t = self._thread
+        return t is not None and t.is_alive()
 
     @property
     def active(self) -> bool:
-        return self.status in (RUNNING, PAUSED, IDLE)
+        return self.status not in FINISHED
 
-    def _pull(self) -> bool:
-        """One record; False when the run ended (finished or failed)."""
-        if self._gen is None:
-            self._gen = self.estimator.fit_iter(self.X, self.y)
+    @property
+    def can_resume(self) -> bool:
+        return self.status in RESUMABLE
+
+    # -- controls ---------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._go(None)
+
+    resume = start
+
+    def step(self, n: int = 1, wait: float = 0.0) -> None:
+        """Run ``n`` more records then pause; wait up to ``wait`` seconds for them (so a page can show the
+        new record in the same redraw)."""
+        before = self.records
+        self._go(max(1, int(n)))
+        if wait > 0:
+            t_end = time.perf_counter() + wait
+            while self.busy and self.records < before + n and time.perf_counter() < t_end:
+                time.sleep(0.005)
+
+    def pause(self) -> None:
+        self._halt(PAUSED)
+
+    def stop(self, note: str = "") -> None:
+        self._halt(STOPPED, note)
+
+    def cancel(self, note: str = "") -> None:
+        """End the run for good; the estimator keeps the state of its last record."""
+        self._halt(CANCELLED, note)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the worker to exit (tests, benchmarks); True when it has."""
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+        return not self.busy
+
+    def wait(self, timeout: float = 60.0, poll: float = 0.01) -> bool:
+        """Wait until the run is no longer running (done, failed, paused after a step...)."""
+        t_end = time.perf_counter() + timeout
+        while self.status == RUNNING and time.perf_counter() < t_end:
+            time.sleep(poll)
+        return self.status != RUNNING
+
+    def _go(self, steps: int | None) -> None:
+        with self._lock:
+            if self.status in FINISHED:
+                return
+            self._want, self._steps_left = RUNNING, steps
+            self.status = RUNNING
+            if self.started_at is None:
+                self.started_at = time.perf_counter()
+            self._wake.set()
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._work, name=f"bsvm-run-{self.id}", daemon=True)
+                self._thread.start()
+
+    def _halt(self, status: str, note: str = "") -> None:
+        close = None
+        with self._lock:
+            if self.status in FINISHED:
+                return
+            if note:
+                self.note = note
+            self._want = status
+            self.status = status
+            self._wake.set()
+            alive = self._thread is not None and self._thread.is_alive()
+            if status == CANCELLED and not alive:  # nobody is inside the generator: free it here
+                close, self._gen = self._gen, None
+                self.finished_at = time.perf_counter()
+        if close is not None:
+            close.close()
+
+    # -- the worker -------------------------------------------------------------------------------------
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if self._want != RUNNING:  # pause, stop or cancel: leave; Continue starts a new worker
+                    if self._want == CANCELLED:
+                        gen, self._gen = self._gen, None
+                        self.finished_at = time.perf_counter()
+                        if gen is not None:
+                            gen.close()
+                    self._thread = None if self._thread is threading.current_thread() else self._thread
+                    return
+                gen = self._gen
+            if gen is None:
+                # fit_iter checks the parameters, the data and the cost when called (outside the lock:
+                # the controls must not wait for it); a refusal ends the run with its message
+                try:
+                    gen = self.estimator.fit_iter(self.X, self.y)
+                except Exception as exc:  # noqa: BLE001 - a refused fit ends the run, not the page
+                    with self._lock:
+                        self.error = _message(exc)
+                        self.status = self._want = FAILED
+                        self.finished_at = time.perf_counter()
+                        self._thread = None
+                    return
+                with self._lock:
+                    self._gen = gen
+            t0 = time.perf_counter()
+            try:
+                next(gen)
+                ended, error = False, ""
+            except StopIteration:
+                ended, error = True, ""
+            except Exception as exc:  # noqa: BLE001 - a failed fit must end the run, not the page
+                ended, error = True, _message(exc)
+            with self._lock:
+                self.wall += time.perf_counter() - t0
+                if ended:
+                    self._gen = None
+                    self.error = error
+                    self.status = self._want = FAILED if error else DONE
+                    self.finished_at = time.perf_counter()
+                    if not error:
+                        self.view = None  # the estimator is final: pages use it directly
+                    self._thread = None
+                    return
+                self.records += 1
+                _thin_history(self.estimator)
+                self.view = copy.copy(self.estimator)
+                if self._steps_left is not None:
+                    self._steps_left -= 1
+                    if self._steps_left <= 0 and self._want == RUNNING:
+                        self._want = self.status = PAUSED
+                interval = self.min_interval
+            if interval > 0 and self._want == RUNNING:
+                self._wake.clear()
+                self._wake.wait(interval)  # slow motion; a control change wakes the worker
+
+
+# ------------------------------------------------------------------------------------------------ jobs
+
+
+class Cancelled(Exception):
+    """Raised by :meth:`Token.check` inside a job whose user pressed Cancel."""
+
+
+@dataclass
+class Token:
+    """Handed to a job's callable: report progress, and check for cancellation between steps."""
+
+    cancelled: bool = False
+    fraction: float = 0.0
+    text: str = ""
+    _proc: object = field(default=None, repr=False)
+
+    def progress(self, fraction: float, text: str = "") -> None:
+        self.fraction = float(min(1.0, max(0.0, fraction)))
+        if text:
+            self.text = text
+        self.check()
+
+    def check(self) -> None:
+        if self.cancelled:
+            raise Cancelled()
+
+
+def _child(conn, fn, args):  # runs in the child process of a process job
+    try:
+        conn.send(("ok", fn(*args)))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        conn.send(("error", _message(exc)))
+    finally:
+        conn.close()
+
+
+class Job:
+    """Any long piece of work: ``fn(token, *args)`` in a thread (or ``fn(*args)`` in a child process when
+    ``process=True``: for one uninterruptible call, which Cancel then terminates)."""
+
+    def __init__(self, fn, *args, label: str = "", page: str = "", process: bool = False,
+                 meta: dict | None = None):
+        self.id = next(_ids)
+        self.fn, self.args = fn, args
+        self.label = label or getattr(fn, "__name__", "job")
+        self.page = page
+        self.meta = dict(meta or {})
+        self.process = process
+        self.token = Token()
+        self.status = IDLE
+        self.result = None
+        self.error = ""
+        self.note = ""
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def fraction(self) -> float:
+        return 1.0 if self.status == DONE else self.token.fraction
+
+    @property
+    def text(self) -> str:
+        return self.token.text
+
+    @property
+    def elapsed(self) -> float:
+        if self.started_at is None:
+            return 0.0
+        return (self.finished_at or time.perf_counter()) - self.started_at
+
+    @property
+    def busy(self) -> bool:
+        t = self._thread
+        return t is not None and t.is_alive()
+
+    @property
+    def active(self) -> bool:
+        return self.status not in FINISHED
+
+    def start(self) -> Job:
+        if self.status == IDLE:
+            self.status = RUNNING
+            self.started_at = time.perf_counter()
+            self._thread = threading.Thread(target=self._work, name=f"bsvm-job-{self.id}", daemon=True)
+            self._thread.start()
+        return self
+
+    def cancel(self, note: str = "") -> None:
+        if self.status in FINISHED:
+            return
+        if note:
+            self.note = note
+        self.token.cancelled = True
+        self.status = CANCELLED
+        self.finished_at = time.perf_counter()
+        proc = self.token._proc
+        if proc is not None and proc.is_alive():
+            proc.terminate()
+
+    stop = cancel
+
+    def join(self, timeout: float | None = None) -> bool:
+        t = self._thread
+        if t is not None:
+            t.join(timeout)
+        return not self.busy
+
+    def _work(self) -> None:
         try:
-            next(self._gen)
-            return True
-        except StopIteration:
+            result = self._run_process() if self.process else self.fn(self.token, *self.args)
+        except Cancelled:
+            return
+        except Exception as exc:  # noqa: BLE001 - shown as a message by the page
+            if self.status != CANCELLED:
+                self.error, self.status = _message(exc), FAILED
+                self.finished_at = time.perf_counter()
+            return
+        if self.status != CANCELLED:
+            self.result, self.token.fraction = result, 1.0
             self.status = DONE
-        except ValueError as exc:  # bad settings or data: the message says what to do
-            self.status, self.error = FAILED, str(exc) or type(exc).__name__
-        except Exception as exc:  # noqa: BLE001 - a numerical failure must end the run, not the page
-            self.status, self.error = FAILED, f"{type(exc).__name__}: {exc}"
-        self._gen = None
-        return False
+            self.finished_at = time.perf_counter()
 
-    def advance(self, budget: float = 0.15, max_records: int | None = None) -> int:
-        """Pull records for about ``budget`` seconds, or until ``max_records`` were pulled (slow motion);
-        returns how many were pulled."""
-        if self.status in (DONE, STOPPED, FAILED):
-            return 0
-        t0 = time.perf_counter()
-        n = 0
-        while self._pull():
-            n += 1
-            if time.perf_counter() - t0 >= budget or (max_records is not None and n >= max_records):
-                break
-        self.wall += time.perf_counter() - t0
-        return n
+    def _run_process(self):
+        ctx = multiprocessing.get_context("spawn")  # no fork of a server with threads
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(child, self.fn, self.args), daemon=True)
+        self.token._proc = proc
+        proc.start()
+        child.close()
+        try:
+            while proc.is_alive() or parent.poll():
+                if self.token.cancelled:
+                    raise Cancelled()
+                if parent.poll(0.1):
+                    kind, value = parent.recv()
+                    if kind == "error":
+                        raise RuntimeError(value) if ":" in value else ValueError(value)
+                    return value
+            raise RuntimeError(f"the worker process ended without a result (exit code {proc.exitcode})")
+        finally:
+            if proc.is_alive():
+                proc.terminate()
+            proc.join(1)
+            parent.close()
 
-    def step(self) -> int:
-        if self.status in (DONE, STOPPED, FAILED):
-            return 0
-        t0 = time.perf_counter()
-        n = int(self._pull())
-        self.wall += time.perf_counter() - t0
-        if self.status not in (DONE, FAILED):
-            self.status = PAUSED
-        return n
 
-    def stop(self) -> None:
-        """End the run for good (the estimator keeps its last state); frees the generator."""
-        if self._gen is not None:
-            self._gen.close()
-            self._gen = None
-        if self.status not in (DONE, FAILED):
-            self.status = STOPPED
+# --------------------------------------------------------------------------------------------- registry
+
+
+def _cancel_all(items: dict) -> None:
+    for item in list(items.values()):
+        item.cancel("the session ended")
+
+
+class Registry:
+    """A session's runs and jobs by name (one per name: starting a new one cancels the old one).
+
+    Kept in ``st.session_state``; when the session goes away, a finaliser cancels whatever still runs,
+    so no worker outlives its browser tab for long.
+    """
+
+    def __init__(self):
+        self.items: dict[str, Run | Job] = {}
+        self._finalizer = weakref.finalize(self, _cancel_all, self.items)
+
+    def get(self, name: str):
+        return self.items.get(name)
+
+    def put(self, name: str, item: Run | Job, start: bool = True):
+        old = self.items.get(name)
+        if old is not None and old is not item:
+            old.cancel("replaced by a new run")
+        self.items[name] = item
+        if start:
+            item.start()
+        return item
+
+    def pop(self, name: str, note: str = "reset"):
+        item = self.items.pop(name, None)
+        if item is not None:
+            item.cancel(note)
+        return item
+
+    def halt_page(self, page: str, note: str) -> list:
+        """Stop the fits and cancel the jobs started on ``page`` (the user left it); returns them."""
+        halted = []
+        for item in list(self.items.values()):
+            if item.page == page and item.status == RUNNING:
+                (item.stop if isinstance(item, Run) else item.cancel)(note)
+                halted.append(item)
+        return halted
+
+    def halt_data(self, data_key: str, note: str) -> list:
+        """Stop the work made for other data than ``data_key`` (the data changed); returns it."""
+        halted = []
+        for item in list(self.items.values()):
+            key = item.meta.get("data_key")
+            if key is not None and key != data_key and item.status == RUNNING:
+                (item.stop if isinstance(item, Run) else item.cancel)(note)
+                halted.append(item)
+        return halted
+
+    def running(self) -> list:
+        return [i for i in self.items.values() if i.status == RUNNING or i.busy]
+
+    def cancel_all(self, note: str = "") -> None:
+        _cancel_all(self.items)
+
+
+# ------------------------------------------------------------------------------------- job callables
+
+
+def fit_in_job(token: Token, estimator, X, y, cap: int | None = None, label: str = ""):
+    """A job body: fit ``estimator`` to the end, reporting progress and honouring Cancel between
+    records. Returns the fitted estimator."""
+    name = label or type(estimator).__name__
+    token.progress(0.0, f"{name}: starting")
+    for rec in estimator.fit_iter(X, y):
+        token.progress(rec.iteration / cap if cap else 0.0, f"{name}: iteration {rec.iteration}")
+    return estimator
+
+
+def fit_plain(estimator, X, y):
+    """A process-job body (no token: the process is terminated on Cancel). Returns the fitted
+    estimator, pickled back to the server."""
+    return estimator.fit(X, y)
+
+
+#: above this many training rows a PlattSVM refit runs in a child process (one SVC fit cannot be
+#: interrupted in a thread; starting the process costs about a second, negligible at that size)
+PROCESS_ROWS = 5000

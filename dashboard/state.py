@@ -16,11 +16,13 @@ from bsvm.samples import SAMPLES, sample_path
 
 from .analysis import Prepared, prepare
 from .methods import METHODS
+from .runner import Registry
 
 UPLOAD = "upload"
+PLAYGROUND = "playground"  # generated 2-D points edited by clicks (dashboard/playground.py)
 MAX_UPLOAD_MB = 20
 DEFAULTS = {"sample": "ripley.csv", "label": "label", "features": [], "std": True, "test": 0.3, "seed": 0,
-            "method": "sbsvm"}
+            "method": "sbsvm", "dropna": False}
 _QP = {"sample": "sample", "label": "label", "features": "features", "std": "std", "test": "test",
        "seed": "seed", "method": "method"}
 
@@ -90,12 +92,12 @@ def url_params() -> dict:
     """The settings as query-string values (method options only where they differ from the default)."""
     c = cfg()
     out = {}
-    if c["sample"] != UPLOAD:
+    if c["sample"] not in (UPLOAD, PLAYGROUND):
         out["sample"] = c["sample"]
     for k in ("label", "std", "test", "seed", "method"):
         v = c[k]
         out[_QP[k]] = ("1" if v else "0") if isinstance(v, bool) else str(v)
-    if c["features"] and c["sample"] != UPLOAD:
+    if c["features"] and c["sample"] not in (UPLOAD, PLAYGROUND):
         out["features"] = ",".join(c["features"])
     m = METHODS.get(c["method"])
     # Options only once some were chosen (the Train page fills them in): checking m.available imports the
@@ -138,26 +140,53 @@ def bind(widget, name: str, label: str, store: dict | None = None, scope: str = 
 
 # ------------------------------------------------------------------------------------------- data
 
-_SAMPLE_CACHE: dict[str, LoadedCSV] = {}
+@st.cache_resource(show_spinner=False, max_entries=32)
+def _sample_table(sample: str, label: str, features: tuple) -> LoadedCSV:
+    """A shipped sample, parsed once per server (shared read-only by every session)."""
+    return load_csv(sample_path(sample), label=label, features=list(features) or None)
 
 
 def loaded_table(c: dict) -> LoadedCSV | None:
+    if c["sample"] == PLAYGROUND:
+        pg = st.session_state.get("playground")
+        return pg.loaded() if pg is not None else None
     if c["sample"] == UPLOAD:
         up = st.session_state.get("upload")
         if up is None:
             return None
-        return load_csv(up["bytes"], label=c["label"], features=c["features"] or None)
-    key = f"{c['sample']}|{c['label']}|{','.join(c['features'])}"
-    if key not in _SAMPLE_CACHE:
-        _SAMPLE_CACHE[key] = load_csv(sample_path(c["sample"]), label=c["label"],
-                                      features=c["features"] or None)
-    return _SAMPLE_CACHE[key]
+        return load_csv(up["bytes"], label=c["label"], features=c["features"] or None,
+                        dropna=bool(c.get("dropna")))
+    return _sample_table(c["sample"], c["label"], tuple(c["features"]))
+
+
+# ------------------------------------------------------------------------------------------- runs
+
+
+def registry() -> Registry:
+    """This session's runs and jobs (see dashboard/runner.py)."""
+    reg = st.session_state.get("_registry")
+    if reg is None:
+        reg = st.session_state["_registry"] = Registry()
+    return reg
+
+
+def enter_page(page: str) -> None:
+    """Called by app.py on every full run: when the user has left a page, stop what it started there
+    (a stopped fit can Continue later) and say so."""
+    prev = st.session_state.get("_page")
+    st.session_state["_page"] = page
+    if prev is None or prev == page:
+        return
+    for item in registry().halt_page(prev, f"you left the {prev.title()} page"):
+        st.toast(f"Stopped {item.label}: you left the {prev.title()} page.", icon=":material/stop_circle:")
 
 
 def data_key(c: dict) -> str:
     src = c["sample"]
     if src == UPLOAD and st.session_state.get("upload") is not None:
-        src = "upload:" + st.session_state["upload"]["digest"]
+        src = "upload:" + st.session_state["upload"]["digest"] + f":na{int(bool(c.get('dropna')))}"
+    if src == PLAYGROUND and st.session_state.get("playground") is not None:
+        src = "playground:" + st.session_state["playground"].digest
     return f"{src}|{c['label']}|{','.join(c['features'])}|{c['std']}|{c['test']}|{c['seed']}"
 
 
@@ -173,13 +202,20 @@ def current_data() -> Prepared | None:
         if loaded is None:
             return None
         truth = SAMPLES[c["sample"]].truth if c["sample"] in SAMPLES else None
-        all_features = not c["features"] or list(c["features"]) == list(loaded.feature_names)
+        truth_kw = {}
+        if c["sample"] == PLAYGROUND:
+            truth, truth_kw = st.session_state["playground"].truth
+        # analysis.prepare keeps the truth only on the generator's own axes (all columns, in order)
         data = prepare(loaded, c["features"] or None, c["std"], float(c["test"]), int(c["seed"]),
-                       truth=truth if all_features else None, key=key)
+                       truth=truth, key=key, truth_kw=truth_kw)
     except ValueError as exc:
-        st.error(f"The data could not be used: {exc}")
+        up = st.session_state.get("upload") if c["sample"] == UPLOAD else None
+        where = f" ({up['name']})" if up else ""
+        st.error(f"The data could not be used{where}: {exc}")
         return None
     st.session_state["data"] = data
+    for item in registry().halt_data(key, "the data changed"):
+        st.toast(f"Stopped {item.label}: the data changed.", icon=":material/stop_circle:")
     return data
 
 
@@ -223,3 +259,53 @@ def available_methods_for(data: Prepared | None):
     from .methods import available_methods
 
     return available_methods(binary=data.binary if data is not None else True)
+
+
+def start_job(name: str, job) -> None:
+    """Start ``job`` under ``name`` (cancelling the previous job of that name)."""
+    registry().put(name, job)
+
+
+def job_view(name: str, key=None):
+    """Show the job ``name``: while it runs, a progress bar and a Cancel button redrawn by a fragment;
+    afterwards its result (returned, when it finished for ``key``), a failure or a cancellation note.
+    Returns the job's result once it is done (and its ``meta["key"]`` equals ``key``), else None."""
+    job = registry().get(name)
+    if job is None or (key is not None and job.meta.get("key") != key):
+        return None
+    if job.status == "done":
+        return job.result
+    if job.status == "failed":
+        st.error(f"{job.label} failed: {job.error}")
+        return None
+    if job.status == "cancelled":
+        why = f" ({job.note})" if job.note and job.note != "reset" else ""
+        a, b = st.columns([5, 1])
+        a.info(f"{job.label}: cancelled{why}.", icon=":material/cancel:")
+        b.button("Run again", key=f"retry:{name}", on_click=_forget_job, args=(name,))
+        return None
+    _job_progress(name)
+    return None
+
+
+@st.fragment(run_every=0.3)
+def _job_progress(name: str) -> None:
+    job = registry().get(name)
+    if job is None:
+        return
+    if job.status != "running":
+        st.rerun(scope="app")  # finished, failed or cancelled: let the page show the outcome
+    a, b = st.columns([5, 1])
+    text = job.text or f"{job.label}: working"
+    a.progress(job.fraction, text=f"{text} ({job.elapsed:.1f} s)")
+    b.button("Cancel", key=f"cancel:{name}", icon=":material/cancel:", on_click=_cancel_job, args=(name,))
+
+
+def _forget_job(name: str) -> None:
+    registry().items.pop(name, None)
+
+
+def _cancel_job(name: str) -> None:
+    job = registry().get(name)
+    if job is not None:
+        job.cancel("cancelled by you")

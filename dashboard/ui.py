@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
-from . import figures, state
-from .analysis import Prepared, make_grid, overlay_points, positive_proba
+from . import analysis, figures, state
+from .analysis import Prepared, make_grid
 from .methods import Method
 
 
@@ -46,37 +47,168 @@ def safe(fn, *args, what: str = "The method", **kw):
 
 def shown_points(data: Prepared, max_points: int = 800):
     """Training points to draw on a map (a fixed random subset when there are many)."""
-    n = len(data.y_train)
-    if n <= max_points:
-        return data.X_train, data.y_train
-    idx = np.random.default_rng(0).choice(n, max_points, replace=False)
-    return data.X_train[idx], data.y_train[idx]
+    return analysis.shown_points(data, max_points)
 
 
-_MAP_CACHE: dict = {}
+@st.cache_data(max_entries=16, show_spinner=False)
+def _grid_and_truth(key: str, n: int, _data: Prepared):
+    grid = make_grid(np.vstack([_data.X_train, _data.X_test]), n)
+    return grid, (_data.true_proba(grid.points) if _data.truth else None)
 
 
 def map_grid(data: Prepared, n: int = 60):
-    """The evaluation grid for a data set and the true p(y|x) on it (None if unknown), computed once:
-    a live view redraws several times a second and the truth does not change."""
-    key = (data.key, n)
-    if key not in _MAP_CACHE:
-        if len(_MAP_CACHE) > 16:
-            _MAP_CACHE.clear()
-        grid = make_grid(np.vstack([data.X_train, data.X_test]), n)
-        _MAP_CACHE[key] = (grid, data.true_proba(grid.points) if data.truth else None)
-    return _MAP_CACHE[key]
+    """The evaluation grid for a data set and the true p(y|x) on it (None if unknown), computed once per
+    data set (``st.cache_data``, keyed by the data's key): a live view redraws several times a second and
+    the truth does not change."""
+    return _grid_and_truth(data.key, n, data)
 
 
 def proba_map(model, data: Prepared, title: str, n: int = 60, truth: bool = True):
-    """The probability heatmap of a fitted 2-D model (None with an st.error if prediction fails)."""
+    """The map of a fitted 2-D model (figures.model_map: p(y|x) with the true p(y|x) contours where
+    known, or classes coloured by confidence); None with an st.error if prediction fails."""
     grid, true_p = map_grid(data, n)
-    p = safe(positive_proba, model, grid.points, what="Prediction")
-    if p is None:
+    return safe(figures.model_map, model, data, grid, title, truth=true_p if truth else None,
+                what="Prediction")
+
+
+def uncertainty_map(model, data: Prepared, name: str, kind: str, n: int = 60):
+    """The uncertainty map of one model on the shared scale (see analysis.uncertainty), or None with a
+    note when the model has no such quantity."""
+    grid, _ = map_grid(data, n)
+    u = safe(analysis.uncertainty, model, grid.points, kind, what=f"Uncertainty of {name}")
+    if u is None:
         return None
-    overlay, overlay_name = overlay_points(model)
     X, y = shown_points(data)
-    label = f"p(y = {data.classes[1]} | x)" if data.binary else "p(predicted class | x)"
-    t = true_p if truth else None
-    return figures.proba_heatmap(grid, p, X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
-                                 truth=t, title=f"{title}: {label}", axis_titles=tuple(data.feature_names))
+    return figures.value_heatmap(grid, u.values, X, y, data.classes, title=f"{name}: {u.name}",
+                                 colorbar_title=u.name.split(" (")[0], zmax=u.zmax,
+                                 axis_titles=tuple(data.feature_names))
+
+
+# ------------------------------------------------------------------------------------------- charts
+
+PRESENTATION_KEY = "presentation"
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get(PRESENTATION_KEY))
+
+
+def presentation_toggle() -> None:
+    """The sidebar switch for presentation mode: larger type everywhere, a narrower sidebar and less
+    padding, so a page fits a 1280x720 projector. Call once per run (app.py's sidebar)."""
+    st.toggle("Presentation mode", key=PRESENTATION_KEY,
+              help="Larger type for a projector or a screen share; pages fit 1280x720.")
+    if presenting():
+        st.html("<style>"
+                "html, body, [data-testid='stAppViewContainer'] {font-size: 20px;}"
+                "[data-testid='stMarkdownContainer'] p, [data-testid='stMarkdownContainer'] li "
+                "{font-size: 1.1rem; line-height: 1.45;}"
+                "[data-testid='stMainBlockContainer'] {padding: 3.6rem 1.5rem 2rem 1.5rem; max-width: 100%;}"
+                "h1 {font-size: 2.1rem !important; padding-top: 0.2rem !important;}"
+                "[data-testid='stSidebar'] {min-width: 270px !important; max-width: 270px !important;}"
+                "[data-testid='stSidebar'] [data-testid='stMarkdownContainer'] p {font-size: 0.95rem;}"
+                "[data-testid='stWidgetLabel'] p {font-size: 1.05rem !important;}"
+                "</style>")
+
+
+def styled(fig):
+    """The figure as shown: in presentation mode with larger fonts (a copy; the builder stays pure)."""
+    if not presenting():
+        return fig
+    fig = go.Figure(fig)
+    fig.update_layout(font={"size": 17}, title_font={"size": 21}, legend_font={"size": 16})
+    # Streamlit's chart theme sets its own axis fonts: name the sizes on the axes themselves
+    fig.update_xaxes(tickfont_size=15, title_font_size=17)
+    fig.update_yaxes(tickfont_size=15, title_font_size=17)
+    return fig
+
+
+@st.cache_resource(show_spinner=False)
+def _kaleido_server() -> bool:
+    """One long-lived headless Chrome for PNG export (kaleido 1.x): the first image then takes ~8 s, the
+    next ones ~0.5 s. kaleido finds Debian's /usr/bin/chromium itself; BROWSER_PATH overrides."""
+    import os
+
+    import kaleido
+
+    if os.path.exists("/usr/bin/chromium"):
+        os.environ.setdefault("BROWSER_PATH", "/usr/bin/chromium")
+    kaleido.start_sync_server(silence_warnings=True)
+    return True
+
+
+def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
+    """The figure as PNG through kaleido (needs a Chrome/Chromium)."""
+    _kaleido_server()
+    h = height or int(fig.layout.height or 500)
+    return fig.to_image(format="png", width=width, height=h, scale=1)
+
+
+def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
+    """``st.plotly_chart`` with presentation styling and, under it, a PNG download made on click."""
+    st.plotly_chart(styled(fig), key=key, **kw)
+    if png:
+        st.download_button("PNG", data=lambda: _png_or_message(fig), file_name=f"{name or key}.png",
+                           mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",
+                           type="tertiary", help="Download this figure as a PNG image (drawn by kaleido in "
+                                                 "a headless Chromium; the first one takes a few seconds).")
+
+
+def _png_or_message(fig) -> bytes:
+    try:
+        return png_bytes(fig)
+    except Exception as exc:  # noqa: BLE001 - a missing browser must not break the page
+        return (f"PNG export failed ({type(exc).__name__}: {exc}). It needs the kaleido package and "
+                "Chromium (apt-get install chromium), see the README.").encode()
+
+
+def import_problems(load: bool = False) -> None:
+    """Say which methods could not be imported and why (a broken module is reported, never hidden).
+    ``load=False``: only the imports tried so far (the Train page tries every method's)."""
+    from .methods import import_errors
+
+    errors = import_errors(load)
+    if errors:
+        st.warning("Not available: " + "; ".join(f"**{k}** ({v})" for k, v in errors.items()),
+                   icon=":material/error:")
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def _fitted(data_key: str, method_key: str, options_key: str, seed: int, _data: Prepared, _method: Method,
+            _options: dict):
+    """A model fitted to the end on the training rows, kept per (data, method, options, seed)."""
+    import warnings
+
+    est = _method.make(dict(_options), seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the page reports the fit, not the library's warnings
+        return est.fit(_data.X_train, _data.y_train)
+
+
+def playground_refit(data: Prepared) -> None:
+    """Beside the playground's canvas: the current method refitted on the edited points (its library
+    defaults, or the options chosen on the Train page), as a map."""
+    method, _ = state.method_for(data)
+    if method is None:
+        return
+    on = st.toggle(f"Refit {method.label} after each edit", value=True, key="pg_refit",
+                   help="Fits the method chosen on the Train page, with its options there (the library's "
+                        "defaults unless changed), on the training rows of the edited data.")
+    if not on:
+        return
+    opts = dict(state.method_options(method.key))
+    seed = int(state.cfg()["seed"])
+    with st.spinner(f"Fitting {method.label}..."):
+        model = safe(_fitted, data.key, method.key, repr(sorted(opts.items())), seed, data, method, opts,
+                     what=f"Fitting {method.label}")
+    if model is not None:
+        from .playground import click_grid
+
+        pg = st.session_state["playground"]
+        pts = click_grid(pg, 2)  # the canvas's corners
+        grid = analysis.Grid(np.linspace(pts[0, 0], pts[-1, 0], 50), np.linspace(pts[0, 1], pts[-1, 1], 50))
+        fig = safe(figures.model_map_raw, model, data, grid, pg.X, pg.y, method.label, what="Prediction")
+        if fig is not None:
+            chart(fig, key="pg_map", name="playground_map")
+            st.caption("The refitted model on the canvas's coordinates: white is p = 0.5"
+                       + (", dotted lines the generator's true p(y|x)." if data.truth else "."))

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from benchmarks.sbsvm import DEFAULT_PRIOR_VARIANCE, PRIOR_VARIANCE_GRID, one_se_towards_default
-from benchmarks.seeger import linear_discriminant_error, ripley_pima
+from benchmarks.seeger import linear_discriminant_error, mass_pima
 
 
 def _cv_results(scores):
@@ -41,11 +41,11 @@ def test_linear_discriminant_baseline():
     assert linear_discriminant_error(X[:100], y[:100], X[100:], flipped[100:]) >= 0.95
 
 
-def test_ripley_pima_is_the_532_complete_cases():
-    data = ripley_pima()
+def test_mass_pima_is_ripleys_split():
+    data = mass_pima()
     if data is None:
-        pytest.skip("../shared/datasets/raetsch not available")
-    X, y = data
-    # Ripley (1996): 200 + 332 cases with 68 + 109 diabetic; 7 inputs (insulin dropped)
-    assert X.shape == (532, 7)
-    assert int(np.sum(y == np.max(y))) == 177
+        pytest.skip("../shared/datasets/mass not available")
+    X_tr, y_tr, X_te, y_te = data
+    # Ripley (1996): Pima.tr 200 cases, 68 diabetic; Pima.te 332 cases, 109 diabetic; 7 inputs
+    assert X_tr.shape == (200, 7) and X_te.shape == (332, 7)
+    assert int(y_tr.sum()) == 68 and int(y_te.sum()) == 109

@@ -1,19 +1,39 @@
-"""Real-browser test: Playwright drives Debian's chromium against `streamlit run dashboard/app.py`.
+"""Real-browser tests: Playwright drives Debian's chromium against `streamlit run dashboard/app.py`.
 
 Skipped (with the reason) when /usr/bin/chromium or the playwright package is missing; Playwright's own
-browser download is never used. Screenshots go to tests/screenshots/ (git-ignored).
+browser download is never used. Every step waits on a condition of the page (a status text, a chart
+drawn, a button enabled), never on a fixed sleep, so a slow machine makes the test slower, not flaky.
+Screenshots of every page at 1280x720 and 1920x1080 go to tests/screenshots/ (git-ignored).
+
+The default run is a tour with every control and every page, and odd CSV uploads. ``BSVM_FULL_CRAWL=1``
+adds the seeded crawl over every page x every method with random clicks (minutes; the same crawl is
+``python -m benchmarks dashboard --crawl``) and the full Compare run.
 """
 
 import importlib.util
 import os
-import time
+import re
 from pathlib import Path
 
 import pytest
 
-from benchmarks._browser import CHROMIUM, CHROMIUM_ARGS, ROOT, dashboard_server
+from benchmarks._browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    PAGES,
+    ROOT,
+    button,
+    crawl,
+    dashboard_server,
+    exception_texts,
+    go,
+    progress_text,
+    wait_plotly,
+    wait_status,
+)
 
 SHOTS = ROOT / "tests" / "screenshots"
+SIZES = {"1280x720": (1280, 720), "1920x1080": (1920, 1080)}
 
 pytestmark = pytest.mark.browser
 
@@ -25,146 +45,192 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 @pytest.fixture(scope="module")
 def server():
     try:
-        with dashboard_server() as (url, _):
+        with dashboard_server() as (url, _, _pid):
             yield url
     except RuntimeError as err:
         pytest.fail(str(err))
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def browser():
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        # tall enough that one screenshot shows a whole page (Streamlit scrolls inside its main block)
-        pg = browser.new_page(viewport={"width": 1500, "height": 2200})
-        pg.set_default_timeout(30_000)
-        yield pg
-        browser.close()
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, request):
+    pg = browser.new_page(viewport={"width": 1280, "height": 720})
+    pg.set_default_timeout(90_000)  # a slow, shared machine: conditions, not sleeps, decide
+    sync_api.expect.set_options(timeout=90_000)
+    yield pg
+    pg.screenshot(path=str(SHOTS / f"last_{request.node.name}.png"))  # where it ended (or failed)
+    pg.close()
 
 
 def _no_exception(pg, where: str) -> None:
-    assert pg.locator('[data-testid="stException"]').count() == 0, f"exception shown on {where}"
+    found = exception_texts(pg)
+    assert not found, f"exception shown on {where}: {found}"
 
 
-def _go(pg, title: str) -> None:
-    pg.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
-    pg.locator("h1", has_text=title).first.wait_for()
+def _shots(pg, name: str) -> None:
+    """One screenshot per size; the charts are waited for before each."""
+    for label, (w, h) in SIZES.items():
+        pg.set_viewport_size({"width": w, "height": h})
+        pg.wait_for_function(DRAWN)  # the charts have been (re)drawn at this size
+        pg.screenshot(path=str(SHOTS / f"{name}_{label}.png"))
+    pg.set_viewport_size({"width": 1280, "height": 720})
 
 
-def _plot_titled(pg, text: str):
-    # Streamlit 1.67 remounts a Plotly chart whenever its figure changes, so during a live run the old
-    # and the new copy of a chart briefly coexist: look only at visible ones.
-    return pg.locator(".js-plotly-plot", has=pg.locator(".gtitle", has_text=text)).filter(visible=True)
+DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+                     .every(p => p.querySelector('.main-svg'))"""
+STEPPED = r"""(before) => { const p = document.querySelector('[data-testid="stProgress"]');
+                             const m = p && p.innerText.match(/iteration (\d+)/);
+                             return m && Number(m[1]) > before; }"""
 
 
-def _open_data_page(pg, url: str) -> tuple[float, float]:
-    """Seconds until the Data page's controls are there (usable), and until its scatter is drawn."""
-    t0 = time.perf_counter()
-    pg.goto(url)  # the Data page is the default page, at the root
+def _iteration(pg) -> int:
+    m = re.search(r"iteration (\d+)", progress_text(pg))
+    return int(m.group(1)) if m else -1
+
+
+def test_tour_with_every_control(server, page):
+    pg = page
+    has_sbsvm = importlib.util.find_spec("bsvm.sbsvm") is not None  # else the page falls back to PlattSVM
+    # a session opened from a shared link that sets method options (a run that does not end by itself)
+    pg.goto(f"{server}/?sample=moons.csv&method=sbsvm&o.max_iter=1000000&o.tol=0&o.patience=1000000")
     pg.locator("h1", has_text="Data").wait_for()
     pg.locator('[data-testid="stSelectbox"]').first.wait_for()
-    usable = time.perf_counter() - t0
-    pg.locator(".js-plotly-plot").first.wait_for()  # plotly.js is loaded lazily by the browser
-    return usable, time.perf_counter() - t0
-
-
-def test_dashboard_in_a_real_browser(server, page):
-    try:
-        _tour(server, page)
-    except Exception:
-        page.screenshot(path=str(SHOTS / "failure.png"), full_page=True)
-        raise
-
-
-def _tour(server, pg):
-    # CI shares two cores with other jobs: allow state changes (pause, stop) up to 20 s to show
-    sync_api.expect.set_options(timeout=20_000)
-    # the first session pays the server's one-off imports (numpy, scipy, scikit-learn, plotly)
-    cold, cold_plot = _open_data_page(pg, server)
-    # a new session on the running server, opened from a shared link that sets method options
-    link = f"{server}/?method=sbsvm&o.max_iter=20000&o.tol=0&o.patience=1000000"
-    warm, warm_plot = _open_data_page(pg, link)
-    print(f"Data page usable: first session {cold:.2f} s (scatter {cold_plot:.2f} s), "
-          f"next session {warm:.2f} s (scatter {warm_plot:.2f} s)")
-    _no_exception(pg, "Data")
-    assert pg.locator('[role="dialog"]').count() == 0
-
-    # load a sample through the selectbox
-    pg.locator('[data-testid="stSelectbox"]').first.click()
-    pg.get_by_role("option", name="Two moons (2-D)").click()
     pg.get_by_text("300 points on two noisy half circles").wait_for()
     pg.locator(".js-plotly-plot").first.wait_for()
-    pg.screenshot(path=str(SHOTS / "1_data.png"), full_page=True)
-    _no_exception(pg, "Data after loading moons")
-    assert "sample=moons.csv" in pg.url
+    _no_exception(pg, "Data")
+    _shots(pg, "1_data")
 
-    # run S-BSVM (PlattSVM if S-BSVM is not there) for a few seconds
-    _go(pg, "Train")
-    has_sbsvm = importlib.util.find_spec("bsvm.sbsvm") is not None  # else the page falls back to PlattSVM
-    pg.get_by_role("button", name="Start").wait_for()
+    go(pg, "Train")
     if has_sbsvm:  # the options came from the URL
-        sync_api.expect(pg.get_by_role("spinbutton", name="Max steps")).to_have_value("20000")
-        sync_api.expect(pg.get_by_role("spinbutton", name="Patience")).to_have_value("1000000")
-    pg.get_by_role("button", name="Start").click()
-    pg.wait_for_timeout(4000)
-    progress = pg.locator('[data-testid="stProgress"]').first
-    sync_api.expect(progress).to_contain_text("running")
-    assert "it/s" in progress.inner_text()
-    pg.screenshot(path=str(SHOTS / "2_train_running.png"), full_page=True)
-    pg.get_by_role("button", name="Pause").click()
-    sync_api.expect(pg.get_by_role("button", name="Continue")).to_be_enabled()
-    sync_api.expect(progress).to_contain_text("paused")
-    # paused, the view holds still (while running, each redraw remounts the charts: see _plot_titled)
+        sync_api.expect(pg.get_by_role("spinbutton", name="Max steps")).to_have_value("1000000")
+    wait_plotly(pg)
+    button(pg, "Start").click()
+    wait_status(pg, "running")
+    # all four live charts drawn in place
+    pg.wait_for_function("() => document.querySelectorAll('div.bsvm-live .main-svg').length >= 4")
     if has_sbsvm:
-        elbo = _plot_titled(pg, "ELBO").first
-        elbo.wait_for()
-        assert elbo.locator("path.js-line").count() >= 1
-        _plot_titled(pg, "Hyperparameters").first.wait_for()
-    live_map = _plot_titled(pg, "Live map").first
-    live_map.wait_for()
-    assert live_map.locator(".heatmaplayer image, .hm image").count() >= 1
-    assert live_map.locator(".legendtext", has_text="inducing points").count() == (1 if has_sbsvm else 0)
-    pg.get_by_role("button", name="Stop").click()
-    sync_api.expect(pg.locator('[data-testid="stProgress"]').first).to_contain_text("stopped")
-    _no_exception(pg, "Train")
-    pg.screenshot(path=str(SHOTS / "3_train_stopped.png"), full_page=True)
+        pg.locator("div.bsvm-live .gtitle", has_text="ELBO").first.wait_for()
+        pg.locator("div.bsvm-live .legendtext", has_text="inducing points").first.wait_for()
+    _shots(pg, "2_train_running")
+    _no_exception(pg, "Train (running)")
 
-    # the two probability heatmaps (model and PlattSVM) on the Calibration page
-    _go(pg, "Calibration")
-    pg.locator(".js-plotly-plot", has=pg.locator(".gtitle", has_text="PlattSVM: p(y")).first.wait_for()
-    maps = pg.locator(".js-plotly-plot", has=pg.locator(".gtitle", has_text="p(y = 1 | x)"))
-    assert maps.count() == 2
-    for i in range(2):
-        assert maps.nth(i).locator(".heatmaplayer image, .hm image").count() >= 1
-    _plot_titled(pg, "Reliability").first.wait_for()
-    pg.wait_for_timeout(500)
-    pg.screenshot(path=str(SHOTS / "4_calibration.png"), full_page=True)
+    button(pg, "Pause").click()
+    wait_status(pg, "paused")
+    sync_api.expect(button(pg, "Continue")).to_be_enabled()
+    before = _iteration(pg)
+    button(pg, "Step").click()
+    pg.wait_for_function(STEPPED, arg=before)
+    wait_status(pg, "paused")
+    button(pg, "Continue").click()
+    wait_status(pg, "running")
+    button(pg, "Stop").click()
+    wait_status(pg, "stopped")
+    _shots(pg, "3_train_stopped")
+    button(pg, "Continue").click()  # a stopped run resumes from its state
+    wait_status(pg, "running")
+    _no_exception(pg, "Train (controls)")
+
+    # leaving the page stops the run visibly; the model is used as it stands
+    go(pg, "Calibration")
+    pg.locator(".js-plotly-plot", has=pg.locator(".gtitle", has_text="PlattSVM")).first.wait_for()
+    pg.locator(".js-plotly-plot", has=pg.locator(".gtitle", has_text="Reliability")).first.wait_for()
     _no_exception(pg, "Calibration")
+    _shots(pg, "4_calibration")
 
-    _go(pg, "Diagnostics")
-    _plot_titled(pg, "ELBO").first.wait_for() if has_sbsvm else pg.get_by_text("Progress records").wait_for()
-    if has_sbsvm:
-        # Plotly draws each chart a moment after the previous one: a screenshot taken as soon as the ELBO
-        # appeared showed the trace chart under "Live trace values" as a blank area. Wait for its lines.
-        trace = _plot_titled(pg, "Trace of").first
-        trace.wait_for()
-        assert trace.locator("path.js-line").count() >= 1
-        assert trace.bounding_box()["height"] >= 200
-    pg.screenshot(path=str(SHOTS / "5_diagnostics.png"), full_page=True)
+    go(pg, "Diagnostics")
+    pg.get_by_text("Progress records", exact=True).wait_for()
+    pg.locator(".js-plotly-plot").first.wait_for()
     _no_exception(pg, "Diagnostics")
+    _shots(pg, "5_diagnostics")
 
-    _go(pg, "Compare")  # its button runs every method; the AppTest suite covers that
-    pg.get_by_role("button", name="Run all methods").wait_for()
-    pg.screenshot(path=str(SHOTS / "6_compare.png"), full_page=True)
-    _no_exception(pg, "Compare")
+    go(pg, "Train")
+    pg.get_by_text("you left the Train page").wait_for()
+    wait_status(pg, "stopped")
+    button(pg, "Reset").click()
+    pg.get_by_text("Press **Start**".replace("**", "")).wait_for()
+    _no_exception(pg, "Train (reset)")
 
-    _go(pg, "Data")  # settings survived the tour
+    go(pg, "Compare")
+    button(pg, "Run all methods").click()
+    cancel = pg.get_by_role("button", name="Cancel")
+    cancel.wait_for()
+    _shots(pg, "6_compare_running")
+    cancel.click()
+    pg.get_by_text("cancelled").first.wait_for()
+    _no_exception(pg, "Compare (cancelled)")
+    if os.environ.get("BSVM_FULL_CRAWL"):  # the whole comparison: on demand (the AppTest suite runs it)
+        pg.get_by_role("button", name="Run again").click()
+        button(pg, "Run all methods").click()
+        pg.locator('[data-testid="stDataFrame"]').first.wait_for(timeout=300_000)
+        _no_exception(pg, "Compare")
+        _shots(pg, "7_compare")
+
+    go(pg, "Data")  # settings survived the tour
     pg.get_by_text("300 points on two noisy half circles").wait_for()
     _no_exception(pg, "Data (again)")
-    # The issue's goal is 3 s. Browser, server and (in CI) other jobs share the machine, so the goal is
-    # checked when the machine is not oversubscribed; otherwise only a gross regression fails the test.
-    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
-    limit = 3.0 if load <= cpus else 10.0
-    print(f"load average {load:.1f} on {cpus} CPUs: Data-page limit {limit:.0f} s")
-    assert warm < limit, f"the Data page took {warm:.2f} s to become usable (load {load:.1f})"
+
+
+#: the Data page has taken an uploaded file: its caption, or an error naming it
+TAKEN = """(name) => { const t = document.body.innerText;
+                       return t.includes('Uploaded: ' + name) || t.includes(name + ' cannot be used')
+                              || t.includes('could not be used (' + name + ')'); }"""
+REEL = "r\u00e9el"
+ODD_CSVS = {
+    "semicolons.csv": b"x1;x2;label\n0.1;0.2;0\n0.3;0.1;1\n0.5;0.9;0\n0.7;0.4;1\n0.2;0.8;0\n0.9;0.3;1\n"
+                      b"0.4;0.6;0\n0.8;0.2;1\n",
+    "latin1.csv": ("gr\u00f6\u00dfe,l\u00e4nge,klasse\n" + "".join(
+        f"{i * 0.1:.1f},{(i * 7 % 10) * 0.1:.1f},{REEL if i % 2 else 'faux'}\n" for i in range(12))
+    ).encode("latin-1"),
+    "nan_rows.csv": b"x1,x2,label\n0.1,0.2,0\n0.3,,1\n0.5,0.9,0\nNaN,0.4,1\n0.2,0.8,0\n0.9,0.3,1\n0.4,0.6,0\n"
+                    b"0.8,0.2,1\n0.6,0.5,0\n0.1,0.9,1\n",
+    "text_column.csv": b"x1,colour,x2,label\n0.1,red,0.2,0\n0.3,blue,0.1,1\n0.5,red,0.9,0\n0.7,green,0.4,1\n"
+                       b"0.2,red,0.8,0\n0.9,blue,0.3,1\n0.4,red,0.6,0\n0.8,green,0.2,1\n",
+    "target_column.csv": b"a,b,target\n0.1,0.2,no\n0.3,0.1,yes\n0.5,0.9,no\n0.7,0.4,yes\n0.2,0.8,no\n"
+                         b"0.9,0.3,yes\n0.4,0.6,no\n0.8,0.2,yes\n",
+}
+
+
+def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):
+    pg = page
+    pg.goto(server)
+    pg.locator("h1", has_text="Data").wait_for()
+    pg.locator('[data-testid="stSelectbox"]').first.click()
+    pg.get_by_role("option", name="Upload a CSV...").click()
+    seen = {}
+    for name, content in ODD_CSVS.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(path))
+        # the page has taken this file when its caption or an error about it is shown
+        pg.wait_for_function(TAKEN, arg=name)
+        pg.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        _no_exception(pg, f"Data with {name}")
+        alerts = [a.inner_text().strip() for a in pg.locator('[data-testid="stAlert"]').all()]
+        loaded = pg.locator('[data-testid="stMetric"]', has_text="training rows").count() > 0
+        seen[name] = (loaded, alerts)
+        # a clear outcome: the data loaded (its rows counted), or a message says what is wrong
+        assert loaded or any(len(a) > 20 for a in alerts), (name, alerts)
+        pg.screenshot(path=str(SHOTS / f"8_upload_{name.removesuffix('.csv')}.png"))
+    print({k: (v[0], [a[:120] for a in v[1]]) for k, v in seen.items()})
+    # the label column is not called "label": the page says so and offers the right one
+    assert any("target" in a for a in seen["target_column.csv"][1]) or seen["target_column.csv"][0]
+
+
+@pytest.mark.skipif(not os.environ.get("BSVM_FULL_CRAWL"),
+                    reason="on demand (minutes): BSVM_FULL_CRAWL=1 or python -m benchmarks dashboard --crawl")
+def test_seeded_crawl_over_pages_and_methods(server, page):
+    from dashboard.methods import available_methods
+
+    methods = [m.key for m in available_methods(binary=True)]
+    problems = crawl(page, server, methods, seed=int(os.environ.get("BSVM_CRAWL_SEED", "0")), clicks=6,
+                     shots=SHOTS)
+    assert not problems, problems
+    assert set(PAGES) == {"Data", "Train", "Calibration", "Diagnostics", "Compare"}

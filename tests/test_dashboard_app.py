@@ -1,6 +1,12 @@
-"""The dashboard through Streamlit's AppTest: every page loads, samples load, runs and errors behave."""
+"""The dashboard through Streamlit's AppTest: every page loads, samples load, runs and errors behave.
+
+Fits run in background threads (dashboard/runner.py), so a test waits on the run's own state, never on
+a fixed number of script reruns.
+"""
 
 import sys
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +21,7 @@ from bsvm.base import Progress  # noqa: E402
 from bsvm.metrics import classification_report  # noqa: E402
 from bsvm.samples import SAMPLES  # noqa: E402
 from dashboard.methods import METHODS  # noqa: E402
-from dashboard.runner import DONE, LiveRun  # noqa: E402
+from dashboard.runner import Job, Registry, Run  # noqa: E402
 
 APP = str(ROOT / "dashboard" / "app.py")
 PAGES = [f"views/{p}.py" for p in ("data", "train", "calibration", "diagnostics", "compare")]
@@ -40,14 +46,31 @@ def _widget(at: AppTest, key: str):
     return at.get_by_key(key) if hasattr(at, "get_by_key") else at.session_state[key]
 
 
-def _start_and_run(at: AppTest, reruns: int = 3) -> LiveRun:
+def _until(cond, timeout: float = 60.0, at: AppTest | None = None):
+    """Wait for ``cond()`` (re-running the app each time when ``at`` is given); fail after ``timeout``."""
+    t_end = time.perf_counter() + timeout
+    while not cond():
+        assert time.perf_counter() < t_end, "condition not reached in time"
+        if at is not None:
+            at.run()
+        else:
+            time.sleep(0.02)
+
+
+def _start_and_run(at: AppTest, records: int = 3) -> Run:
     at.switch_page("views/train.py").run()
     _ok(at)
     _button(at, "Start").click().run()
-    for _ in range(reruns):  # each full run executes the live fragment once: one chunk of fitting
-        at.run()
     _ok(at)
-    return at.session_state["run"]
+    run = at.session_state["run"]
+    _until(lambda: run.records >= records or run.status in ("done", "failed"))
+    at.run()
+    _ok(at)
+    return run
+
+
+def _workers() -> list:
+    return [t for t in threading.enumerate() if t.name.startswith(("bsvm-run", "bsvm-job"))]
 
 
 def test_every_page_loads_without_exceptions():
@@ -77,28 +100,121 @@ def test_short_sbsvm_run_produces_an_elbo_history_and_the_controls_work():
     pytest.importorskip("bsvm.sbsvm")
     at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "100000", "o.tol": "0"})
     run = _start_and_run(at)
-    elbo = np.array([r.metrics["elbo"] for r in run.history])
+    elbo = np.array([r.metrics["elbo"] for r in list(run.history)])
     assert len(elbo) >= 3 and np.isfinite(elbo).all()
     assert elbo[-1] > elbo[0]  # natural-gradient steps from the prior raise the bound
     _button(at, "Pause").click().run()
     assert run.status == "paused"
+    assert run.join(5.0)  # the worker leaves after the record it was computing
     it = run.iteration
     _button(at, "Step").click().run()
+    _until(lambda: not run.busy, 10)
     assert run.iteration > it and run.status == "paused"
     _button(at, "Continue").click().run()
     assert run.status == "running"
     _button(at, "Stop").click().run()
     assert run.status == "stopped"
+    assert run.join(5.0)
     _ok(at)
+    it = run.iteration
+    _button(at, "Continue").click().run()  # a stopped run keeps its state and resumes from it
+    _until(lambda: run.iteration > it, 10)
     _button(at, "Reset").click().run()
-    assert "run" not in at.session_state
+    _ok(at)
+    assert "run" not in at.session_state and run.status == "cancelled"
+    assert run.join(5.0) and not _workers()
+
+
+def test_stop_and_reset_act_within_half_a_second_mid_run():
+    pytest.importorskip("bsvm.sbsvm")
+    at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "1000000", "o.tol": "0",
+                                                       "o.patience": "1000000"})
+    run = _start_and_run(at, records=2)
+    t0 = time.perf_counter()
+    _button(at, "Stop").click().run()
+    assert run.status == "stopped"
+    assert run.join(0.5), "the worker was still running 0.5 s after Stop"
+    assert time.perf_counter() - t0 < 0.5 + 2.0  # the click's own script run included
+    _ok(at)
+    _button(at, "Continue").click().run()
+    _until(lambda: run.busy)
+    t0 = time.perf_counter()
+    _button(at, "Reset").click().run()
+    assert run.join(0.5) and run.status == "cancelled"
+    _ok(at)
+    assert not _workers()
+
+
+def test_leaving_the_page_or_changing_the_data_stops_the_run_visibly():
+    pytest.importorskip("bsvm.sbsvm")
+    at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "1000000", "o.tol": "0",
+                                                       "o.patience": "1000000"})
+    run = _start_and_run(at, records=1)
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    assert run.status == "stopped" and "left the Train page" in run.note
+    assert run.join(2.0) and not _workers()
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert any("left the Train page" in i.value for i in at.info), [i.value for i in at.info]
+    _button(at, "Continue").click().run()
+    _until(lambda: run.busy)
+    at.switch_page("views/data.py").run()
+    at.slider[0].set_value(0.4).run()  # a new split: the run was for the old one
+    _ok(at)
+    assert run.status == "stopped" and run.join(2.0)
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert any("data changed" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_the_registry_never_leaves_workers_behind():
+    """Runs and jobs: cancel in every state, failures kept as messages, the session's end cancels all."""
+    from bsvm.datasets import make_ripley
+    from bsvm.platt import PlattSVM
+
+    X, y = make_ripley(80, random_state=0)
+    reg = Registry()
+    r = reg.put("fit", Run(PlattSVM(), X, y))
+    assert r.join(30) and r.status == "done" and r.fitted
+    bad = reg.put("bad", Run(PlattSVM(C=-1.0), X, y))
+    assert bad.join(30) and bad.status == "failed" and bad.error
+    r2 = reg.put("fit", Run(PlattSVM(), X, y), start=False)  # replaces (cancels) the first
+    assert r.status == "done" and r2.status == "idle"
+    r2.cancel()
+    assert r2.status == "cancelled" and not r2.busy
+
+    def slow(token, n):
+        for i in range(n):
+            token.progress(i / n, f"step {i}")
+            time.sleep(0.01)
+        return n
+
+    j = reg.put("job", Job(slow, 10_000))
+    _until(lambda: j.fraction > 0)
+    j.cancel()
+    assert j.join(0.5) and j.status == "cancelled" and j.result is None
+    j2 = reg.put("job2", Job(slow, 5))
+    assert j2.join(5) and j2.status == "done" and j2.result == 5
+    j3 = reg.put("job3", Job(slow, 10_000))
+    del reg  # the session goes away: its finaliser cancels what still runs
+    import gc
+
+    gc.collect()
+    assert j3.join(0.5) and j3.status == "cancelled"
+    assert not _workers()
+
+
+def _fit_on_calibration(at: AppTest) -> None:
+    at.switch_page("views/calibration.py").run()
+    _button(at, "Fit").click().run()
+    _until(lambda: at.dataframe and not _workers(), at=at)
+    _ok(at)
 
 
 def test_calibration_page_reports_the_metrics_of_both_models():
     at = _app(sample="ripley.csv", method="platt")
-    at.switch_page("views/calibration.py").run()
-    _button(at, "Fit").click().run()
-    _ok(at)
+    _fit_on_calibration(at)
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value
     assert {"error", "Brier", "log loss", "ECE", "AUC", "mean |p - p_true|"} <= set(table.columns)
@@ -113,9 +229,10 @@ def test_calibration_page_reports_the_metrics_of_both_models():
 def test_calibration_of_sbsvm_against_platt():
     pytest.importorskip("bsvm.sbsvm")
     at = _app(sample="moons.csv", method="sbsvm", **{"o.max_iter": "60"})
-    run = _start_and_run(at, reruns=2)
-    assert run.fitted
+    run = _start_and_run(at)
+    _until(lambda: run.status == "done")
     at.switch_page("views/calibration.py").run()
+    _until(lambda: len(at.dataframe) and len(at.dataframe[0].value) == 2, at=at)
     _ok(at)
     table = at.dataframe[0].value
     assert len(table) == 2 and "PlattSVM" in table.index
@@ -135,7 +252,6 @@ def _upload(at: AppTest, content: bytes, name="bad.csv") -> AppTest:
     (b"a,b,label\nx,y,0\nz,w,1\nq,r,0\n", "numeric"),
     (b"x1,x2,label\n1,2,0\n3,,1\n4,5,0\n6,7,1\n", "Missing values"),
     (b"x1,x2,label\n1,2,0\n3,4,0\n5,6,0\n", "one class"),
-    (b"x1,x2,target\n1,2,0\n3,4,1\n5,6,0\n", "not found"),
     (b"", "empty"),
     (b"justonecolumn\n1\n2\n", "fewer than two columns"),
 ])
@@ -146,6 +262,30 @@ def test_bad_csvs_give_an_error_message_not_an_exception(content, message):
     _ok(at)
     errors = " ".join(e.value for e in at.error)
     assert message.lower() in errors.lower(), errors
+
+
+def test_a_label_column_with_another_name_is_guessed_and_said():
+    rows = "\n".join(f"{i},{i % 3},{i % 2}" for i in range(20))
+    at = _app()
+    at.query_params["label"] = "label"
+    at = _upload(at, f"x1,x2,target\n{rows}\n".encode())
+    _ok(at)
+    assert not at.error
+    assert "using 'target' as the label" in " ".join(i.value for i in at.info)
+
+
+def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
+    rows = "\n".join(f"{i},5;{i % 3};{i % 2}" for i in range(20))
+    text = ("t\xe9mp;b;label\n" + rows + "\n;1;0\n").encode("latin-1")
+    at = _upload(_app(), text)
+    _ok(at)
+    assert "Missing values in 1 of 21 rows" in " ".join(e.value for e in at.error)
+    at.checkbox(key="w:cfg:dropna").check().run()
+    _ok(at)
+    assert not at.error
+    notes = " ".join(i.value for i in at.info)
+    assert "semicolons" in notes and "not UTF-8" in notes
+    assert int({m.label: m.value for m in at.metric}["features"]) == 2
 
 
 def test_a_good_upload_loads():
@@ -191,7 +331,7 @@ def test_diagnostics_page_tables_and_flags_chains():
     at = _app(sample="ripley.csv")
     S = np.random.default_rng(0).normal(size=(4, 300, 3))
     S[0, :, 2] += 5.0  # one chain stuck elsewhere in parameter 2
-    at.session_state["run"] = LiveRun(_FakeSampler(S), None, None, status=DONE)
+    at.session_state["run"] = Run.from_fitted(_FakeSampler(S))
     at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
                                     "data_key": at.session_state["data"].key}
     at.switch_page("views/diagnostics.py").run()
@@ -206,6 +346,7 @@ def test_compare_page_runs_every_method():
     at = _app(sample="ripley.csv")
     at.switch_page("views/compare.py").run()
     _button(at, "Run all").click().run()
+    _until(lambda: at.dataframe, at=at)
     _ok(at)
     table = at.dataframe[0].value
     assert "PlattSVM (SVC + Platt scaling)" in table.index and "fit time (s)" in table.columns
@@ -214,10 +355,10 @@ def test_compare_page_runs_every_method():
 
 def test_calibration_offers_two_feature_maps_for_high_dimensional_data():
     at = _app(sample="twonorm.csv", method="platt")
-    at.switch_page("views/calibration.py").run()
-    _button(at, "Fit").click().run()
+    _fit_on_calibration(at)
     n_charts = len(at.get("plotly_chart"))  # reliability and histograms only: no map for 20-D data
     at.checkbox(key="cal_two").check().run()
+    _until(lambda: len(at.get("plotly_chart")) >= n_charts + 2, at=at)
     _ok(at)
     assert not at.error, [e.value for e in at.error]
     # PlattSVM refitted on two features: its probability map and its uncertainty map
@@ -232,20 +373,22 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
               **{"o.n_samples": "60", "o.n_burnin": "60", "o.n_chains": "2"})
     at.switch_page("views/train.py").run()
     _button(at, "Start").click().run()
-    for _ in range(40):
-        if at.session_state["run"].status != "running":
-            break
-        at.run()
-    assert at.session_state["run"].status == "done"
+    run = at.session_state["run"]
+    _until(lambda: run.status != "running")
+    assert run.status == "done"
     at.switch_page("views/diagnostics.py").run()
     _ok(at)
     names = at.selectbox(key="diag_param").options
-    at.selectbox(key="diag_param").set_value(names.index("param 0")).run()  # the first weight
-    n_charts = len(at.get("plotly_chart"))
+    assert names[-3:] == ["w[x1]", "w[x2]", "b"]  # the weights named by the data's columns
+    at.selectbox(key="diag_param").set_value(names.index("w[x1]")).run()  # the first weight
+    n_charts, n_tables = len(at.get("plotly_chart")), len(at.dataframe)
     _button(at, "Run GibbsSVM").click().run()
+    _until(lambda: at.session_state["gibbs_cache"], at=at)
     _ok(at)
     assert not at.error, [e.value for e in at.error]
     assert len(at.get("plotly_chart")) == n_charts + 1
+    table = at.dataframe[n_tables].value  # the approximate-vs-exact table: one row per parameter
+    assert list(table.index) == ["w[x1]", "w[x2]", "b"] and "sd (exact)" in table.columns
     draws = at.session_state["gibbs_cache"]
     (G,) = draws.values()
     assert G.shape[0] == 2 and G.shape[1] == 60  # the approximate sampler's chains and draws
@@ -262,6 +405,9 @@ def test_a_binary_only_method_on_three_classes_says_why_it_was_replaced():
     assert any("two classes only" in w.value and binary_only.label in w.value for w in at.warning), \
         [w.value for w in at.warning]
     _button(at, "Start").click().run()  # the replacement runs
+    run = at.session_state["run"]
+    _until(lambda: run.status != "running" and not run.busy)
+    at.run()
     _ok(at)
     assert any("two classes only" in w.value for w in at.warning)
     # choosing a multi-class method on purpose ends the note
@@ -273,3 +419,53 @@ def test_a_binary_only_method_on_three_classes_says_why_it_was_replaced():
     at.switch_page("views/compare.py").run()
     _ok(at)
     assert any("two classes only" in c.value for c in at.caption)
+
+
+def test_train_page_shows_the_cost_and_refuses_a_run_that_cannot_fit():
+    cost = pytest.importorskip("bsvm.cost")
+    at = _app(sample="ripley.csv", method="platt")
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert any("Estimated cost" in c.value for c in at.caption), [c.value for c in at.caption]
+    assert not _button(at, "Start").disabled
+    with cost.limits(max_memory=1):  # a one-byte ceiling: nothing fits
+        at.run()
+        _ok(at)
+        assert any("cannot fit in memory" in e.value for e in at.error), [e.value for e in at.error]
+        assert _button(at, "Start").disabled and _button(at, "Step").disabled
+
+
+def test_a_long_run_keeps_a_bounded_history(monkeypatch):
+    import dashboard.runner as runner
+
+    class Endless:
+        def fit_iter(self, X, y):
+            self.history_ = []
+            for i in range(1, 101):
+                rec = Progress(i, 0.001 * i, {"elbo": float(i)}, {})
+                self.history_.append(rec)
+                yield rec
+
+    monkeypatch.setattr(runner, "MAX_RECORDS", 10)
+    run = Run(Endless(), None, None)
+    run.start()
+    assert run.join(10) and run.status == "done" and run.records == 100
+    its = [r.iteration for r in run.history]
+    assert len(its) <= 20 and its[0] == 1 and its[-1] == 100 and its == sorted(its)
+
+
+def test_a_big_upload_is_parsed_by_a_background_job():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(110_000, 2))
+    rows = "\n".join(f"{a:.6f},{b:.6f},{int(a + b > 0)}" for a, b in X)
+    content = ("u,v,label\n" + rows + "\n").encode()
+    assert len(content) > 2 * 2**20  # above the Data page's BIG_UPLOAD (2 MB): parsed in the background
+    at = _upload(_app(), content, name="big.csv")
+    _ok(at)
+    job = at.session_state["_registry"].get("csv")
+    assert job is not None and job.meta["key"] == at.session_state["upload"]["digest"]
+    _until(lambda: job.status == "done")
+    _until(lambda: any(m.label == "training rows" for m in at.metric), at=at)
+    _ok(at)
+    assert int({m.label: m.value for m in at.metric}["features"]) == 2
+    assert not _workers()

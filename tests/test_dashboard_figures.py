@@ -16,7 +16,6 @@ from bsvm.samples import load_sample  # noqa: E402
 from dashboard import figures  # noqa: E402
 from dashboard.analysis import Grid, evaluate, make_grid, pca2, prepare, thin_index  # noqa: E402
 from dashboard.methods import METHODS, Option  # noqa: E402
-from dashboard.runner import DONE, FAILED, RUNNING, STOPPED, LiveRun  # noqa: E402
 
 
 def _history(n, chains=3):
@@ -328,36 +327,6 @@ def test_heatmap_grid_puts_every_map_on_one_scale():
 # ------------------------------------------------------------------------------------- runs and methods
 
 
-def test_live_run_of_sbsvm_advances_in_chunks_and_stops_at_once():
-    pytest.importorskip("bsvm.sbsvm")
-    data = prepare(load_sample("ripley.csv"), seed=0)
-    est = METHODS["sbsvm"].make({"max_iter": 2000, "tol": 0.0, "n_inducing": 15}, seed=0)
-    run = LiveRun(est, data.X_train, data.y_train, max_iter=2000, status=RUNNING)
-    assert run.advance(0.0) == 1 and run.iteration == 0  # a zero budget still makes progress: one record
-    n = run.advance(0.05)
-    assert n >= 1 and run.status == RUNNING and 0 < run.iteration < 2000
-    # slow motion: one record per redraw however large the time budget, and the run keeps running
-    before = len(run.history)
-    assert run.advance(10.0, max_records=1) == 1 and len(run.history) == before + 1 and run.status == RUNNING
-    it = run.iteration
-    run.stop()
-    assert run.status == STOPPED and run.advance(1.0) == 0 and run.iteration == it
-    assert np.isfinite(figures.objective_curve(run.history).data[0].y).all()
-    # the stopped estimator predicts with the state it reached
-    assert est.predict_proba(data.X_test).shape == (len(data.y_test), 2)
-
-
-def test_live_run_finishes_and_reports_errors_as_text():
-    data = prepare(load_sample("moons.csv"), seed=0)
-    run = LiveRun(METHODS["platt"].make({}, seed=0), data.X_train, data.y_train, status=RUNNING)
-    while run.status == RUNNING:
-        run.advance(1.0)
-    assert run.status == DONE and run.fraction == 1.0
-    bad = LiveRun(PlattSVM(C=-1.0), data.X_train, data.y_train, status=RUNNING)
-    bad.advance(1.0)
-    assert bad.status == FAILED and "C" in bad.error
-
-
 def test_method_registry_drops_unknown_options_and_parses_url_values():
     m = METHODS["platt"]
     est = m.make({"C": 2.0, "not_an_option": 1}, seed=5)
@@ -368,3 +337,247 @@ def test_method_registry_drops_unknown_options_and_parses_url_values():
     s = Option("k", "k", "select", "a", "", choices=("a", "b"))
     assert s.parse("b") == "b" and s.parse("c") is None
     assert Option("f", "f", "float", 1.0, "", min=0.0).parse("nan") is None
+
+
+# ------------------------------------------------------------------------ content (issue 14 §3, §5)
+
+from dashboard import analysis as A  # noqa: E402
+from dashboard import figures_posterior as FP  # noqa: E402
+from dashboard import playground as PG  # noqa: E402
+from dashboard.methods import import_errors  # noqa: E402
+
+
+def test_model_map_overlay_draws_the_models_inducing_points_column_for_column():
+    pytest.importorskip("bsvm.sbsvm")
+    data = prepare(load_sample("ripley.csv"), seed=0, truth="ripley")
+    est = METHODS["sbsvm"].make({"n_inducing": 12, "max_iter": 20}, seed=0).fit(data.X_train, data.y_train)
+    Z = np.asarray(est.inducing_points_)
+    assert not np.allclose(Z[:, 0], Z[:, 1])
+    grid = make_grid(np.vstack([data.X_train, data.X_test]), 20)
+    fig = figures.model_map(est, data, grid, "S-BSVM", truth=data.true_proba(grid.points))
+    (ov,) = [t for t in fig.data if t.name == "inducing points"]
+    np.testing.assert_allclose(ov.x, Z[:, 0])
+    np.testing.assert_allclose(ov.y, Z[:, 1])
+    # the axes are the data's columns, and the truth is drawn as contours
+    assert fig.layout.xaxis.title.text == "x1" and fig.layout.yaxis.title.text == "x2"
+    assert [t.name for t in fig.data if t.type == "contour"] == ["true p(y|x)"]
+
+
+def test_the_truth_is_kept_only_on_the_generators_own_axes_and_labels():
+    from bsvm.data import load_csv
+    from bsvm.samples import sample_path
+
+    path = sample_path("ripley.csv")
+    assert prepare(load_csv(path), truth="ripley").truth == "ripley"
+    assert prepare(load_csv(path, features=["x1", "x2"]), truth="ripley").truth == "ripley"
+    # reordered or subset columns, loaded that way or chosen in prepare: another function of the axes
+    assert prepare(load_csv(path, features=["x2", "x1"]), truth="ripley").truth is None
+    assert prepare(load_csv(path), ["x2", "x1"], truth="ripley").truth is None
+    assert prepare(load_csv(path, features=["x1"]), truth="ripley").truth is None
+    # labels other than the generator's 0/1: its p(y = 1 | x) is not about them
+    relabelled = load_csv(path)
+    relabelled.y = np.where(relabelled.y == 1, "pos", "neg")
+    assert prepare(relabelled, truth="ripley").truth is None
+
+
+def test_playground_noise_reaches_the_truth_and_edits_drop_it():
+    pg = PG.generate("ripley", 120, noise=0.3, seed=1)
+    data = prepare(pg.loaded(), seed=0, truth=pg.truth[0], truth_kw=pg.truth[1])
+    raw = data.X_test * data.scale + data.center
+    np.testing.assert_allclose(data.true_proba(data.X_test), GENERATORS["ripley"].proba(raw, noise=0.3))
+    assert not np.allclose(data.true_proba(data.X_test), GENERATORS["ripley"].proba(raw))
+    added = PG.edit(pg, 5.0, 5.0, PG.ADD_1)
+    assert len(added.y) == 121 and added.y[-1] == 1 and added.truth == (None, {})
+    removed = PG.edit(added, 5.0, 5.01, PG.REMOVE)
+    assert len(removed.y) == 120 and not np.any(np.all(removed.X == [5.0, 5.0], axis=1))
+    assert PG.edit(removed, 50.0, 50.0, PG.REMOVE) is removed  # nothing near: nothing removed
+    fig = figures.playground_figure(pg.X, pg.y, PG.click_grid(pg, 10))
+    assert fig.data[0].name == "canvas" and len(fig.data[0].x) == 100
+
+
+def test_dashboard_defaults_are_the_librarys_and_quick_settings_say_what_they_change():
+    for m in METHODS.values():
+        lib = m.library_defaults()
+        for name, value in m.defaults().items():
+            assert value == lib[name], (m.key, name)
+    note = METHODS["sbsvm"].fast_note()
+    lib = METHODS["sbsvm"].library_defaults()
+    assert f"max_iter 60 (library {lib['max_iter']})" in note
+
+
+def test_import_errors_name_the_failing_method(monkeypatch):
+    from dashboard.methods import Method
+
+    ghost = Method("ghost", "Ghost", "bsvm.nope", "Ghost", "sampler", "", "")
+    monkeypatch.setitem(METHODS, "ghost", ghost)
+    assert ghost.load() is None and "No module named 'bsvm.nope'" in import_errors()["Ghost"]
+
+
+def test_positional_feature_names_become_the_columns():
+    cols = ["radius", "texture", "area"]
+    assert A.feature_label("w[x0]", cols) == "w[radius]"  # x0 is the first column (0-based)
+    assert A.feature_label("w[x2]", cols) == "w[area]"
+    assert A.feature_label("w[x7]", cols) == "w[x7]" and A.feature_label("max_x0", cols) == "max_x0"
+    hist = [Progress(1, 0.1, {"w[x0]": 2.0, "w[x1]": 0.01, "w[x2]": 0.5}, {})]
+    bars = figures.ard_weights(hist, feature_names=cols)
+    assert list(bars.data[0].y) == ["texture", "area", "radius"]  # largest on top
+    curves = figures.metric_curves(hist, ["w[x0]", "w[x1]"], "ARD", feature_names=cols)
+    assert [t.name for t in curves.data] == ["w[radius]", "w[texture]"]
+
+    class Linear:
+        features, feature_map_ = None, None
+
+    assert A.param_names(Linear(), ["x1", "x2"], 3) == ["w[x1]", "w[x2]", "b"]
+    assert A.param_names(object(), ["x1", "x2"], 5) == [f"param {j}" for j in range(5)]
+
+
+def test_uncertainty_is_the_predictive_entropy_on_one_scale_with_latent_variance_as_an_option():
+    class Fixed:
+        def __init__(self, P):
+            self.P = np.asarray(P)
+
+        def predict_proba(self, X):
+            return self.P
+
+    u = A.uncertainty(Fixed([[0.5, 0.5], [1.0, 0.0], [0.9, 0.1]]), np.zeros((3, 2)))
+    np.testing.assert_allclose(u.values, [np.log(2), 0.0, -(0.9 * np.log(0.9) + 0.1 * np.log(0.1))],
+                               atol=1e-12)
+    assert u.zmax == pytest.approx(np.log(2)) and "entropy" in u.name
+    assert A.uncertainty(Fixed([[1 / 3] * 3]), np.zeros((1, 2))).zmax == pytest.approx(np.log(3))
+    assert A.uncertainty(Fixed([[0.5, 0.5]]), np.zeros((1, 2)), A.LATENT_VARIANCE) is None
+    fig = figures.value_heatmap(Grid(np.arange(3.0), np.arange(1.0)), u.values, title="t", zmax=u.zmax)
+    assert fig.data[0].zmin == 0.0 and fig.data[0].zmax == pytest.approx(np.log(2))
+
+
+def test_multiclass_maps_colour_each_region_by_its_class_with_confidence_as_opacity():
+    grid = Grid(np.linspace(0, 1, 4), np.linspace(0, 1, 2))
+    P = np.array([[0.8, 0.1, 0.1], [0.4, 0.3, 0.3], [0.1, 0.9, 0.0], [0.2, 0.2, 0.6]] * 2)
+    fig = figures.class_map(grid, P, classes=["a", "b", "c"])
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    assert [t.name for t in heat] == ["class a", "class b", "class c"]
+    for k, t in enumerate(heat):
+        z = np.asarray(t.z, dtype=float).ravel()
+        mine = P.argmax(1) == k
+        np.testing.assert_allclose(z[mine], P.max(1)[mine])
+        assert np.isnan(z[~mine]).all()
+        lo, hi = t.colorscale[0][1], t.colorscale[-1][1]
+        assert figures._rgba(figures.CLASS_COLOURS[k], 0)[:-6] in lo  # the class's own colour...
+        assert float(lo.rsplit(",", 1)[1][:-1]) < float(hi.rsplit(",", 1)[1][:-1])  # ...more opaque if sure
+        assert t.zmin == pytest.approx(1 / 3) and t.zmax == 1.0
+    # the Compare grid colours a 3-class map the same way
+    grid_fig = figures.heatmap_grid({"m": P}, grid, np.zeros((0, 2)), np.zeros(0), ["a", "b", "c"])
+    assert sum(t.type == "heatmap" for t in grid_fig.data) == 3
+
+
+def test_posterior_draw_figures_and_linear_draw_surfaces():
+    class LinearSampler:  # weights (w1, w2, b) per chain and draw, as GibbsSVM with features=None
+        features, feature_map_ = None, None
+        samples_ = np.stack([np.column_stack([np.full(40, 1.0 + c), np.full(40, -1.0), np.full(40, 0.5)])
+                             for c in range(2)])
+
+    est = LinearSampler()
+    grid = Grid(np.linspace(-2, 2, 9), np.linspace(-2, 2, 7))
+    values, level = A.draw_surfaces(est, grid.points, n_draws=25)
+    assert values.shape == (25, 63) and level == 0.0
+    w = est.samples_.reshape(-1, 3)
+    assert any(np.allclose(values[0], grid.points @ w[i, :2] + w[i, 2]) for i in range(len(w)))
+    fig = FP.draw_boundaries(grid, values, level)
+    assert sum(t.type == "contour" for t in fig.data) == 25
+    assert all(t.contours.start == 0.0 == t.contours.end for t in fig.data if t.type == "contour")
+    W, names = A.weight_cloud(est, ["u", "v"])
+    assert W.shape == (2, 40, 2) and names == ["w[u]", "w[v]"]
+    path = np.array([[0.0, 0.0, 0.0], [0.1, 0.2, 0.0], [0.3, 0.1, 0.0]])
+    hist = [Progress(i, 0.0, {}, {"leapfrog_path": path + i}) for i in range(8)]
+    hist.append(Progress(9, 0.0, {}, {}))
+    paths = A.leapfrog_paths(hist, max_paths=3)
+    assert len(paths) == 3 and np.allclose(paths[-1], path + 7)  # the last transitions, oldest first
+    assert A.leapfrog_paths([Progress(1, 0.0, {}, {})]) == []  # absent: no path, no error
+    cloud = FP.weight_cloud(W, names, paths)
+    lines = [t for t in cloud.data if t.mode == "lines+markers"]
+    assert len(lines) == 3
+    assert np.allclose(lines[-1].x, path[:, 0] + 7) and np.allclose(lines[-1].y, path[:, 1] + 7)
+    assert A.weight_cloud(est, ["u", "v", "z"]) is None
+
+
+def test_approximate_against_exact_table_reports_means_and_sds():
+    rng = np.random.default_rng(0)
+    exact = rng.normal([1.0, -2.0], [1.0, 0.5], size=(4, 2000, 2))
+    approx = rng.normal([1.1, -2.0], [1.0, 1.0], size=(2, 2000, 2))
+    t = A.approx_vs_exact(approx, exact, ["w[a]", "b"])
+    assert list(t.index) == ["w[a]", "b"]
+    assert t.loc["w[a]", "|mean diff| / sd (exact)"] == pytest.approx(0.1, abs=0.04)
+    assert t.loc["b", "sd ratio"] == pytest.approx(2.0, rel=0.05)
+    with pytest.raises(ValueError, match="not comparable"):
+        A.approx_vs_exact(approx, exact[:, :, :1], ["a"])
+
+
+def test_ess_grows_with_draws_energy_bfmi_and_pair_plot():
+    rng = np.random.default_rng(1)
+    S = rng.normal(size=(4, 400, 3))
+    table = A.ess_by_draws(S, 0, n_points=5)
+    assert table["draws"].iloc[-1] == 400 and np.all(np.diff(table["bulk"]) > 0)
+    assert table["bulk"].iloc[-1] == pytest.approx(1600, rel=0.2)  # independent draws: ESS ~ all draws
+    fig = FP.ess_evolution(table, "param 0", 4)
+    assert fig.data[-1].y[0] == 400  # the 100-per-chain line
+    # BFMI: white-noise energy gives 2 (E[dE^2] = 2 Var E); a slowly moving energy gives a small value
+    walk = np.cumsum(rng.normal(size=(2, 2000)), axis=1)
+    assert A.bfmi(rng.normal(size=(2, 4000))) == pytest.approx([2.0, 2.0], rel=0.1)
+    low = A.bfmi(walk)
+    assert (low < 0.3).all()
+    efig = FP.energy_plot(walk, low)
+    assert "low in chain(s) [0, 1]" in efig.layout.title.text
+    pts = A.pair_data(S, [0, 2], max_points=300)
+    assert pts.shape == (300, 2)
+    pair = FP.pair_plot(pts, ["a", "c"])
+    assert [t.type for t in pair.data].count("histogram") == 2
+
+
+def test_downloads_draws_csv_and_metrics_csv_round_trip():
+    import io
+
+    import pandas as pd
+
+    S = np.arange(2 * 3 * 2, dtype=float).reshape(2, 3, 2)
+    frame = pd.read_csv(io.BytesIO(A.draws_csv(S, ["w[a]", "b"])))
+    assert list(frame.columns) == ["chain", "draw", "w[a]", "b"] and len(frame) == 6
+    np.testing.assert_allclose(frame[["w[a]", "b"]].to_numpy(), S.reshape(6, 2))
+    assert frame["chain"].tolist() == [0, 0, 0, 1, 1, 1]
+    table = figures.metrics_table({"m": {"error": 0.1, "brier": 0.2}})
+    back = pd.read_csv(io.BytesIO(A.metrics_csv(table)), index_col=0)
+    assert back.loc["m", "error"] == 0.1
+
+
+def test_draws_netcdf_round_trips_through_the_estimators_datatree():
+    pytest.importorskip("h5netcdf")
+    pytest.importorskip("h5py")
+    import xarray as xr
+
+    from bsvm.draws import to_datatree
+
+    class Sampler:
+        def to_arviz(self):
+            return to_datatree({"w": np.arange(24.0).reshape(2, 4, 3)}, {"energy": np.ones((2, 4))})
+
+    blob = A.draws_netcdf(Sampler())
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
+        fh.write(blob)
+        fh.flush()
+        tree = xr.open_datatree(fh.name, engine="h5netcdf")
+        np.testing.assert_allclose(tree["posterior"]["w"].values, np.arange(24.0).reshape(2, 4, 3))
+    assert A.draws_netcdf(object()) is None
+
+
+def test_playground_map_lines_up_with_the_raw_canvas():
+    pg = PG.generate("ripley", 120, seed=2)
+    data = prepare(pg.loaded(), standardize=True, seed=0, truth=pg.truth[0], truth_kw=pg.truth[1])
+    est = METHODS["platt"].make({}, seed=0).fit(data.X_train, data.y_train)
+    grid = Grid(np.linspace(-1.5, 1.2, 9), np.linspace(-0.4, 1.2, 7))
+    fig = figures.model_map_raw(est, data, grid, pg.X, pg.y, "Platt")
+    model_pts = (grid.points - data.center) / data.scale  # the raw grid in the model's coordinates
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), grid.reshape(est.predict_proba(model_pts)[:, 1]))
+    (truth,) = [t for t in fig.data if t.type == "contour"]
+    np.testing.assert_allclose(np.asarray(truth.z), grid.reshape(GENERATORS["ripley"].proba(grid.points)))
+    (sv,) = [t for t in fig.data if t.name == "support vectors"]
+    np.testing.assert_allclose(sv.x, est.support_vectors_[:, 0] * data.scale[0] + data.center[0])

@@ -86,3 +86,59 @@ def test_csv_label_by_name_case_insensitive_and_numeric_features_only():
 def test_every_shipped_sample_loads(file):
     data = load_sample(file)
     assert data.X.shape[0] >= 100 and len(np.unique(data.y)) >= 2
+
+
+# ------------------------------------------------------------------------------------- odd CSV files
+
+
+def test_semicolon_separated_file_with_decimal_commas_is_read_as_numbers():
+    data = load_csv(b"a;b;label\n1,5;2;0\n3;4,25;1\n5;6;0\n")
+    np.testing.assert_array_equal(data.X, [[1.5, 2.0], [3.0, 4.25], [5.0, 6.0]])
+    assert data.feature_names == ["a", "b"]
+    assert any("semicolons" in n and "decimal commas" in n for n in data.notes)
+
+
+def test_tab_separated_file_and_a_label_column_with_another_name_is_guessed():
+    data = load_csv(b"a\tb\tOutcome\n1\t2\tyes\n3\t4\tno\n", label=None)
+    assert data.label_name == "Outcome" and data.feature_names == ["a", "b"]
+    assert list(data.y) == ["yes", "no"]
+    assert any("guessed" in n for n in data.notes) and any("tabs" in n for n in data.notes)
+
+
+def test_a_missing_label_column_names_the_likely_one():
+    with pytest.raises(ValueError, match="likely one is 'diagnosis'"):
+        load_csv(b"r,t,diagnosis\n1,2,M\n3,4,B\n")
+
+
+def test_latin1_file_is_read_and_its_column_names_kept():
+    data = load_csv("t\xe9mp\xe9rature,b,label\n1,2,0\n3,4,1\n".encode("latin-1"))
+    assert data.feature_names == ["t\xe9mp\xe9rature", "b"]
+    assert any("not UTF-8" in n for n in data.notes)
+    # a UTF-8 byte-order mark does not end up in the first column's name
+    assert load_csv(b"\xef\xbb\xbfa,b,label\n1,2,0\n3,4,1\n").feature_names == ["a", "b"]
+
+
+def test_rows_with_missing_values_are_an_error_or_dropped_on_request():
+    text = b"a,b,label\n1,,0\n3,4,1\n5,6,0\n7,8,1\n,1,\n"
+    with pytest.raises(ValueError, match=r"Missing values in 2 of 5 rows .*Drop rows with missing"):
+        load_csv(text)
+    data = load_csv(text, dropna=True)
+    np.testing.assert_array_equal(data.X, [[3, 4], [5, 6], [7, 8]])
+    assert list(data.y) == [1, 0, 1] and any("Dropped 2 rows" in n for n in data.notes)
+
+
+def test_placeholders_in_a_numeric_column_become_missing_values():
+    rows = "\n".join(f"{i},{'?' if i == 3 else i * 2},{i % 2}" for i in range(12))
+    text = f"a,b,label\n{rows}\n".encode()
+    with pytest.raises(ValueError, match=r"entries \['\?'\] are not numbers"):
+        load_csv(text)
+    data = load_csv(text, dropna=True)
+    assert data.X.shape == (11, 2) and 3.0 not in data.X[:, 0]
+
+
+def test_non_numeric_columns_are_left_out_and_named_or_refused_when_asked_for():
+    data = load_csv(b"a,name,b,label\n1,x,2,0\n3,y,4,1\n")
+    assert data.feature_names == ["a", "b"]
+    assert any("['name']" in n for n in data.notes)
+    with pytest.raises(ValueError, match=r"non-numeric columns \['name'\]"):
+        load_csv(b"a,name,b,label\n1,x,2,0\n3,y,4,1\n", features=["a", "name"])

@@ -175,3 +175,39 @@ def test_free_energy_bounds_two_point_evidence(loss):
     assert np.all(gaps >= -1e-7), gaps           # F is an upper bound on -log P(D | theta)
     assert np.all(np.diff(gaps) < 0), gaps       # and tightens as the posterior becomes Gaussian
     assert gaps[-1] < 1e-3 and gaps[0] > 10 * gaps[-1], gaps
+
+
+def test_ard_prior_penalty_gradient_matches_finite_differences():
+    theta = np.log(np.array([0.3, 2.0, 5.0, 1.1, 1.7, 0.2]))
+    cfg = engine.Config(ard_scale=0.7)
+    R, g = engine.theta_penalty(theta, cfg)
+    h = 1e-6
+    R_at = lambda th: engine.theta_penalty(th, cfg)[0]                  # noqa: E731
+    fd = [(R_at(theta + h * e) - R_at(theta - h * e)) / (2 * h) for e in np.eye(theta.size)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
+    # the flat-prior centre integrated out: R is the Gaussian exponent at the mean of the log weights
+    lw = theta[:-2]
+    assert R == pytest.approx(np.sum((lw - lw.mean()) ** 2) / (2 * 0.7 ** 2))
+    assert g[-2:].tolist() == [0.0, 0.0]                         # C and v are not penalised
+    assert engine.theta_penalty(theta, engine.Config())[0] == 0.0
+
+
+def test_extend_q_is_the_gp_conditional_of_the_subset_q():
+    X, t, k, rng = _problem(seed=3, n=25, d=2)
+    jitter = 0.01
+    idx = np.arange(0, 25, 3)
+    prior_sub = make_prior(k, X[idx], jitter)
+    m = idx.size
+    q_sub = QParams(rng.standard_normal(m), rng.standard_normal(m) - 1.0, 0.3 * rng.standard_normal((m, 2)))
+    q = engine.extend_q(k, X, idx, q_sub, prior_sub, jitter)
+    # dense, independently: y | y_idx is Gaussian with mean A y_idx, A = K_x,idx K_idx^-1 (nugget in K_idx),
+    # and variance k(x, x) + nugget - A K_idx,x; under q_sub, y has mean A mu and variance that + A Sigma A'
+    K_sub = k(X[idx]) + jitter * k.C * np.eye(m)
+    A = np.linalg.solve(K_sub, k(X[idx], X)).T
+    Sigma = np.diag(np.exp(q_sub.log_d)) + q_sub.Cf @ q_sub.Cf.T
+    var = k.diag(X) + jitter * k.C - np.sum(A * k(X, X[idx]), axis=1) + np.sum((A @ Sigma) * A, axis=1)
+    rest = np.setdiff1d(np.arange(25), idx)
+    np.testing.assert_allclose(q.mu[rest], (A @ q_sub.mu)[rest], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose((np.exp(q.log_d) + np.sum(q.Cf ** 2, axis=1))[rest], var[rest], rtol=1e-8)
+    np.testing.assert_allclose(q.Cf[rest], (A @ q_sub.Cf)[rest], rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(q.mu[idx], q_sub.mu)

@@ -219,7 +219,14 @@ def step(rng: np.random.Generator, problem: Problem, state: PopulationState, dir
     return state, StepInfo(u_all, kind_all, nb_all)
 
 
-def point_sweep(rng: np.random.Generator, problem: Problem, state: PopulationState) -> PopulationState:
+def draw_confusion(rng: np.random.Generator, problem: Problem, state: PopulationState) -> np.ndarray:
+    """log pi ~ its conditional Dirichlet(M + alpha), row-wise, for every chain: (S, K, K) (sec. 3.2)."""
+    gam = rng.standard_gamma(state.counts + problem.alpha)  # (S, K, K)
+    return np.log(gam) - np.log(gam.sum(axis=2, keepdims=True))
+
+
+def point_sweep(rng: np.random.Generator, problem: Problem, state: PopulationState,
+                log_pi: np.ndarray | None = None) -> PopulationState:
     """Exact Gibbs update of all per-point (nugget) coordinates, every chain and class at once.
 
     Eq. 4 is the confusion matrix pi marginalised out (sec. 3.2). Drawing pi from its conditional
@@ -229,7 +236,8 @@ def point_sweep(rng: np.random.Generator, problem: Problem, state: PopulationSta
     c moves only f_c(x_i) = base + point_scale * e, so its line has one break: class c wins example i iff
     e > u* = (max of the other classes' scores - base) / point_scale. The two sides are weighted by
     pi[y_i, winner] times the N(0, prior_scale^2) prior mass and e is drawn from the truncated prior.
-    O(S N K) per class.
+    O(S N K) per class. ``log_pi``: a confusion matrix already drawn (:func:`draw_confusion`) for the
+    block "pi, then (z, e) given pi" of :func:`bsvm.msbpm.hmc.collapsed_step`; None draws it here.
     """
     if problem.n_point == 0:
         return state
@@ -237,19 +245,28 @@ def point_sweep(rng: np.random.Generator, problem: Problem, state: PopulationSta
     N = problem.n_point
     first = P - N
     s, ps = problem.point_scale, problem.prior_scale
-    gam = rng.standard_gamma(state.counts + problem.alpha)  # (S, K, K)
-    log_pi = np.log(gam) - np.log(gam.sum(axis=2, keepdims=True))
+    if log_pi is None:
+        log_pi = draw_confusion(rng, problem, state)
     log_pi_y = log_pi[:, problem.y, :]  # (S, N, K): log pi[y_i, p]
     beta, scores = state.beta.copy(), state.scores.copy()
     for c in range(km1):
         full = _with_anchor(scores)
         base = full[..., c + 1] - s * beta[:, c, first:]
-        full[..., c + 1] = -np.inf
-        other = np.argmax(full, axis=2)  # (S, N)
-        best_other = np.take_along_axis(full, other[..., None], axis=2)[..., 0]
+        if km1 == 1:  # two classes: the only other class is the anchor, score 0
+            best_other = 0.0
+            lp_other = log_pi_y[..., 0]
+        else:
+            full[..., c + 1] = -np.inf
+            other = np.argmax(full, axis=2)  # (S, N)
+            best_other = np.take_along_axis(full, other[..., None], axis=2)[..., 0]
+            lp_other = np.take_along_axis(log_pi_y, other[..., None], axis=2)[..., 0]
         u_star = (best_other - base) / (s * ps)  # in prior sd units
-        below, above = log_ndtr(u_star), log_ndtr(-u_star)  # prior masses of e < u* and e > u*
-        lw_o = np.take_along_axis(log_pi_y, other[..., None], axis=2)[..., 0] + below
+        # prior masses of e < u* and e > u*: one log-CDF for the smaller tail, log1p for the larger
+        tail = log_ndtr(-np.abs(u_star))
+        big = np.log1p(-np.exp(tail))
+        below = np.where(u_star < 0, tail, big)
+        above = np.where(u_star < 0, big, tail)
+        lw_o = lp_other + below
         lw_c = log_pi_y[..., c + 1] + above
         wins = np.log(rng.random((S, N))) < lw_c - np.logaddexp(lw_o, lw_c)
         # one-sided truncated normal by inversion in log space: z <= b with P = U Phi(b), b = +-u*

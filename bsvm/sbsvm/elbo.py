@@ -1,7 +1,7 @@
 """The closed-form S-BSVM evidence lower bound and its gradient w.r.t. kernel hyperparameters.
 
 Per data point, with q(u) = N(mu, Z), q(lambda_i) = GIG(1/2, 1, alpha_i), a_i = kappa_i mu and
-B_i = (1 - y_i a_i)^2 + kappa_i Z kappa_i^T + Ktilde_ii (NOTES.md item 1, correcting eq. 8):
+B_i = (1 - y_i a_i)^2 + kappa_i Z kappa_i^T + Ktilde_ii (docs/sbsvm.md sec. 2, correcting eq. 8):
 
     ELBO = sum_i [ -1 + y_i a_i - (B_i + alpha_i) / (2 sqrt(alpha_i)) ] - KL(q(u) || p(u)).
 

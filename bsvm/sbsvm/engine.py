@@ -1,7 +1,7 @@
 """The S-BSVM inference engine: ``init`` and ``step`` over a small immutable state (Algorithm 1).
 
 One step draws a minibatch S, sets alpha_i = B_i for i in S (eq. 11), forms the natural-gradient targets
-with the minibatch scale s = n / |S| (NOTES.md item 2; the paper omits s)
+with the minibatch scale s = n / |S| (docs/sbsvm.md sec. 4; the paper omits s)
 
     eta1_hat = s phi_S^T Y_S (1 + alpha_S^-1/2),
     P_hat = -2 eta2_hat = I + s phi_S^T diag(alpha_S^-1/2) phi_S
@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..data import column_scales
 from . import elbo as E
 from .geometry import Geometry, features, linear_geometry, sparse_geometry
 from .schedules import Adam, AdaptiveRate, adam_ascent, adam_init, adaptive_init, adaptive_step, robbins_monro
@@ -77,6 +78,17 @@ class SVIEngine:
         self.elbo_idx = (None if (nb is None or nb >= self.n)
                          else np.sort(rng.choice(self.n, nb, replace=False)))
         self._geom0 = geom
+        # Hyperparameter bounds relative to the starting kernel (whose median-heuristic length scale
+        # follows the data's scale), so that rescaled inputs are not pinned at an absolute cap; the linear
+        # variant's weight prior variance is bounded relative to 1 / (mean feature variance).
+        theta0 = geom.kernel.theta if geom.kind == "sparse" else np.zeros(0)
+        self.theta_bounds = (config.theta_bounds if config.theta_bounds is not None
+                             else (theta0 + THETA_BOUNDS[0], theta0 + THETA_BOUNDS[1]))
+        self.weight_var_scale = 1.0  # (rows held out of core, e.g. Dask: bounds relative to unit scale)
+        if geom.kind == "linear" and isinstance(X, np.ndarray) and X.size:
+            feature_var = float(np.mean(column_scales(X) ** 2))
+            if np.isfinite(feature_var) and feature_var > 0:
+                self.weight_var_scale = 1.0 / feature_var
         self._cache = (None, None)  # features of the full data for the current geometry (full-batch runs)
 
     # -- features, cached when every step uses all the data (batch variant: an n x n matrix per step)
@@ -161,7 +173,8 @@ class SVIEngine:
             S = E.covariance(post)
             second = geom.prior_std**2 * (np.diag(S) + post.m**2)
             new_var = np.append(np.full(second.size - 1, second[:-1].mean()), second[-1])
-            new_std = np.sqrt(np.clip(new_var, 1e-6, 1e6))
+            lo, hi = self.linear_var_bounds(second.size)
+            new_std = np.sqrt(np.clip(new_var, lo, hi))
             # beta = std v = std' v'  =>  v' = R v, R = std / std'; with Q = R^-1: P' = Q P Q, eta1' = Q eta1.
             Q = new_std / geom.prior_std
             return state._replace(eta1=Q * state.eta1, P=Q[:, None] * state.P * Q[None, :],
@@ -170,13 +183,32 @@ class SVIEngine:
             X, y, phi, t, Knm, s = batch[:6]
             grad = self._hyper_gradient(state, (X, y, phi, t, Knm, s, E.moments(state.eta1, state.P), None))
         step, adam = adam_ascent(state.adam, grad, self.config.hyper_lr)
-        theta = np.clip(geom.kernel.theta + step, *(self.config.theta_bounds or THETA_BOUNDS))
+        theta = np.clip(geom.kernel.theta + step, *self.theta_bounds)
         new = sparse_geometry(geom.kernel.with_theta(theta), geom.inducing)
         # Keep q(u) fixed: u = L v = L' v'  =>  v' = R v with R^-1 = Q = L^-1 L';
         # so P' = Q^T P Q and eta1' = Q^T eta1.
         Q = geom.Linv @ new.L
         P = Q.T @ state.P @ Q
         return state._replace(eta1=Q.T @ state.eta1, P=0.5 * (P + P.T), geom=new, adam=adam)
+
+    def linear_var_bounds(self, size):
+        """Bounds of the linear variant's prior variances: weights relative to 1 / feature variance."""
+        scale = np.append(np.full(size - 1, self.weight_var_scale), 1.0)
+        return 1e-6 * scale, 1e6 * scale
+
+    def pinned(self, state: SVIState) -> list[str]:
+        """Hyperparameters that sit at one of their bounds (a sign the data's scale or the kernel is off)."""
+        geom = state.geom
+        if geom.kind == "linear":
+            lo, hi = self.linear_var_bounds(geom.prior_std.size)
+            var = geom.prior_std**2
+            names = ["prior_variance"] * (var.size - 1) + ["bias_prior_variance"]
+            at = np.isclose(var, lo, rtol=1e-9, atol=0.0) | np.isclose(var, hi, rtol=1e-9, atol=0.0)
+        else:
+            names = list(geom.kernel.describe())  # one name per log-hyperparameter, sums included
+            theta = geom.kernel.theta
+            at = (np.abs(theta - self.theta_bounds[0]) < 1e-9) | (np.abs(theta - self.theta_bounds[1]) < 1e-9)
+        return sorted({n for n, a in zip(names, at) if a})
 
     def elbo(self, state: SVIState, chunk: int = 20000) -> float:
         """Closed-form ELBO (optimal alpha) on the full data or on the fixed evaluation subset, scaled

@@ -11,7 +11,17 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
-from ..kernels import ARDRBF, Constant, SumKernel, make_kernel, sq_dist
+from ..kernels import ARDRBF, Constant, Kernel, SumKernel, make_kernel, sq_dist
+from ..params import (
+    RANDOM_STATE,
+    Interval,
+    Real,
+    RealNotInt,
+    StrOptions,
+    non_negative,
+    positive,
+    positive_int,
+)
 from . import elbo as E
 from .engine import SVIConfig, SVIEngine
 from .geometry import features, linear_geometry, sparse_geometry
@@ -75,7 +85,7 @@ class SBSVM(BayesianClassifier):
       mean with standard deviation ``ard_shrinkage`` = 0.5). The hinge pseudo-likelihood has no
       normaliser, so type-II maximum likelihood alone keeps raising the variances and, with many
       inducing points, shortening the length scale (over-fitting); the prior bounds that drift.
-      The log-hyperparameters are also boxed to +-log(1e4) around their initial values.
+      The hyperparameters are also boxed to 1e-3..1e4 times their initial values.
     * Inducing points (``n_inducing="auto"``): m = min(100, ceil(0.2 n), number of distinct rows) (the
       paper's sec. 5.1 rule; more inducing points than that let the learned hyperparameters over-fit
       small sets, and 100 matched the 200 of the GPyTorch peer on ringnorm and twonorm at a quarter of
@@ -85,7 +95,8 @@ class SBSVM(BayesianClassifier):
       exact coordinate ascent (rho = 1, sec. 4.1 updates with inducing points). When n > 2000 the fit has
       two stages: the hyperparameters are learned with full-batch steps on a random subset of 2000 rows,
       then they are frozen and SVI over all rows (minibatches of 2000, Robbins-Monro rate
-      rho_t = (t + tau)^-kappa) refines q(u) from the subset's solution scaled up to n rows.
+      rho_t = (t + tau)^-kappa) refines q(u) from the subset's solution scaled up to n rows. (With a
+      batch_size given, one stage: joint SVI in q(u) and the hyperparameters, as in the paper.)
     * Stopping rule: the ELBO is computed every ``elbo_every`` = 5 steps (on at most ``elbo_batch_size``
       rows, scaled to n); a stage stops when the best of the last ``patience`` = 3 values improves on the
       best before them by at most ``tol`` x n nats (``tol`` = 1e-4 nats per training row). A stage that
@@ -123,6 +134,15 @@ class SBSVM(BayesianClassifier):
         likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches, the subsets and the ELBO subset.
+    stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
+        None uses the running count of rows seen (right for one pass; see ``bsvm.sbsvm.stream``).
+
+    ``fit`` also takes a Dask array and streams its blocks (``bsvm.sbsvm.dask_fit``; one stage, no
+    hyperparameter subset); ``partial_fit`` takes a stream of in-memory chunks (``bsvm.sbsvm.stream``).
+    Input scale (:func:`bsvm.data.check_input_scale`): "standardizes" when ``standardize`` (the
+    default), else "adaptive" (the length scale follows the median distance; bounds are relative to the
+    starting values) or, with a fixed ``lengthscale`` or a kernel object, "unit". A hyperparameter that
+    ends the fit at a bound raises a ``ConvergenceWarning``.
 
     Attributes
     ----------
@@ -135,12 +155,50 @@ class SBSVM(BayesianClassifier):
 
     _binary_only = True
 
+    # parameter table (bsvm/params.py), checked before the data; cross-checks stay in _check_params
+    _parameter_constraints = {
+        "variant": [StrOptions({"svi", "batch", "linear"})],
+        "kernel": [StrOptions({"rbf", "ard", "linear"}), Kernel],
+        "bias": ["boolean"],
+        "lengthscale": [None, positive()],
+        "variance": [positive()],
+        "n_inducing": [StrOptions({"auto"}), positive_int(), Interval(RealNotInt, 0, 1, closed="right")],
+        "inducing": [StrOptions({"kmeans", "random"}), "array-like"],
+        "batch_size": [StrOptions({"auto"}), positive_int()],
+        "max_iter": [positive_int()],
+        "learning_rate": [StrOptions({"auto", "robbins_monro", "adaptive"}),
+                          Interval(Real, 0, 1, closed="right")],
+        "tau": [non_negative()],
+        # Robbins-Monro: sum rho = inf and sum rho^2 < inf need kappa in (0.5, 1]
+        "kappa": [Interval(Real, 0.5, 1, closed="right")],
+        "optimize_hyperparameters": ["boolean"],
+        "hyper_every": [positive_int()],
+        "hyper_lr": [positive()],
+        "hyper_prior_std": [None, positive()],
+        "ard_shrinkage": [None, positive()],
+        "prior_variance": [positive()],
+        "standardize": ["boolean"],
+        "elbo_every": [positive_int()],
+        "elbo_batch_size": [None, positive_int()],
+        "tol": [non_negative()],
+        "patience": [positive_int()],
+        "predictive": [StrOptions({"probit", "hinge"})],
+        "progress_every": [positive_int()],
+        "random_state": RANDOM_STATE,
+        "stream_size": [None, positive_int()],
+    }
+
+    def _input_scale_rule(self):
+        if self.standardize:
+            return "standardizes"
+        return "adaptive" if self.lengthscale is None and isinstance(self.kernel, str) else "unit"
+
     def __init__(self, variant="svi", kernel="rbf", bias=True, lengthscale=None, variance=1.0,
                  n_inducing="auto", inducing="kmeans", batch_size="auto", max_iter=1000, learning_rate="auto",
                  tau=1.0, kappa=0.6, optimize_hyperparameters=True, hyper_every=1, hyper_lr=0.1,
                  hyper_prior_std=2.0, ard_shrinkage=0.5, prior_variance=1.0, standardize=True, elbo_every=5,
                  elbo_batch_size=2000, tol=1e-4, patience=3, predictive="probit", progress_every=10,
-                 random_state=None):
+                 random_state=None, stream_size=None):
         self.variant = variant
         self.kernel = kernel
         self.bias = bias
@@ -167,6 +225,7 @@ class SBSVM(BayesianClassifier):
         self.predictive = predictive
         self.progress_every = progress_every
         self.random_state = random_state
+        self.stream_size = stream_size
 
     # -- set-up ---------------------------------------------------------------------------------------------
     def _check_params(self, n):
@@ -266,7 +325,6 @@ class SBSVM(BayesianClassifier):
                              "or a number in (0, 1].")
         if kernel is not None:
             theta0 = kernel.theta
-            kw["theta_bounds"] = (theta0 - THETA_SPAN, theta0 + THETA_SPAN)
             hp = self.hyper_prior_std
             if hp is not None and np.isfinite(hp):
                 kw.update(prior_mean=theta0, prior_std=float(hp))
@@ -279,9 +337,28 @@ class SBSVM(BayesianClassifier):
                          elbo_batch_size=self.elbo_batch_size, **kw)
 
     # -- fitting --------------------------------------------------------------------------------------------
+    def fit_iter(self, X, y):
+        from .stream import is_dask_collection
+        if is_dask_collection(X) or is_dask_collection(y):
+            from .dask_fit import dask_fit_iter
+            return dask_fit_iter(self, X, y)
+        return super().fit_iter(X, y)
+
+    def partial_fit(self, X, y, classes=None):
+        """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention). The first call
+        needs ``classes``, unless it continues a ``fit``. ``bsvm.sbsvm.stream`` says what the first call
+        fixes and how n is known."""
+        from .stream import partial_fit
+        return partial_fit(self, X, y, classes)
+
     def _iterate(self, X, y_index):
         n = X.shape[0]
         self._check_params(n)
+        # fit starts afresh; a later partial_fit goes on from it with n = these rows (bsvm.sbsvm.stream)
+        self.__dict__.pop("_stream_state", None)
+        self._n_fit_rows = int(n)
+        # A Dask input arrives as a row proxy that brings its own engine (sums over rows as reductions)
+        make_engine = getattr(X, "make_svi_engine", SVIEngine)
         y = self._encode_binary(y_index)
         rng = np.random.default_rng(self.random_state)
         self._fit_scaling(X)
@@ -293,7 +370,7 @@ class SBSVM(BayesianClassifier):
             cfg = self._config(n)
             self.defaults_ = {"batch_size": cfg.batch_size, "schedule": cfg.schedule,
                               "tol_nats": self.tol * n}
-            engine = SVIEngine(Xs, y, geom, cfg, rng)
+            engine = make_engine(Xs, y, geom, cfg, rng)
             yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
             return
         kern = self._initial_kernel(Xs, rng)
@@ -303,7 +380,8 @@ class SBSVM(BayesianClassifier):
                           **{f"init.{k}": v for k, v in describe_kernel(kern).items()},
                           "hyper_prior_std": self.hyper_prior_std, "tol_nats": self.tol * n}
         b = cfg.batch_size
-        if b < n and cfg.optimize_hyper and self.variant == "svi":
+        if (b < n and cfg.optimize_hyper and self.variant == "svi" and self.batch_size == "auto"
+                and make_engine is SVIEngine):
             # Stage 1: hyperparameters by full-batch steps on a random subset of b rows (exact coordinate
             # ascent in q, so the hyperparameter gradient is not minibatch noise).
             sub = np.sort(rng.choice(n, b, replace=False))
@@ -318,7 +396,7 @@ class SBSVM(BayesianClassifier):
             start = eng2.init(rng)._replace(eta1=s * state.eta1, P=P, geom=state.geom)
             yield from self._run(eng2, start, it, "q(u) on all rows", rng)
             return
-        engine = SVIEngine(Xs, y, geom, cfg, rng)
+        engine = make_engine(Xs, y, geom, cfg, rng)
         yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
 
     def _run(self, engine, state, it0, stage, rng):
@@ -352,6 +430,13 @@ class SBSVM(BayesianClassifier):
             if converged:
                 break
         self.stages_.append({"stage": stage, "steps": k, "converged": converged, "elbo": float(elbo)})
+        pinned = engine.pinned(state)
+        if pinned and engine.config.optimize_hyper:
+            warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
+                          "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
+                          "the features' variance): the data's scale or the kernel does not suit the "
+                          "model; standardise the features or choose another kernel.", ConvergenceWarning,
+                          stacklevel=4)
         if not converged:
             self.converged_ = False
             if self.tol > 0:

@@ -30,19 +30,38 @@ class Config(NamedTuple):
     armijo: float = 1e-4
     max_backtracks: int = 8
     jitter: float = JITTER
+    ard_scale: float | None = None  # s of the hierarchical prior on log w (``theta_penalty``); None = none
+
+
+def theta_penalty(theta, cfg: Config):
+    """-log p(theta) up to a constant, and its gradient: the ARD weights' hierarchical prior.
+
+    log w_i ~ N(m, s^2) independently, s = ``cfg.ard_scale``, and the common centre m integrated out under a
+    flat prior, which leaves exactly this quadratic form (up to a constant): the overall length scale stays
+    free and only the *spread* of the weights is penalised:
+    R = sum_i (log w_i - mean_j log w_j)^2 / (2 s^2),  dR/dlog w_i = (log w_i - mean) / s^2
+    (the mean's own derivative sums to zero). C and v are not penalised.
+    """
+    g = np.zeros_like(theta)
+    if cfg.ard_scale is None or theta.size < 3:
+        return 0.0, g
+    lw = theta[:-2]
+    dev = lw - lw.mean()
+    g[:-2] = dev / cfg.ard_scale ** 2
+    return float(0.5 * dev @ dev / cfg.ard_scale ** 2), g
 
 
 class SeegerState(NamedTuple):
     theta: np.ndarray              # log kernel parameters (log w_1..log w_d, log C, log v)
     q: QParams                     # variational posterior in y-space
-    F: float                       # free energy at (q, theta)
-    grad: np.ndarray               # dF/dtheta at fixed q
+    F: float                       # the outer objective: free energy at (q, theta) + theta_penalty(theta)
+    grad: np.ndarray               # dF/dtheta at fixed q (penalty included)
     H: np.ndarray                  # BFGS inverse-Hessian approximation
     prior: Prior                   # Cholesky etc. of K(theta)
 
 
 class StepInfo(NamedTuple):
-    F: float
+    F: float                       # the outer objective (free energy + theta penalty)
     inner_iterations: int          # CG iterations summed over all inner runs of this step
     step_size: float
     n_trials: int                  # kernel settings tried by the line search
@@ -81,12 +100,44 @@ def initial_q(prior: Prior, n_factors: int) -> QParams:
     return QParams(np.zeros(n), np.log(D0), Cf0)
 
 
-def init(kernel, X, t, cfg: Config, n_factors: int = 2):
-    """Initial q (``initial_q``) optimised by the inner loop at the initial theta."""
+def extend_q(kernel, X, idx, q_sub: QParams, prior_sub: Prior, jitter: float,
+             n_factors: int | None = None) -> QParams:
+    """q on all rows of X from q on the rows ``idx`` (a subset), by the GP conditional y | y_idx.
+
+    With V = K_idx^-1 K_idx,x: mu = V' mu_sub, Cf = V' Cf_sub, and D = the rest of q's predictive variance,
+    k(x, x) - k' K_idx^-1 k + V' D_sub V (nugget included), so that each row's marginal variance is exactly
+    its predictive variance under q_sub. The rows of the subset keep q_sub's values. With ``n_factors`` fewer
+    than q_sub's, the leading ones are kept (the rest of the variance goes to D). O(n n_sub^2)."""
+    nugget = kernel.nugget(jitter)
+    Ks = kernel(X[idx], X)                                        # n_sub x n, no nugget (cross-covariance)
+    V = prior_sub.Kinv @ Ks
+    mu = V.T @ q_sub.mu
+    Cf = V.T @ q_sub.Cf
+    D = (kernel.diag(X) + nugget - np.einsum("ij,ij->j", Ks, V)
+         + np.exp(q_sub.log_d) @ (V * V))
+    D = np.maximum(D, nugget)        # the conditional variance is at least the white noise
+    mu[idx], Cf[idx], D[idx] = q_sub.mu, q_sub.Cf, np.exp(q_sub.log_d)
+    M = Cf.shape[1] if n_factors is None else int(n_factors)
+    if M < Cf.shape[1]:
+        # keep the M leading directions of Cf Cf' (its thin SVD) and move the rest of each row's variance
+        # into D, so that every marginal variance is unchanged
+        U, sv, _ = np.linalg.svd(Cf, full_matrices=False)
+        kept = U[:, :M] * sv[:M]
+        D += np.sum(Cf ** 2, axis=1) - np.sum(kept ** 2, axis=1)
+        Cf = kept
+    elif M > Cf.shape[1]:
+        Cf = np.column_stack([Cf, np.zeros((Cf.shape[0], M - Cf.shape[1]))])
+    return QParams(mu, np.log(D), Cf)
+
+
+def init(kernel, X, t, cfg: Config, n_factors: int = 2, q0: QParams | None = None):
+    """q optimised by the inner loop at the initial theta, from ``q0`` or else ``initial_q``."""
     prior0 = make_prior(kernel, X, cfg.jitter)
-    q, F, nit = optimise_q(prior0, t, initial_q(prior0, n_factors), cfg)
-    grad = theta_gradient(kernel, X, prior0, q, cfg.jitter)
+    q, F, nit = optimise_q(prior0, t, initial_q(prior0, n_factors) if q0 is None else q0, cfg)
     theta = kernel.theta
+    R, gR = theta_penalty(theta, cfg)
+    F += R
+    grad = theta_gradient(kernel, X, prior0, q, cfg.jitter) + gR
     state = SeegerState(theta, q, F, grad, np.eye(theta.size), prior0)
     return state, StepInfo(F, nit, 0.0, 1, float(np.linalg.norm(grad)), True)
 
@@ -114,6 +165,7 @@ def step(state: SeegerState, kernel, X, t, cfg: Config):
             alpha *= 0.3
             continue
         total_nit += nit
+        F += theta_penalty(theta_new, cfg)[0]
         if np.isfinite(F) and F <= state.F + cfg.armijo * alpha * slope:
             break
         alpha *= 0.3
@@ -121,7 +173,7 @@ def step(state: SeegerState, kernel, X, t, cfg: Config):
         # no decrease found: keep theta, reset the curvature estimate (the next step is steepest descent)
         new = state._replace(H=np.eye(g.size))
         return new, StepInfo(state.F, total_nit, 0.0, cfg.max_backtracks, float(np.linalg.norm(g)), False)
-    grad = theta_gradient(k, X, prior, q, cfg.jitter)
+    grad = theta_gradient(k, X, prior, q, cfg.jitter) + theta_penalty(theta_new, cfg)[1]
     s, y = theta_new - state.theta, grad - g
     sy = float(s @ y)
     if sy > 1e-10:

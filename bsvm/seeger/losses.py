@@ -5,7 +5,7 @@ These are the terms of eq. 6, the only part of the free energy that is not matri
 
 Normalised SVC loss (sec. 1):  g(t, y) = [1 - t y]_+ + log Z(y),  Z(y) = e^{-[1-y]_+} + e^{-[1+y]_+}.
 
-* Hinge part, closed form (NOTES.md): with z = 1 - t m, s = sqrt(v),
+* Hinge part, closed form (docs/seeger.md): with z = 1 - t m, s = sqrt(v),
   E[[1 - t y]_+] = z Phi(z/s) + s phi(z/s),  dE/dm = -t Phi(z/s),  dE/dv = phi(z/s) / (2 s).
 * log Z part: no closed form. We integrate it *exactly piecewise*: log Z is smooth (analytic) on each of
   (-inf, -1), [-1, 1], (1, inf),
@@ -26,8 +26,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, ndtr
 
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(32)
-_SPAN = 7.0
+from ..likelihoods import log_normaliser, normalised_hinge
+from ..quadrature import expect_normal_piecewise as gauss_expect  # shared: bsvm/quadrature.py
+
 _SQRT2PI = np.sqrt(2.0 * np.pi)
 LOSSES = ("svc", "logistic")
 
@@ -36,47 +37,12 @@ def _pdf(y, m, s):
     return np.exp(-0.5 * ((y - m) / s) ** 2) / (s * _SQRT2PI)
 
 
-def gauss_expect(f, breaks, m, v, derivatives=True):
-    """E[f(y)] for y ~ N(m, v), f analytic between the sorted ``breaks`` (continuous across them).
-
-    Each piece, cut to [m - 7 s, m + 7 s] (Gaussian mass outside 2.6e-12, and |f| <= 1 wherever it is
-    used here), is integrated by 32-point Gauss-Legendre. With ``derivatives`` also returns dE/dm and
-    dE/dv by the Gaussian score identities dE/dm = E[(f(y) - f(m)) z] / s and
-    dE/dv = E[(f(y) - f(m)) (z^2 - 1)] / (2 v), z = (y - m) / s, which hold for any f (kinks included:
-    the density is differentiated, not f); subtracting f(m), whose score expectations vanish, removes the
-    cancellation when v is small. Vectorised over points: one call of f on all nodes.
-    """
-    m = np.asarray(m, dtype=float)
-    s = np.sqrt(np.asarray(v, dtype=float))
-    sinv = 1.0 / s
-    edges = np.array([-np.inf, *breaks, np.inf])
-    lo = np.maximum(edges[:-1], (m - _SPAN * s)[..., None])            # (..., pieces)
-    hi = np.minimum(edges[1:], (m + _SPAN * s)[..., None])
-    half = 0.5 * np.maximum(hi - lo, 0.0)
-    ctr = 0.5 * (lo + hi)
-    hz = half * sinv[..., None]                                        # half-widths in units of s
-    z = ((ctr - m[..., None]) * sinv[..., None])[..., None] + hz[..., None] * _GL_X   # (..., pieces, Q)
-    zz = z * z
-    wts = np.exp(-0.5 * zz)
-    wts *= (hz / _SQRT2PI)[..., None] * _GL_W
-    nodes = ctr[..., None] + half[..., None] * _GL_X
-    fv = f(nodes)
-    E = np.einsum("...pq,...pq->...", fv, wts)
-    if not derivatives:
-        return E
-    fv -= f(m)[..., None, None]
-    fv *= wts                                                          # (f(y) - f(m)) x weight
-    dm = np.einsum("...pq,...pq->...", fv, z) * sinv
-    dv = (np.einsum("...pq,...pq->...", fv, zz) - fv.sum(axis=(-2, -1))) * (0.5 * sinv * sinv)
-    return E, dm, dv
-
-
 # -- normalised SVC loss -------------------------------------------------------------------------------------
 
 def log_z(y):
-    """log Z(y), Z(y) = e^{-[1-y]_+} + e^{-[1+y]_+} (sec. 1); analytic on (-inf,-1), (-1,1), (1,inf)."""
-    y = np.asarray(y, dtype=float)
-    return np.logaddexp(-np.maximum(1.0 - y, 0.0), -np.maximum(1.0 + y, 0.0))
+    """log Z(y), Z(y) = e^{-[1-y]_+} + e^{-[1+y]_+} (sec. 1); analytic on (-inf,-1), (-1,1), (1,inf).
+    The c = 1 normaliser of the shared normalised hinge (``bsvm.likelihoods``, docs/shared.md)."""
+    return log_normaliser(y, c=1.0)
 
 
 def svc_loss(t, y):
@@ -190,8 +156,14 @@ def loss_value(loss: str, t, y):
 
 
 def _svc_p1(y):
-    """P(t = +1 | y) = e^{-[1-y]_+} / Z(y) under the normalised SVC loss."""
-    return np.exp(-np.maximum(1.0 - y, 0.0) - log_z(y))
+    """P(t = +1 | y) = e^{-[1-y]_+} / Z(y) under the normalised SVC loss: the c = 1 normalised hinge."""
+    return normalised_hinge(y, c=1.0)
+
+
+def likelihood_proba(loss: str, y):
+    """P(t = +1 | y), the noise model at a latent value (the plug-in predictive at y = the latent mean)."""
+    y = np.asarray(y, dtype=float)
+    return _svc_p1(y) if loss == "svc" else expit(y)
 
 
 def predictive_proba(loss: str, m, v):

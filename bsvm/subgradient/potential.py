@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..likelihoods import normalised_hinge
+
 
 class HingeModel(NamedTuple):
     """The posterior's constants: cost ``c``, margin ``l``, number of classes (2 means the binary model)."""
@@ -155,10 +157,7 @@ def normalised_likelihood(model: HingeModel, F: np.ndarray) -> np.ndarray:
     Multi-class: a softmax over classes of -c max(0, l + max_{y' != y} f_y' - f_y), which equals the binary
     rule when K = 2 and f = f_1 - f_0."""
     if model.n_classes == 2:
-        f = F[..., 0]
-        lp = -model.c * np.maximum(0.0, model.l - f)
-        lm = -model.c * np.maximum(0.0, model.l + f)
-        p1 = 1.0 / (1.0 + np.exp(lm - lp))
+        p1 = normalised_hinge(F[..., 0], c=model.c, l=model.l)  # bsvm.likelihoods (docs/shared.md)
         return np.stack([1.0 - p1, p1], axis=-1)
     K = F.shape[-1]
     logits = np.empty_like(F)

@@ -125,7 +125,7 @@ def sgld_step(rng: np.random.Generator, state: SGLDState, potential_fn, step_siz
     """theta' = theta - (h^2 / 2) L L^T dU~(theta) + h L nu, nu ~ N(0, I).
 
     The stochastic subgradient is evaluated at theta_t: eq. 13 prints theta_{t+1}, a misprint (the update
-    would otherwise be implicit; see NOTES.md)."""
+    would otherwise be implicit; see docs/subgradient.md)."""
     U, g = potential_fn(state.theta)
     h = float(step_size)
     z_move = -0.5 * h * h * apply_factor_t(L, g) + h * rng.standard_normal(g.shape)

@@ -2,11 +2,18 @@
 
 import streamlit as st
 
-from bsvm.metrics import reliability_bins
 from dashboard import figures, state, ui
-from dashboard.analysis import Prepared, evaluate, uncertainty
+from dashboard.analysis import (
+    ENTROPY,
+    LATENT_VARIANCE,
+    Prepared,
+    calibration_models,
+    evaluate,
+    metrics_csv,
+    reliability_curves,
+)
 from dashboard.methods import METHODS
-from dashboard.runner import DONE, RUNNING, LiveRun
+from dashboard.runner import DONE, PROCESS_ROWS, Job, Run, fit_in_job, fit_plain
 
 st.title("Calibration")
 st.markdown(
@@ -20,38 +27,37 @@ if data is None:
 c = state.cfg()
 
 
-def fit_full(method, options, d: Prepared, seed: int) -> LiveRun | None:
-    """Fit to the end (when no live run exists, and for the two-feature maps); None on failure."""
-    est = ui.safe(method.make, dict(options), seed, what=f"Setting up {method.label}")
-    if est is None:
-        return None
-    r = LiveRun(est, d.X_train, d.y_train, max_iter=method.cap(options), status=RUNNING)
-    while r.status == RUNNING:
-        r.advance(1.0)
-    if r.error:
-        st.error(f"{method.label} failed: {r.error}")
-        return None
-    return r
+def fit_job(name: str, method, options, d: Prepared, seed: int):
+    """Fit ``method`` to the end as a registry job (progress bar, Cancel; a big PlattSVM fit in a child
+    process, since one SVC fit cannot be interrupted otherwise). Returns the fitted estimator once done,
+    None while it runs or when it failed (the job view says why)."""
+    key = (d.key, method.key, repr(sorted(options.items())), seed)
+    reg = state.registry()
+    job = reg.get(name)
+    left = job is not None and job.status == "cancelled" and job.note.startswith("you left")
+    if job is None or job.meta.get("key") != key or left:  # (re)start; also after the user came back
+        est = ui.safe(method.make, dict(options), seed, what=f"Setting up {method.label}")
+        if est is None:
+            return None
+        if method.key == "platt" and len(d.y_train) > PROCESS_ROWS:
+            job = Job(fit_plain, est, d.X_train, d.y_train, label=f"Fitting {method.label}", process=True)
+        else:
+            job = Job(fit_in_job, est, d.X_train, d.y_train, method.cap(options), method.label,
+                      label=f"Fitting {method.label}")
+        job.page, job.meta = "calibration", {"key": key, "data_key": data.key}
+        state.start_job(name, job)
+    return state.job_view(name, key)
 
 
 def platt_for(d: Prepared):
-    cache = st.session_state.setdefault("platt_cache", {})
-    if d.key not in cache:
-        with st.spinner("Fitting PlattSVM on the same split..."):
-            r = fit_full(METHODS["platt"], {}, d, int(c["seed"]))
-        if r is None:
-            return None
-        if len(cache) > 4:
-            cache.clear()
-        cache[d.key] = r.estimator
-    return cache[d.key]
+    return fit_job(f"cal_platt:{d.key == data.key}", METHODS["platt"], {}, d, int(c["seed"]))
 
 
 run = st.session_state.get("run")
 meta = st.session_state.get("run_meta", {})
 model, label = None, None
 if run is not None and run.fitted and meta.get("data_key") == data.key:
-    model, label = run.estimator, meta["label"]
+    model, label = run.model, meta["label"]
     if run.status != DONE:
         st.caption(f"Using the Train page's run as it stands ({run.status}, iteration {run.iteration}).")
 else:
@@ -61,21 +67,23 @@ else:
         st.warning(note, icon=":material/info:")
     st.info("No trained model for this data yet: train one on the **Train** page, or fit here with the "
             "current options.")
-    if method is not None and st.button(f"Fit {method.label} now", type="primary"):
+    if method is not None:
         opts = state.method_options(method.key)
-        with st.spinner(f"Fitting {method.label}..."):
-            r = fit_full(method, opts, data, int(c["seed"]))
-        if r is not None:
-            st.session_state["run"] = r
-            st.session_state["run_meta"] = {"method": method.key, "label": method.label,
-                                            "options": dict(opts), "data_key": data.key}
-            st.rerun()
+        if st.button(f"Fit {method.label} now", type="primary"):
+            st.session_state["cal_fit_now"] = True
+        if st.session_state.get("cal_fit_now"):
+            est = fit_job("cal_fit", method, opts, data, int(c["seed"]))
+            if est is not None:
+                st.session_state.pop("cal_fit_now", None)
+                meta = {"method": method.key, "label": method.label, "options": dict(opts),
+                        "data_key": data.key}
+                st.session_state["run"] = Run.from_fitted(est, label=method.label, meta=meta)
+                st.session_state["run_meta"] = meta
+                st.rerun()
     st.stop()
 
 platt = platt_for(data)
-models = {label: model}
-if platt is not None and meta.get("method") != "platt":
-    models["PlattSVM"] = platt
+models = calibration_models(model, label, platt)  # never the trained model against itself
 
 results = {}
 for name, est in models.items():
@@ -86,7 +94,10 @@ if not results:
     st.stop()
 
 st.subheader("Metrics on the test set")
-st.dataframe(figures.metrics_table({k: v["report"] for k, v in results.items()}).style.format("{:.4f}"))
+table = figures.metrics_table({k: v["report"] for k, v in results.items()})
+st.dataframe(table.style.format("{:.4f}"))
+st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="calibration_metrics.csv",
+                   mime="text/csv", icon=":material/download:", on_click="ignore", key="cal_metrics_csv")
 st.caption("error: misclassified fraction; Brier: mean squared error of p; "
            "log loss: mean -log p(true class); ECE: count-weighted gap between confidence and accuracy "
            "over 10 bins; AUC: ranking quality"
@@ -94,32 +105,38 @@ st.caption("error: misclassified fraction; Brier: mean squared error of p; "
 
 
 def maps_for(d: Prepared, fitted: dict, where: str):
-    grid, _ = ui.map_grid(d, 60)
     cols = st.columns(len(fitted))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:
             fig = ui.proba_map(est, d, name)
             if fig is not None:
-                st.plotly_chart(fig, key=f"cal_map_{where}_{name}")
+                ui.chart(fig, key=f"cal_map_{where}_{name}")
     scale = (f"blue = {d.classes[0]}, red = {d.classes[1]}, white = 50/50" if d.binary else
-             "the probability of the predicted class: red = confident, white = 0.5, pale = a close call "
-             f"between {len(d.classes)} classes")
+             "each region in its predicted class's colour, more transparent where the top class is less "
+             f"sure (a close call between {len(d.classes)} classes)")
     st.caption(f"Both maps use the same colour scale ({scale})"
                + ("; dotted black lines: contours of the true p(y|x) at 0.1, 0.3, 0.5, 0.7, 0.9." if d.truth
                   else "."))
+    kinds = {ENTROPY: "predictive entropy (every method, one scale)",
+             LATENT_VARIANCE: "latent variance (Gaussian-posterior methods)"}
+    kind = st.radio("Uncertainty", list(kinds), horizontal=True, key=f"cal_unc_kind_{where}",
+                    format_func=kinds.get,
+                    help="Predictive entropy -sum p log p of each model's probabilities, from 0 (certain) "
+                         "to log K (a coin toss), on one fixed scale, so the maps compare. The latent "
+                         "variance Var q(f(x)) exists only for methods with a Gaussian latent posterior "
+                         "(S-BSVM, Seeger ARD) and has its own scale.")
     cols = st.columns(len(fitted))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:
-            out = ui.safe(uncertainty, est, grid.points, what=f"Uncertainty of {name}")
-            if out is not None:
-                u, what = out
-                X, y = ui.shown_points(d)
-                st.plotly_chart(figures.value_heatmap(grid, u, X, y, d.classes, title=f"{name}: {what}",
-                                                      colorbar_title=what.split(" (")[0],
-                                                      axis_titles=tuple(d.feature_names)),
-                                key=f"cal_unc_{where}_{name}")
-    st.caption("Uncertainty: the latent variance for Gaussian-posterior methods (it grows away from the "
-               "data), otherwise the entropy of the predicted probabilities (largest near the boundary).")
+            fig = ui.uncertainty_map(est, d, name, kind)
+            if fig is not None:
+                ui.chart(fig, key=f"cal_unc_{where}_{name}")
+            else:
+                st.info(f"{name} has no latent Gaussian predictive, so no latent variance: choose "
+                        "predictive entropy to compare it.")
+    st.caption("Predictive entropy is largest near the boundary and, for a Bayesian model, away from the "
+               "data; both maps share the scale 0 to log K." if kind == ENTROPY else
+               "Latent variance: how unsure the model is about f(x) itself; it grows away from the data.")
 
 
 st.subheader("Probability maps")
@@ -140,37 +157,26 @@ else:
         else:
             sub = data.subset([a, b])
             method = METHODS.get(meta.get("method"))
-            with st.spinner("Fitting on two features..."):
-                fitted = {}
-                if method is not None and method.key != "platt":
-                    r2 = fit_full(method, meta.get("options", {}), sub, int(c["seed"]))
-                    if r2 is not None:
-                        fitted[label] = r2.estimator
-                p2 = platt_for(sub)
-                if p2 is not None:
-                    fitted["PlattSVM"] = p2
+            fitted = {}
+            if method is not None and method.key != "platt":
+                m2 = fit_job("cal_two", method, meta.get("options", {}), sub, int(c["seed"]))
+                if m2 is not None:
+                    fitted[label] = m2
+            p2 = platt_for(sub)
+            if p2 is not None:
+                fitted["PlattSVM"] = p2
             if fitted:
                 maps_for(sub, fitted, "two")
 
 st.subheader("Reliability")
-y_idx = next(iter(results.values()))["y_index"]
-curves, probas = {}, {}
-for name, res in results.items():
-    P = res["proba"]
-    if data.binary:
-        curves[name] = reliability_bins(y_idx, P[:, 1], 10)
-        probas[name] = P[:, 1]
-    else:  # top-label reliability: confidence of the predicted class against whether it was right
-        curves[name] = reliability_bins((P.argmax(1) == y_idx).astype(float), P.max(1), 10)
-        probas[name] = P.max(1)
+curves, probas, xlabel = reliability_curves(results, data.binary)
 r1, r2 = st.columns(2)
 with r1:
-    xlabel = "predicted probability" if data.binary else "confidence (probability of the predicted class)"
-    st.plotly_chart(figures.reliability_figure(curves, xlabel=xlabel), key="cal_reliability")
+    ui.chart(figures.reliability_figure(curves, xlabel=xlabel), key="cal_reliability")
     st.caption("Each point is a bin of test predictions: x = mean predicted probability, y = observed "
                "frequency; bars below show how many test points fell in each bin."
                + ("" if data.binary else " (3+ classes: confidence of the predicted class vs accuracy.)"))
 with r2:
-    st.plotly_chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist")
+    ui.chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist")
     st.caption("Over-confident models pile up at 0 and 1; a Bayesian model keeps mass in between where the "
                "classes overlap.")

@@ -1,32 +1,46 @@
-"""Data page: pick a shipped sample or upload a CSV, choose columns, standardisation and the split."""
+"""Data page: pick a shipped sample, generate and edit a 2-D playground, or upload a CSV; choose columns,
+standardisation and the split."""
 
 import hashlib
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
-from bsvm.data import read_csv_table
+from bsvm.data import guess_label, numeric_columns, read_csv_table
 from bsvm.samples import SAMPLES, sample_path
-from dashboard import figures, state
+from dashboard import figures, playground, state, ui
 from dashboard.analysis import pca2
+from dashboard.runner import Job
+
+#: uploads above this size are parsed in a background job (smaller ones take well under a second)
+BIG_UPLOAD = 2 * 2**20
+
+
+def _parse_job(token, raw: bytes):
+    token.progress(0.0, f"Parsing {len(raw) / 2**20:.1f} MB")
+    notes: list[str] = []
+    return read_csv_table(raw, notes), notes
+
 
 st.title("Data")
 st.markdown("Pick a data set to explore. The **samples** marked *true p(y|x) known* were generated from a "
             "known model, so the Calibration page can show how far each method's probabilities are from "
-            "the truth.")
+            "the truth. The **playground** generates 2-D points with the noise you choose; click on it to "
+            "add or remove points and watch the model change.")
 
 c = state.cfg()
-choices = [*SAMPLES, state.UPLOAD]
+choices = [*SAMPLES, state.PLAYGROUND, state.UPLOAD]
+TITLES = {state.UPLOAD: "Upload a CSV...", state.PLAYGROUND: "Playground: generate and click to edit (2-D)"}
 left, right = st.columns([2, 3])
 with left:
     state.bind(st.selectbox, "sample", "Data set", options=choices,
-               format_func=lambda f: "Upload a CSV..." if f == state.UPLOAD else SAMPLES[f].title,
-               help="Shipped samples live in sample_data/; or upload your own CSV (one row per example, a "
-                    "header row, a label column and numeric feature columns).")
-    frame = None
+               format_func=lambda f: TITLES.get(f) or SAMPLES[f].title,
+               help="Shipped samples live in sample_data/; the playground draws from bsvm.datasets; or "
+                    "upload your own CSV (one row per example, a header row, a label column and numeric "
+                    "feature columns; commas, semicolons or tabs).")
+    frame, notes = None, []
     if c["sample"] == state.UPLOAD:
-        up = st.file_uploader(f"CSV file (at most {state.MAX_UPLOAD_MB} MB)", type=["csv", "txt"],
+        up = st.file_uploader(f"CSV file (at most {state.MAX_UPLOAD_MB} MB)", type=["csv", "txt", "tsv"],
                               key="uploader")
         if up is not None:
             raw = up.getvalue()
@@ -42,45 +56,114 @@ with left:
         if st.session_state.get("upload") is None:
             st.info("Upload a CSV to continue, or pick a shipped sample.")
         else:
+            up = st.session_state["upload"]
             try:
-                frame = read_csv_table(st.session_state["upload"]["bytes"])
-                st.caption(f"Uploaded: {st.session_state['upload']['name']} "
-                           f"({frame.shape[0]} rows, {frame.shape[1]} columns)")
+                if len(up["bytes"]) <= BIG_UPLOAD:
+                    frame = read_csv_table(up["bytes"], notes)
+                else:  # a big file is parsed by a registry job: progress, Cancel, no frozen page
+                    job = state.registry().get("csv")
+                    if job is None or job.meta.get("key") != up["digest"]:
+                        state.start_job("csv", Job(_parse_job, up["bytes"], label=f"Reading {up['name']}",
+                                                   page="data", meta={"key": up["digest"]}))
+                    parsed = state.job_view("csv", up["digest"])
+                    if parsed is not None:
+                        frame, notes = parsed[0], list(parsed[1])
+                if frame is not None:
+                    st.caption(f"Uploaded: {up['name']} ({frame.shape[0]} rows, {frame.shape[1]} columns)")
             except ValueError as exc:
-                st.error(f"This file cannot be used: {exc}")
+                st.error(f"{up['name']} cannot be used: {exc}")
+        state.bind(st.checkbox, "dropna", "Drop rows with missing values",
+                   help="Rows with an empty (or non-numeric, such as '?') feature or label are dropped "
+                        "instead of refusing the file.")
+    elif c["sample"] == state.PLAYGROUND:
+        names = list(playground.GENERATORS)
+        gen = st.selectbox("Generator", names, format_func=lambda g: playground.GENERATORS[g][0],
+                           key="pg_gen")
+        _, _, noise0, (lo, hi) = playground.GENERATORS[gen]
+        if gen != "blank":
+            n = st.slider("Points", 20, 1000, 200, 10, key="pg_n")
+            noise = st.slider("Noise (standard deviation)", float(lo), float(hi), float(noise0), 0.01,
+                              key=f"pg_noise_{gen}", help="The generator's noise: more noise, more overlap "
+                                                          "between the classes and a softer true p(y|x).")
+        else:
+            n, noise = 0, 0.0
+        settings = (gen, n, round(noise, 4), int(c["seed"]))
+        if st.session_state.get("pg_settings") != settings or st.session_state.get("playground") is None:
+            st.session_state["playground"] = playground.generate(gen, n, noise, int(c["seed"]))
+            st.session_state["pg_settings"] = settings
+        if st.button("Start over", icon=":material/refresh:", help="Forget the clicked edits: a fresh draw."):
+            st.session_state["playground"] = playground.generate(gen, n, noise, int(c["seed"]))
+        c["label"], c["features"] = "label", []
+        pg = st.session_state["playground"]
+        n0, n1 = pg.counts()
+        st.caption(f"{len(pg.y)} points ({n0} of class 0, {n1} of class 1)"
+                   + (" - edited: the generator's true p(y|x) no longer describes them." if pg.edited else
+                      " - a draw of the generator: its true p(y|x) is known."))
+        frame = pg.loaded().frame
     else:
         sample = SAMPLES[c["sample"]]
         st.caption(sample.description)
         frame = read_csv_table(sample_path(c["sample"]))
+    for note in notes:
+        st.info(note, icon=":material/info:")
 
-    if frame is not None:
+    if frame is not None and c["sample"] != state.PLAYGROUND:
         columns = [str(col) for col in frame.columns]
         if c["label"] not in columns:
-            fallback = "label" if "label" in columns else columns[-1]
-            st.error(f"Label column {c['label']!r} not found in this file (its columns are {columns}); "
-                     f"using {fallback!r} instead: pick the right column below.")
-            c["label"] = fallback
+            guess = guess_label(frame)
+            st.info(f"No column called {c['label']!r} in this file; using {guess!r} as the label. Pick the "
+                    "right column below if that is wrong.", icon=":material/info:")
+            c["label"] = guess
         state.bind(st.selectbox, "label", "Label column", options=columns,
                    help="The column holding the class of each row (any values: numbers or names).")
-        numeric = [col for col in columns if col != c["label"] and pd.api.types.is_numeric_dtype(frame[col])]
+        numeric = numeric_columns(frame, c["label"])
+        skipped = [col for col in columns if col != c["label"] and col not in numeric]
         if not numeric:
             st.error("This table has no numeric feature columns besides the label: encode the features as "
                      "numbers (e.g. one-hot) and upload again.")
+        elif skipped:
+            st.caption(f"Not numeric, so not offered as features: {', '.join(skipped)}.")
         c["features"] = [f for f in c["features"] if f in numeric]
         state.bind(st.multiselect, "features", "Feature columns (empty = all numeric columns)",
                    options=numeric,
-                   help="Pick exactly two features to see probability heatmaps of the raw features.")
+                   help="Pick exactly two features to see probability heatmaps of the raw features. The "
+                        "true p(y|x) of a generated sample is drawn only with all its columns in order.")
+    if frame is not None:
         state.bind(st.checkbox, "std", "Standardise features (training mean 0, standard deviation 1)",
                    help="Recommended: kernels use one length scale for all features.")
         state.bind(st.slider, "test", "Test fraction", min_value=0.1, max_value=0.5, step=0.05,
                    help="Held-out rows for the Calibration and Compare pages (stratified split).")
         state.bind(st.number_input, "seed", "Seed", min_value=0, max_value=2**31 - 1, step=1,
-                   help="Seeds the split and every method, so a shared link reproduces the same run.")
+                   help="Seeds the split and every method (and the playground's draw), so a shared link "
+                        "reproduces the same run.")
 
 data = state.current_data() if frame is not None else None
 
+
+def playground_editor(d) -> None:
+    """The clickable canvas: a click adds a point of the chosen class or removes the nearest point."""
+    pg = st.session_state["playground"]
+    mode = st.radio("Click to", [playground.ADD_0, playground.ADD_1, playground.REMOVE], horizontal=True,
+                    key="pg_mode", format_func=lambda m: m.capitalize())
+    n_edit = st.session_state.get("pg_edits", 0)
+    fig = figures.playground_figure(pg.X, pg.y, playground.click_grid(pg), classes=(0, 1),
+                                    title="Click to edit (raw coordinates)")
+    event = st.plotly_chart(ui.styled(fig), key=f"pg_canvas_{n_edit}", on_select="rerun",
+                            selection_mode="points", config={"displayModeBar": False})
+    points = (event.get("selection", {}).get("points", []) if event else [])
+    if points:
+        p = points[0]
+        st.session_state["playground"] = playground.edit(pg, float(p["x"]), float(p["y"]), mode)
+        st.session_state["pg_edits"] = n_edit + 1  # a new chart key clears the selection
+        st.rerun()
+
+
 with right:
-    if data is not None:
+    if c["sample"] == state.PLAYGROUND and st.session_state.get("playground") is not None:
+        playground_editor(data)
+        if data is not None:
+            ui.playground_refit(data)
+    elif data is not None:
         d = data.n_features
         X_all = np.vstack([data.X_train, data.X_test])
         y_all = np.concatenate([data.y_train, data.y_test])
@@ -92,17 +175,22 @@ with right:
             X2, var = pca2(X_all)
             axes = (f"PC1 ({var[0]:.0%} of variance)", f"PC2 ({var[1]:.0%})")
         title = "All rows" + (" (first two principal components)" if d > 2 else "")
-        st.plotly_chart(figures.data_scatter(X2, y_all, data.classes, axes, title), key="data_scatter")
+        ui.chart(figures.data_scatter(X2, y_all, data.classes, axes, title), key="data_scatter")
+    if data is not None:
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("training rows", len(data.y_train))
         m2.metric("test rows", len(data.y_test))
-        m3.metric("features", d)
+        m3.metric("features", data.n_features)
         m4.metric("classes", len(data.classes))
-        st.plotly_chart(figures.class_balance(data.y_train, data.classes, "Class balance (training rows)"),
-                        key="data_balance")
+        if c["sample"] != state.PLAYGROUND:
+            ui.chart(figures.class_balance(data.y_train, data.classes, "Class balance (training rows)"),
+                     key="data_balance")
         if data.truth:
-            st.success("True p(y|x) known for this sample: the Calibration page draws its contours and "
+            st.success("True p(y|x) known for this data: the Calibration page draws its contours and "
                        "measures each method's deviation from it.")
+        elif c["sample"] in SAMPLES and SAMPLES[c["sample"]].truth:
+            st.info("This sample's true p(y|x) is a function of all its columns in their order: with a "
+                    "subset or another order of the features (or another label column) it is not drawn.")
         if not data.binary:
             st.info(f"{len(data.classes)} classes: binary-only methods (S-BSVM, SubgradientHMC, GibbsSVM, "
                     "Seeger ARD) are hidden; use PlattSVM or MS-BPM, or pick a two-class data set.")

@@ -8,8 +8,24 @@ import numpy as np
 import streamlit as st
 
 from dashboard import figures, state, ui
+from dashboard import figures_posterior as figp
+from dashboard.analysis import (
+    approx_vs_exact,
+    bfmi,
+    chain_arrays,
+    draw_surfaces,
+    draws_csv,
+    draws_netcdf,
+    energy_of,
+    ess_by_draws,
+    leapfrog_paths,
+    metrics_csv,
+    pair_data,
+    param_names,
+    weight_cloud,
+)
 from dashboard.methods import METHODS
-from dashboard.runner import RUNNING, LiveRun
+from dashboard.runner import Job, fit_in_job
 
 st.title("Diagnostics")
 st.markdown(
@@ -28,7 +44,7 @@ meta = st.session_state.get("run_meta", {})
 if run is None or not run.fitted:
     st.info("Train a model on the **Train** page first; its diagnostics appear here.")
     st.stop()
-est = run.estimator
+est = run.model
 hist = run.history
 st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}, iteration {run.iteration}, "
            f"{len(hist)} progress records.")
@@ -43,8 +59,8 @@ with b:
         st.plotly_chart(figures.metric_curves(hist, groups["sampler"][:4], "Sampler statistics",
                                               separate_axes=True), key="diag_sampler_stats")
     elif groups["hyper"]:
-        st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True),
-                        key="diag_hyper")
+        st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
+                                              feature_names=data.feature_names), key="diag_hyper")
     else:
         kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
         st.plotly_chart(figures.empty_figure(figures.no_stats_message(kind)), key="diag_none")
@@ -55,44 +71,32 @@ if snap_keys:
                             "few coordinates).")
     st.plotly_chart(figures.snapshot_traces(hist, key), key="diag_snapshot")
 
-samples = getattr(est, "samples_", None)
-if samples is None:
+S, extra, n_model_par = chain_arrays(est)
+if S is None:
     st.info("This method keeps no posterior draws (`samples_`), so chain diagnostics do not apply. For a "
             "variational fit, check that the objective above has flattened.")
     st.stop()
-S = np.asarray(samples, dtype=float)
-if S.ndim == 2:
-    S = S[None]
-if S.ndim != 3 or S.shape[1] < 4:
+if S.shape[1] < 4:
     st.warning(f"`samples_` has shape {S.shape}: need chains x draws x parameters with at least 4 draws.")
     st.stop()
-names = list(getattr(est, "param_names_", []) or [])
-if len(names) != S.shape[2]:
-    names = [f"param {j}" for j in range(S.shape[2])]
-# Per-chain quantities the sampler keeps beside its draws (log posterior, potential, thermostat, ...):
-# any fitted (chains x draws) array. They lead the list: they summarise all parameters at once.
-extra = {a: np.asarray(v, dtype=float) for a, v in vars(est).items()
-         if a.endswith("_") and not a.startswith("_") and a != "samples_" and isinstance(v, np.ndarray)
-         and v.shape == S.shape[:2] and np.issubdtype(v.dtype, np.number)}
-n_model_par = S.shape[2]
-if extra:
-    S = np.concatenate([np.stack(list(extra.values()), axis=2), S], axis=2)
-    names = [*extra, *names]
+names = [*extra, *param_names(est, data.feature_names, n_model_par)]
 n_chains, n_draws, n_par = S.shape
 
-st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} parameters")
+st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} quantities")
 c1, c2 = st.columns([1, 2])
-param = c1.selectbox("Parameter", range(n_par), format_func=lambda j: names[j], key="diag_param")
+param = c1.selectbox("Quantity", range(n_par), format_func=lambda j: names[j], key="diag_param",
+                     help="Per-chain summaries the sampler keeps (log posterior, potential, ...) come first, "
+                          "then the model's parameters.")
 chains = c2.multiselect("Chains", list(range(n_chains)), default=list(range(min(n_chains, 8))),
                         key="diag_chains", help="Pick chains to compare; all chains enter the table below.")
 chains = chains or list(range(n_chains))
 t1, t2 = st.columns(2)
 with t1:
-    st.plotly_chart(figures.chain_traces(S, param, chains, names[param]), key="diag_trace")
-    st.plotly_chart(figures.autocorrelation_figure(S, param, chains, name=names[param]), key="diag_acf")
+    ui.chart(figures.chain_traces(S, param, chains, names[param]), key="diag_trace")
+    ui.chart(figures.autocorrelation_figure(S, param, chains, name=names[param]), key="diag_acf")
 with t2:
-    st.plotly_chart(figures.running_means(S, param, chains, names[param]), key="diag_running")
-    st.plotly_chart(figures.rank_figure(S, param, chains, name=names[param]), key="diag_rank")
+    ui.chart(figures.running_means(S, param, chains, names[param]), key="diag_running")
+    ui.chart(figures.rank_figure(S, param, chains, name=names[param]), key="diag_rank")
 
 st.subheader("R-hat, ESS and MCSE")
 shown = min(n_par, 200)
@@ -106,36 +110,113 @@ if table is not None:
     st.dataframe(table.style.format({c: "{:.4g}" for c in table.columns if c != "flag"})
                  .map(lambda v: "color: #c62828; font-weight: bold" if v != "ok" else "", subset=["flag"]))
 
+st.subheader("ESS against draws, pair plot and energy")
+e1, e2 = st.columns(2)
+with e1:
+    ess = ui.safe(ess_by_draws, S, param, what="ESS against draws")
+    if ess is not None and len(ess):
+        ui.chart(figp.ess_evolution(ess, names[param], n_chains, figures.ESS_PER_CHAIN_MIN), key="diag_ess")
+        st.caption("Bulk and tail ESS from the first n draws of every chain (bsvm.diagnostics): lines that "
+                   "rise steadily mean the chains keep adding information; flat lines mean they are stuck.")
+with e2:
+    energy = energy_of(est)
+    if energy is not None:
+        b = ui.safe(bfmi, energy, what="BFMI")
+        if b is not None:
+            ui.chart(figp.energy_plot(energy, b), key="diag_energy")
+            st.caption("When the energy changes between draws (red) are much narrower than the energy's "
+                       "spread (blue), HMC explores the posterior's tails slowly: BFMI below 0.3.")
+    else:
+        st.info("No energy recorded: the energy plot and BFMI need an HMC run that keeps the Hamiltonian "
+                "per draw (`energy_`, or `energy` in `to_arviz()`'s sample_stats).")
+default_pair = list(range(len(extra), min(n_par, len(extra) + 3))) or [0]
+pair = st.multiselect("Pair plot of", list(range(n_par)), default=default_pair, max_selections=4,
+                      format_func=lambda j: names[j], key="diag_pair",
+                      help="Two to four quantities: histograms on the diagonal, draws below it.")
+if len(pair) >= 2:
+    ui.chart(figp.pair_plot(pair_data(S, pair), [names[j] for j in pair]), key="diag_pair_plot")
+
+if data.n_features == 2:
+    st.subheader("Posterior draws over the data")
+    n_show = st.slider("Draws to show", 20, 50, 30, 5, key="diag_n_draws")
+    grid, _ = ui.map_grid(data, 50)
+    surf = ui.safe(draw_surfaces, est, grid.points, n_show, what="Posterior draws")
+    d1, d2 = st.columns(2)
+    with d1:
+        if surf is not None:
+            X, y = ui.shown_points(data, 400)
+            ui.chart(figp.draw_boundaries(grid, surf[0], surf[1], X, y, data.classes,
+                                          axis_titles=tuple(data.feature_names)), key="diag_boundaries")
+            st.caption("Each grey line is the decision boundary of one posterior draw: where they fan out, "
+                       "the posterior does not know where the boundary lies.")
+        else:
+            st.info("This model's draws cannot be evaluated one by one (no `predict_proba_draws`).")
+    with d2:
+        cloud = weight_cloud(est, data.feature_names)
+        if cloud is not None:
+            paths = leapfrog_paths(hist)
+            ui.chart(figp.weight_cloud(cloud[0], cloud[1], paths), key="diag_cloud")
+            st.caption("The draws as points in weight space, one colour per chain"
+                       + (f"; black: the leapfrog path of the last {len(paths)} HMC transitions of chain 0 "
+                          "(start: open circle, end: star)." if paths else
+                          ". (HMC runs also draw the leapfrog path of their last transitions.)"))
+        else:
+            st.info("The weight-space cloud is for linear models on the two raw inputs (SubgradientHMC or "
+                    "GibbsSVM with features = None).")
+
+st.subheader("Downloads")
+k1, k2, k3 = st.columns(3)
+k1.download_button("Draws (CSV)", data=lambda: draws_csv(S, names), file_name="draws.csv", mime="text/csv",
+                   icon=":material/download:", on_click="ignore", key="dl_draws_csv",
+                   help="One row per chain and draw, one column per quantity.")
+if hasattr(est, "to_arviz"):
+    k2.download_button("Draws (NetCDF, ArviZ)", data=lambda: draws_netcdf(est), file_name="draws.nc",
+                       mime="application/x-netcdf", icon=":material/download:", on_click="ignore",
+                       key="dl_draws_nc", help="The estimator's to_arviz() DataTree: posterior, sample_stats "
+                                               "and observed_data; xarray.open_datatree and ArviZ read it.")
+else:
+    k2.caption("NetCDF needs the estimator's `to_arviz()` (not available for this method yet).")
+if table is not None:
+    k3.download_button("Diagnostics table (CSV)", data=metrics_csv(table), file_name="diagnostics.csv",
+                       mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_diag_csv")
+
 gibbs = METHODS["gibbs"]
 # Only SubgradientHMC shares GibbsSVM's parameters (raw-feature weights then the bias, with features=None).
 if meta.get("method") == "subgradient_hmc" and gibbs.available and data.binary:
     st.subheader("Against the exact sampler")
     st.caption("GibbsSVM samples the same linear Bayesian SVM exactly; an approximate sampler's draws should "
-               "match its histogram (only when both have the same parameters: raw features and bias).")
+               "match its means, sds and histograms (only when both have the same parameters: raw features "
+               "and bias).")
     cache = st.session_state.setdefault("gibbs_cache", {})
-    gkey = (data.key, S.shape[2])
+    gkey = (data.key, n_model_par)
     if gkey not in cache and st.button("Run GibbsSVM on the same data"):
         opts = {k: v for k, v in meta.get("options", {}).items() if k in ("c", "n_chains", "n_samples")}
-        with st.spinner("Running the exact Gibbs sampler..."):
-            g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
-            if g is not None:
-                r = LiveRun(g, data.X_train, data.y_train, status=RUNNING)
-                while r.status == RUNNING:
-                    r.advance(1.0)
-                if r.error:
-                    st.error(f"GibbsSVM failed: {r.error}")
-                else:
-                    cache[gkey] = np.asarray(g.samples_, dtype=float)
+        g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
+        if g is not None:  # a registry job: progress bar and Cancel, stopped when the user leaves
+            state.start_job("diag_gibbs", Job(fit_in_job, g, data.X_train, data.y_train, gibbs.cap(opts),
+                                              "GibbsSVM", label="The exact Gibbs sampler", page="diagnostics",
+                                              meta={"key": gkey, "data_key": data.key}))
+    if gkey not in cache:
+        g = state.job_view("diag_gibbs", gkey)
+        if g is not None:
+            cache[gkey] = np.asarray(g.samples_, dtype=float)
     if gkey in cache:
         G = cache[gkey]
         G = G[None] if G.ndim == 2 else G
-        j = param - len(extra)  # the chosen parameter's column among the model's own parameters
+        j = param - len(extra)  # the chosen quantity's column among the model's own parameters
+        model_names = names[len(extra):]
         if G.shape[2] != n_model_par:
             st.info(f"GibbsSVM has {G.shape[2]} parameters and this model {n_model_par}: they are not "
                     "comparable (use features=None for the approximate sampler).")
-        elif j < 0:
-            st.info("Pick one of the model's parameters (not a per-chain quantity) above to compare draws.")
         else:
-            labels = (meta.get("label", "approximate"), "exact GibbsSVM")
-            st.plotly_chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, names[param]),
-                            key="diag_overlay")
+            cmp = approx_vs_exact(S[:, :, len(extra):], G, model_names)
+            st.dataframe(cmp.style.format("{:.4g}"))
+            st.caption("Means and sds of every parameter under both samplers; |mean diff| / sd (exact) "
+                       "well below 0.1 and an sd ratio near 1 mean the approximate sampler is right.")
+            if j < 0:
+                st.info("Pick one of the model's parameters (not a per-chain quantity) above to overlay "
+                        "its draws.")
+            else:
+                labels = (meta.get("label", "approximate"), "exact GibbsSVM")
+                ui.chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, names[param]),
+                         key="diag_overlay")

@@ -1,21 +1,27 @@
-"""Train page: run a method live, in chunks between redraws, with start / pause / step / stop / continue."""
+"""Train page: a method fitted live by a background worker; the page only redraws what it published.
+
+The fit runs in the session's run registry (dashboard/runner.py), not in this script: the buttons set
+flags through callbacks and return at once, and a fragment redraws the newest progress records every
+``REDRAW_SECONDS``, updating its charts in place (dashboard/livechart.py).
+"""
 
 import streamlit as st
 
 from dashboard import figures, state, ui
+from dashboard.livechart import live_chart
 from dashboard.methods import SEED_HELP
 from dashboard.runner import (
-    CHUNK_SECONDS,
     DONE,
     FAILED,
-    IDLE,
     MAP_GRID,
     PAUSED,
     REDRAW_SECONDS,
     RUNNING,
     STOPPED,
-    LiveRun,
+    Run,
 )
+
+PAGE = "train"
 
 st.title("Train")
 data = state.require_data()
@@ -26,13 +32,12 @@ if method is None:
     st.error("No method can run on this data set.")
     st.stop()
 
+reg = state.registry()
 note_slot = st.empty()  # filled once the method selectbox has taken the user's choice
 c = state.cfg()
-run: LiveRun | None = st.session_state.get("run")
-meta = st.session_state.get("run_meta", {})
-if run is not None and meta.get("data_key") != data.key:
-    st.warning("The data changed since this run started: press **Reset** and start again.")
-live = run is not None and run.status == RUNNING
+run: Run | None = reg.get(PAGE)
+busy = run is not None and (run.status == RUNNING or run.busy)
+stale = run is not None and run.meta.get("data_key") != data.key
 
 left, right = st.columns([1, 3])
 with left:
@@ -41,7 +46,7 @@ with left:
     state.bind(st.selectbox, "method", "Method", options=keys,
                format_func=lambda k: next(m.label for m in available if m.key == k),
                help="Methods that cannot handle this data set (e.g. binary-only methods on 3 classes) are "
-                    "hidden. Each is a scikit-learn estimator in the bsvm package.", disabled=live)
+                    "hidden. Each is a scikit-learn estimator in the bsvm package.", disabled=busy)
     method = next(m for m in available if m.key == c["method"])
     note = state.fallback_note(data, method)
     if note:
@@ -50,103 +55,216 @@ with left:
         st.markdown(method.summary)
         st.markdown(f"**What good looks like:** {method.good}")
     st.subheader("Options")
-    opts = ui.option_widgets(method, disabled=live)
+    opts = ui.option_widgets(method, disabled=busy)
     st.caption("Changed options take effect at the next **Start**.")
     st.caption(SEED_HELP)
 
 
-def new_run() -> LiveRun | None:
+def cost_estimate():
+    """The estimator's cost estimate for this data (bsvm.cost, the same check ``fit`` makes before it
+    allocates anything): (cost or None, refusal message or "", warning or "")."""
     est = ui.safe(method.make, dict(opts), int(c["seed"]), what=f"Setting up {method.label}")
-    if est is None:
+    if est is None or not hasattr(est, "estimate_cost"):  # a library without cost guards
+        return None, "", ""
+    n, d, k = len(data.y_train), data.n_features, len(data.classes)
+    try:
+        import warnings
+
+        from bsvm.cost import check_cost
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cost = check_cost(est, n, d, k)
+        return cost, "", " ".join(str(w.message) for w in caught)
+    except ImportError:
+        pass
+    except ValueError as exc:  # CostError: fit would refuse, with the estimate and what to do instead
+        try:
+            return est.estimate_cost(n, d, k), str(exc), ""
+        except Exception:  # noqa: BLE001
+            return None, str(exc), ""
+    except Exception as exc:  # noqa: BLE001 - an estimate that fails must not block the page
+        return None, "", f"No cost estimate: {type(exc).__name__}: {exc}"
+    try:
+        return est.estimate_cost(n, d, k), "", ""
+    except Exception as exc:  # noqa: BLE001
+        return None, "", f"No cost estimate: {type(exc).__name__}: {exc}"
+
+
+# -- controls: callbacks run before the script, so the buttons are drawn with the new state ------------
+
+def _safe(fn):
+    def wrapped():
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - a control must never show a traceback
+            st.session_state["train_msg"] = f"{type(exc).__name__}: {exc}"
+    return wrapped
+
+
+def _new_run() -> Run | None:
+    try:
+        est = method.make(dict(opts), int(c["seed"]))
+    except Exception as exc:  # noqa: BLE001
+        st.session_state["train_msg"] = f"Setting up {method.label} failed: {exc}"
         return None
-    r = LiveRun(est, data.X_train, data.y_train, max_iter=method.cap(opts))
-    st.session_state["run"] = r
-    st.session_state["run_meta"] = {"method": method.key, "label": method.label, "options": dict(opts),
-                                    "data_key": data.key}
+    meta = {"method": method.key, "label": method.label, "options": dict(opts), "data_key": data.key}
+    r = Run(est, data.X_train, data.y_train, max_iter=method.cap(opts), label=method.label, page=PAGE,
+            meta=meta)
+    r.min_interval = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
+    st.session_state["run"], st.session_state["run_meta"] = r, meta  # what the other pages read
     return r
 
 
+@_safe
+def on_start():
+    r = _new_run()
+    if r is not None:
+        reg.put(PAGE, r)
+
+
+@_safe
+def on_step():
+    r = reg.get(PAGE)
+    if r is None or not r.can_resume or r.meta.get("data_key") != data.key:
+        r = _new_run()
+        if r is None:
+            return
+        reg.put(PAGE, r, start=False)
+    r.step(wait=0.3)
+
+
+@_safe
+def on_pause():
+    if (r := reg.get(PAGE)) is not None:
+        r.pause()
+
+
+@_safe
+def on_stop():
+    if (r := reg.get(PAGE)) is not None:
+        r.stop()
+
+
+@_safe
+def on_continue():
+    if (r := reg.get(PAGE)) is not None:
+        r.resume()
+
+
+@_safe
+def on_reset():
+    reg.pop(PAGE)
+    st.session_state.pop("run", None)
+    st.session_state.pop("run_meta", None)
+
+
+@_safe
+def on_slow():
+    if (r := reg.get(PAGE)) is not None:
+        r.min_interval = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
+
+
 with right:
+    if msg := st.session_state.pop("train_msg", None):
+        st.error(msg)
+    cost, refused, warned = (None, "", "") if busy else cost_estimate()
+    fits = not refused
+    if refused:
+        st.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
+    elif cost is not None:
+        describe = cost.describe() if hasattr(cost, "describe") else \
+            f"about {float(cost.memory_bytes) / 2**20:,.0f} MB and {float(cost.seconds):,.1f} s"
+        st.caption(f"Estimated cost on {len(data.y_train):,} rows: {describe}.")
+    if warned:
+        st.warning(warned, icon=":material/schedule:")
+    status = run.status if run is not None else None
+    can_resume = run is not None and run.can_resume and not stale
     b = st.columns(6)
-    status = run.status if run is not None else IDLE
-    if b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=live,
-                   help="Start a new run with the options on the left."):
-        if run is not None:
-            run.stop()
-        run = new_run()
-        if run is not None:
-            run.status = RUNNING
-            st.rerun()
-    if b[1].button("Pause", icon=":material/pause:", disabled=not live, help="Pause; Continue resumes."):
-        run.status = PAUSED
-        st.rerun()
-    if b[2].button("Step", icon=":material/skip_next:", disabled=live or status in (DONE, STOPPED, FAILED),
-                   help="Advance by one progress record, then pause."):
-        run = run if run is not None else new_run()
-        if run is not None:
-            run.step()
-    if b[3].button("Stop", icon=":material/stop:", disabled=status not in (RUNNING, PAUSED),
-                   help="End the run now; the model keeps the state it reached (usable on other pages)."):
-        run.stop()
-        st.rerun()
-    if b[4].button("Continue", icon=":material/resume:", disabled=status != PAUSED,
-                   help="Resume a paused run."):
-        run.status = RUNNING
-        st.rerun()
-    if b[5].button("Reset", icon=":material/restart_alt:", disabled=run is None,
-                   help="Forget the run and its model."):
-        run.stop()
-        st.session_state.pop("run", None)
-        st.session_state.pop("run_meta", None)
-        st.rerun()
+    b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=busy or not fits,
+                on_click=on_start, help="Start a new run with the options on the left.")
+    b[1].button("Pause", icon=":material/pause:", disabled=status != RUNNING, on_click=on_pause,
+                help="Pause after the current progress record; Continue or Step resume.")
+    b[2].button("Step", icon=":material/skip_next:", disabled=busy or not fits, on_click=on_step,
+                help="Advance by one progress record, then pause (starts a run if there is none).")
+    b[3].button("Stop", icon=":material/stop:", disabled=status not in (RUNNING, PAUSED), on_click=on_stop,
+                help="Stop now; the model keeps the state it reached (usable on other pages), and "
+                     "Continue can still resume it.")
+    b[4].button("Continue", icon=":material/resume:", disabled=not can_resume or busy or status is None,
+                on_click=on_continue, help="Resume a paused or stopped run.")
+    b[5].button("Reset", icon=":material/restart_alt:", disabled=run is None, on_click=on_reset,
+                help="Forget the run and its model.")
+    st.toggle("Slow motion", key="slow_motion", on_change=on_slow,
+              help="One progress record per redraw (about four a second), so a class can follow the run "
+                   "step by step; off, the method runs at full speed while the page redraws.")
 
-    st.toggle("Slow motion", key="slow_motion",
-              help="One progress record per redraw (about five a second), so a class can follow the run "
-                   "step by step; off, the method runs at full speed between redraws.")
-
-    @st.fragment(run_every=REDRAW_SECONDS if live else None)
+    @st.fragment(run_every=REDRAW_SECONDS if busy else None)
     def live_view():
-        r: LiveRun | None = st.session_state.get("run")
+        r: Run | None = reg.get(PAGE)
         if r is None:
             st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
             return
-        if r.status == RUNNING:
-            r.advance(CHUNK_SECONDS, max_records=1 if st.session_state.get("slow_motion") else None)
+        if r.meta.get("data_key") != data.key:
+            st.warning("This run was made for other data (the data changed since it started): press "
+                       "**Start** for a new run on the current data.")
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
+        elif r.note and r.status in (STOPPED, PAUSED):
+            st.info(f"Stopped because {r.note}. **Continue** resumes it.", icon=":material/stop_circle:")
+        # Compute everything first, then emit the elements in one quick burst: an element still waiting
+        # for its new version while the page computes is shown faded (stale) by Streamlit.
+        status, iteration, fraction, rate, wall = r.status, r.iteration, r.fraction, r.rate, r.wall
+        hist = list(r.history)  # a copy: the worker appends while we draw
+        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
+        objective = figures.objective_curve(hist)
+        if groups.get("hyper"):
+            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
+                                          feature_names=data.feature_names)
+        elif groups.get("sampler") or groups.get("other"):
+            names = groups.get("sampler") or groups.get("other")
+            stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
+        else:
+            stats = figures.empty_figure(figures.no_stats_message(method.kind))
+        traces = figures.snapshot_traces(hist)
+        if data.n_features == 2:
+            last = live_map(r)
+            if last is None:
+                last = figures.empty_figure("The map appears with the first progress record.")
+        else:  # with many inputs, which of them the kernel uses is the live view
+            last = figures.ard_weights(hist, feature_names=data.feature_names)
+            if last is None:
+                last = figures.empty_figure("The live probability map needs exactly two features: choose "
+                                            "two on the Data page (or use the Calibration page's "
+                                            "two-feature option).")
+
         total = f" / {r.max_iter}" if r.max_iter else ""
-        st.progress(r.fraction, text=f"{r.status}: iteration {r.iteration}{total} - "
-                                     f"{r.rate:,.0f} it/s - {r.wall:.1f} s")
-        hist = r.history
+        shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
+        st.progress(fraction, text=f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s")
         g1, g2 = st.columns(2)
         with g1:
-            st.plotly_chart(figures.objective_curve(hist), key="live_objective")
-        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
+            live_chart(objective, key="live_objective")
         with g2:
-            if groups.get("hyper"):
-                st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True),
-                                key="live_hyper")
-            elif groups.get("sampler") or groups.get("other"):
-                names = groups.get("sampler") or groups.get("other")
-                st.plotly_chart(figures.metric_curves(hist, names[:4], "Sampler statistics",
-                                                      separate_axes=True), key="live_stats")
-            else:
-                st.plotly_chart(figures.empty_figure(figures.no_stats_message(method.kind)), key="live_hyper")
+            live_chart(stats, key="live_stats")
         g3, g4 = st.columns(2)
         with g3:
-            st.plotly_chart(figures.snapshot_traces(hist), key="live_traces")
+            live_chart(traces, key="live_traces")
         with g4:
-            if data.n_features == 2 and r.fitted:
-                fig = ui.proba_map(r.estimator, data, "Live map", n=MAP_GRID)
-                if fig is not None:
-                    st.plotly_chart(fig, key="live_map")
-            elif data.n_features != 2:
-                ard = figures.ard_weights(hist)
-                if ard is not None:   # with many inputs, which of them the kernel uses is the live view
-                    st.plotly_chart(ard, key="live_ard")
-                st.info("The live probability map needs exactly two features: choose two on the Data page "
-                        "(or use the Calibration page's two-feature option).")
-        if r.status != RUNNING and live:
-            st.rerun(scope="app")  # the run ended inside the fragment: redraw the buttons, stop re-running
+            live_chart(last, key="live_map" if data.n_features == 2 else "live_ard")
+        if busy and not (r.status == RUNNING or r.busy):
+            st.rerun(scope="app")  # the run ended or paused: redraw the buttons, stop the timer
+
+    def live_map(r: Run):
+        """The probability map of the run's newest state (recomputed only after a new record)."""
+        cached = st.session_state.get("_live_map")
+        if cached is not None and cached[0] == (r.id, r.records, data.key):
+            return cached[1]
+        if not r.fitted:
+            return None
+        fig = ui.proba_map(r.model, data, "Live map", n=MAP_GRID)
+        st.session_state["_live_map"] = ((r.id, r.records, data.key), fig)
+        return fig
 
     live_view()
+    if run is not None and run.status == DONE and run.finished_at is not None:
+        st.caption(f"Finished: {run.records} progress records; the fit computed for "
+                   f"{run.history[-1].elapsed if run.history else 0:.2f} s.")

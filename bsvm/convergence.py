@@ -1,0 +1,201 @@
+"""The stopping rule every sampler shares: run until converged, or say so.
+
+Rule (Vehtari, Gelman, Simpson, Carpenter & Buerkner 2021, "Rank-normalization, folding, and
+localization: an improved R-hat", sec. 4-5): a run has converged when, on every monitored quantity,
+
+    rank-normalised split R-hat <= 1.01   and   bulk ESS >= 400   and   tail ESS >= 400
+
+(ESS summed over chains, as arviz-stats reports it). The monitored quantities are the log posterior
+(minus the potential) and p(y | x) at a fixed set of training rows (:func:`monitor_rows`), one column each
+of a (chain, draw, quantity) array. Quantities that do not vary at all (p(y|x) = 1 far from the boundary)
+carry no information and are skipped.
+
+Checks are made at geometrically spaced draw counts (:class:`ConvergenceMonitor`), so their total cost is
+a constant multiple of the last one. A sampler stops at the first check that passes, or when its
+``max_iter`` / ``max_time`` budget is spent; :func:`warn_not_converged` then raises
+``sklearn.exceptions.ConvergenceWarning`` naming the budget and what failed.
+
+Progress records carry ``rhat``, ``ess_bulk``, ``ess_tail`` (the worst over the quantities), ``draws``
+(kept draws per chain) and the rule's thresholds ``rhat_target``, ``ess_target`` (owners.md).
+
+Public API: ``StoppingRule``, ``ConvergenceStatus``, ``assess``, ``ConvergenceMonitor``, ``monitor_rows``,
+``warn_not_converged``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from ._arviz import array_stats  # imported on first use: see bsvm/_arviz.py
+
+#: fewest draws per chain for which the split-chain diagnostics are computed at all
+MIN_DRAWS = 8
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """Thresholds of the stopping rule (defaults: Vehtari et al. 2021's recommendation)."""
+
+    rhat: float = 1.01
+    ess_bulk: float = 400.0
+    ess_tail: float = 400.0
+
+    def describe(self, n_rows: int | None = None) -> str:
+        where = "p(y|x) at a fixed set of training rows" if n_rows is None else \
+            f"p(y|x) at {n_rows} fixed training rows"
+        return (f"stop when rank-normalised split R-hat <= {self.rhat:g} and bulk and tail ESS >= "
+                f"{self.ess_bulk:g}/{self.ess_tail:g} on the log posterior and {where} "
+                "(Vehtari et al. 2021)")
+
+    def metrics(self) -> dict:
+        """The thresholds as progress-record metrics, so the dashboard can draw them."""
+        return {"rhat_target": float(self.rhat), "ess_target": float(min(self.ess_bulk, self.ess_tail))}
+
+
+@dataclass(frozen=True)
+class ConvergenceStatus:
+    """The outcome of one check. ``rhat``/``ess_*`` are the worst over the monitored quantities (NaN when
+    they cannot be computed, and ``notes`` then says why). ``failed`` lists the unmet criteria."""
+
+    draws: int
+    n_chains: int
+    rhat: float = math.nan
+    ess_bulk: float = math.nan
+    ess_tail: float = math.nan
+    converged: bool = False
+    failed: tuple = ()
+    notes: tuple = ()
+    per_quantity: dict = field(default_factory=dict, repr=False)
+
+    def metrics(self) -> dict:
+        return {"rhat": float(self.rhat), "ess_bulk": float(self.ess_bulk), "ess_tail": float(self.ess_tail),
+                "draws": float(self.draws), "converged": float(self.converged)}
+
+    def explain(self) -> str:
+        parts = list(self.failed) + list(self.notes)
+        return "; ".join(parts) if parts else "all criteria met"
+
+
+def assess(quantities, rule: StoppingRule = StoppingRule(), names=None) -> ConvergenceStatus:
+    """Check the rule on ``quantities`` of shape (n_chains, n_draws, n_quantities) (or (C, D)).
+
+    One chain: split R-hat (two halves of one chain) cannot detect chains that disagree, so R-hat is
+    reported as undefined (NaN), the ESS criteria alone are checked, and ``converged`` is False with a
+    note saying why. Non-finite draws (a diverged posterior) make the check fail with a note."""
+    q = np.asarray(quantities, dtype=float)
+    if q.ndim == 2:
+        q = q[..., None]
+    if q.ndim != 3:
+        raise ValueError(f"quantities must have shape (n_chains, n_draws[, n_quantities]), got {q.shape}")
+    C, D, K = q.shape
+    names = list(names) if names is not None else [f"q{k}" for k in range(K)]
+    if D < MIN_DRAWS:
+        return ConvergenceStatus(D, C, notes=("too few draws for any diagnostic",),
+                                 failed=(f"only {D} draws per chain (diagnostics need >= {MIN_DRAWS})",))
+    finite = np.isfinite(q).all(axis=(0, 1))
+    notes = []
+    if not finite.all():
+        bad = [names[k] for k in np.flatnonzero(~finite)]
+        return ConvergenceStatus(D, C, failed=(f"non-finite values in {', '.join(bad)} (the sampler "
+                                               "diverged)",), notes=("non-finite draws",))
+    # a quantity that never moves (p(y|x) = 1 far from the boundary) has no ESS; it is skipped
+    spread = q.max(axis=(0, 1)) - q.min(axis=(0, 1))
+    live = spread > 1e-12 * np.maximum(1.0, np.abs(q).max(axis=(0, 1)))
+    if not live.any():
+        return ConvergenceStatus(D, C, failed=("every monitored quantity is constant",),
+                                 notes=("constant draws",))
+    x = np.moveaxis(q[..., live], -1, 0)  # (K', C, D): arviz-stats' (..., chain, draw)
+    ess_b = np.asarray(array_stats.ess(x, method="bulk"), dtype=float)
+    ess_t = np.asarray(array_stats.ess(x, method="tail", prob=(0.05, 0.95)), dtype=float)
+    ess_b, ess_t = np.where(np.isfinite(ess_b), ess_b, 0.0), np.where(np.isfinite(ess_t), ess_t, 0.0)
+    failed = []
+    if C >= 2:
+        r = np.asarray(array_stats.rhat(x, method="rank"), dtype=float)
+        r = np.where(np.isfinite(r), r, np.inf)
+        worst_r = float(r.max())
+        if worst_r > rule.rhat:
+            failed.append(f"R-hat {worst_r:.3f} > {rule.rhat:g}")
+    else:
+        r, worst_r = np.full(len(ess_b), np.nan), math.nan
+        notes.append("R-hat is undefined with one chain (it compares chains): run n_chains >= 2 to check "
+                     "convergence")
+    if ess_b.min() < rule.ess_bulk:
+        failed.append(f"bulk ESS {ess_b.min():.0f} < {rule.ess_bulk:g}")
+    if ess_t.min() < rule.ess_tail:
+        failed.append(f"tail ESS {ess_t.min():.0f} < {rule.ess_tail:g}")
+    live_names = [n for n, keep in zip(names, live) if keep]
+    per = {"names": live_names, "rhat": r, "ess_bulk": ess_b, "ess_tail": ess_t}
+    return ConvergenceStatus(D, C, worst_r, float(ess_b.min()), float(ess_t.min()),
+                             converged=not failed and C >= 2, failed=tuple(failed), notes=tuple(notes),
+                             per_quantity=per)
+
+
+class ConvergenceMonitor:
+    """Decides when to check the rule: at geometrically spaced draw counts per chain.
+
+    The first check is at ``first`` draws (default: enough for the ESS target if the draws were
+    independent, ceil(ess / n_chains), at least 20). After a failed check at D draws the next is at
+    D * clip(1.1 * predicted / D, 1.25, 2), where ``predicted`` = D * ess_target / ess (ESS grows about
+    linearly in D once the chains have mixed): never closer than 25 % apart, so the total cost of the
+    checks is at most 5x the last one, and never more than doubling, so the run overshoots the point of
+    convergence by at most 2x."""
+
+    def __init__(self, n_chains: int, rule: StoppingRule = StoppingRule(), first: int | None = None,
+                 min_growth: float = 1.25, max_growth: float = 2.0):
+        self.rule = rule
+        self.n_chains = int(n_chains)
+        target = max(rule.ess_bulk, rule.ess_tail)
+        self.next_check = int(first if first is not None else max(20, math.ceil(target / max(1, n_chains))))
+        self.min_growth, self.max_growth = float(min_growth), float(max_growth)
+        self.status: ConvergenceStatus | None = None
+
+    def due(self, draws: int) -> bool:
+        return draws >= self.next_check
+
+    def check(self, quantities, names=None) -> ConvergenceStatus:
+        st = assess(quantities, self.rule, names)
+        self.status = st
+        D = max(st.draws, 1)
+        ess = min(st.ess_bulk, st.ess_tail)
+        target = max(self.rule.ess_bulk, self.rule.ess_tail)
+        factor = self.max_growth
+        if np.isfinite(ess) and ess > 0 and (np.isnan(st.rhat) or st.rhat <= self.rule.rhat):
+            factor = 1.1 * target / ess
+        factor = float(np.clip(factor, self.min_growth, self.max_growth))
+        self.next_check = max(D + 1, int(math.ceil(D * factor)))
+        return st
+
+    def metrics(self) -> dict:
+        base = self.rule.metrics()
+        if self.status is None:
+            base.update({"rhat": math.nan, "ess_bulk": math.nan, "ess_tail": math.nan, "converged": 0.0})
+        else:
+            base.update(self.status.metrics())
+        base["next_check"] = float(self.next_check)
+        return base
+
+
+def monitor_rows(n_samples: int, n_rows: int = 20) -> np.ndarray:
+    """The fixed training rows whose p(y|x) is monitored: ``n_rows`` evenly spaced row indices (the same
+    for every run on the same data, whatever the seed)."""
+    k = min(int(n_rows), int(n_samples))
+    return np.unique(np.linspace(0, n_samples - 1, k).round().astype(int))
+
+
+def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, budget: str,
+                       rule: StoppingRule = StoppingRule(), stacklevel: int = 3) -> None:
+    """Emit the ConvergenceWarning of a run that stopped without meeting the rule. ``budget`` names what
+    ran out, e.g. "max_time=60 s" or "max_iter=20000" or "n_samples=500 (fixed length)"."""
+    if status is None:
+        what = "no convergence check could be made (the budget ended before the first check)"
+    else:
+        what = status.explain()
+    warnings.warn(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
+                  f"{0 if status is None else status.draws} kept draws per chain; {what}. Rule: "
+                  f"{rule.describe()}. The draws kept so far are usable but not trustworthy; raise the "
+                  "budget or inspect the chains.", ConvergenceWarning, stacklevel=stacklevel)

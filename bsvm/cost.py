@@ -1,0 +1,283 @@
+"""Cost guards: estimate a fit's memory and time before it starts, and refuse what cannot fit.
+
+``estimator.estimate_cost(n_samples, n_features, n_classes)`` returns a :class:`Cost` (memory in bytes,
+rough CPU seconds, what dominates, and what to use instead). ``fit`` and ``fit_iter`` call
+:func:`check_cost` after the data check and before the engine allocates anything:
+
+* past the memory limit -- the available memory (``psutil.virtual_memory().available``) or a ceiling set
+  with :func:`set_limits` / the ``BSVM_MAX_MEMORY`` environment variable (bytes), whichever is lower -- it
+  raises :class:`CostError` (a ``ValueError``), e.g. "MSBPM needs about 9.6 GB for 20,000 rows (4 N^2
+  matrices); use SBSVM, or subsample to 5,000 rows";
+* past ``warn_seconds`` (default 300 s) it warns with the time estimate (:class:`CostWarning`);
+  ``fit(progress=...)`` then shows a progress bar.
+
+Each method's model below follows its code's largest allocations (named in ``detail``); the coefficients
+of the N^2 terms were measured as tracemalloc peaks (numpy reports its allocations to tracemalloc) at
+N = 250-2000, and ``tests/test_cost.py`` checks the estimates against measured peaks. Times are single-
+thread CPU seconds from the same runs, scaled by the dominant term: right to a factor of a few, enough to
+tell a minute from an hour.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+F8 = 8.0  # bytes per float64
+
+
+class CostWarning(UserWarning):
+    """A fit is estimated to run long (the message gives the estimate and what is faster)."""
+
+
+class CostError(ValueError):
+    """A fit would need more memory than the limit allows; raised before anything large is allocated."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    """memory_bytes: peak memory the fit allocates (the data passed in not counted); seconds: rough
+    single-thread CPU time of the full budget (max_iter, or every sweep; a tolerance test may stop
+    sooner); detail: what dominates; hint: what to use instead when it is too much."""
+
+    memory_bytes: float
+    seconds: float
+    detail: str = ""
+    hint: str = ""
+
+    def describe(self) -> str:
+        return f"about {format_bytes(self.memory_bytes)} and {format_seconds(self.seconds)} ({self.detail})"
+
+
+_LIMITS = {"max_memory": None, "warn_seconds": 300.0}
+
+
+def set_limits(max_memory=None, warn_seconds=None) -> dict:
+    """Set the memory ceiling in bytes (None: the available memory only) and the time past which ``fit``
+    warns. Returns the previous settings (pass them back to restore). ``limits(...)`` is the context
+    manager form."""
+    previous = dict(_LIMITS)
+    _LIMITS["max_memory"] = None if max_memory is None else float(max_memory)
+    if warn_seconds is not None:
+        _LIMITS["warn_seconds"] = float(warn_seconds)
+    return previous
+
+
+@contextmanager
+def limits(max_memory=None, warn_seconds=None):
+    previous = set_limits(max_memory, warn_seconds)
+    try:
+        yield
+    finally:
+        _LIMITS.update(previous)
+
+
+def memory_limit() -> tuple[float, str]:
+    """(bytes, what sets it): the lower of the available memory and the configured ceiling."""
+    import psutil
+
+    available = float(psutil.virtual_memory().available)
+    ceiling = _LIMITS["max_memory"]
+    env = os.environ.get("BSVM_MAX_MEMORY")
+    if ceiling is None and env:
+        ceiling = float(env)
+    if ceiling is not None and ceiling < available:
+        return ceiling, "the memory ceiling set with bsvm.cost.set_limits"
+    return available, "the available memory"
+
+
+def format_bytes(b: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{b:.0f} bytes"
+
+
+def format_seconds(s: float) -> str:
+    if not math.isfinite(s):
+        return "an unknown time"
+    if s >= 7200:
+        return f"{s / 3600:.0f} hours"
+    if s >= 120:
+        return f"{s / 60:.0f} minutes"
+    return f"{max(s, 1):.0f} seconds"
+
+
+def estimate(estimator, n: int, d: int, k: int) -> Cost:
+    """The cost model of ``estimator``'s class (the functions below, registered in ``_MODELS``)."""
+    for cls in type(estimator).__mro__:
+        model = _MODELS.get(cls.__name__)
+        if model is not None:
+            return model(estimator, max(int(n), 1), max(int(d), 1), max(int(k), 2))
+    return Cost(F8 * n * d * 4, float("nan"), "no cost model for this class")
+
+
+def _largest_n(estimator, n, d, k, limit) -> int:
+    """The largest row count below n whose estimate fits in ``limit`` (bisection; costs grow with n)."""
+    lo, hi = 0, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if estimate(estimator, mid, d, k).memory_bytes <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def check_cost(estimator, n: int, d: int, k: int) -> Cost:
+    """Refuse (:class:`CostError`) or warn (:class:`CostWarning`) before a fit on n x d data with k
+    classes. Returns the estimate."""
+    cost = estimate(estimator, n, d, k)
+    name = type(estimator).__name__
+    limit, source = memory_limit()
+    if cost.memory_bytes > limit:
+        fits = _largest_n(estimator, n, d, k, 0.9 * limit)
+        sub = (f", or subsample to {_round_down(fits):,} rows" if fits >= 50
+               else "; even 50 rows do not fit")
+        raise CostError(
+            f"{name} needs about {format_bytes(cost.memory_bytes)} for {n:,} rows x {d:,} features "
+            f"({cost.detail}), more than {source} ({format_bytes(limit)}): {cost.hint}{sub}."
+        )
+    if math.isfinite(cost.seconds) and cost.seconds > _LIMITS["warn_seconds"]:
+        warnings.warn(
+            f"{name} on {n:,} rows x {d:,} features will take roughly {format_seconds(cost.seconds)} of "
+            f"CPU ({cost.detail}): {cost.hint}. fit(X, y, progress=True) shows a progress bar.",
+            CostWarning, stacklevel=4)
+    return cost
+
+
+def _round_down(n: int) -> int:
+    """Two significant digits, rounded down (a subsample size to suggest)."""
+    if n < 100:
+        return n
+    scale = 10 ** (len(str(n)) - 2)
+    return n // scale * scale
+
+
+def _int(v, default):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return default
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Per-method models. Each reads the estimator's parameters; n rows, d features, k classes.
+
+
+def _sbsvm(est, n, d, k) -> Cost:
+    """S-BSVM (bsvm/sbsvm). "batch": every row is an inducing point; the natural-gradient step works on
+    n x n matrices (features, precision, the flattened gradient and their temporaries): measured peak
+    ~30 n^2 doubles; O(n^3) per step. "svi": m x m matrices, minibatch and ELBO-subset feature blocks
+    (b x m), k-means on <= 20 m rows, and the median heuristic on <= 1000 rows; O((b + m) m^2) per step.
+    "linear": (d + 1)^2 matrices and b x (d + 1) blocks."""
+    steps = _int(est.max_iter, 2000)
+    if est.variant == "batch":
+        return Cost(30 * F8 * n * n + 6 * F8 * n * d, 4e-10 * n**3 * min(steps, 300) + 1.0,
+                    "variant='batch': about 30 n x n matrices",
+                    "use SBSVM() (variant='svi', inducing points)")
+    from .sbsvm.estimator import AUTO_BATCH, AUTO_INDUCING, AUTO_INDUCING_FRACTION  # the "auto" rules
+    b = min(_int(est.batch_size, AUTO_BATCH), n)
+    nb = n if est.elbo_batch_size is None else min(int(est.elbo_batch_size), n)
+    if est.variant == "linear":
+        p = d + 1
+        return Cost(F8 * (8 * p * p + 4 * (b + nb) * p + 2 * n * d), 2e-8 * steps * (b * p * p + p**3) + 0.5,
+                    f"variant='linear': {p} x {p} matrices", "standardise features or lower max_iter")
+    m = est.n_inducing
+    if m == "auto":
+        m = min(AUTO_INDUCING, math.ceil(AUTO_INDUCING_FRACTION * n))
+    m = math.ceil(m * n) if isinstance(m, float) else int(m)
+    m = max(1, min(m, n))
+    r = min(n, 1000)
+    # peak of the set-up phase (median heuristic's r x r distances, k-means) or of the steps
+    setup = 2.5 * r * r + 20 * m * (m + d)
+    steps_mem = 12 * m * m + 5 * (b + nb) * m
+    mem = F8 * (max(setup, steps_mem) + 2 * n * d)
+    every = max(_int(est.elbo_every, 10), 1)
+    # flops per step: features, marginals and the precision update of the minibatch (~3 b m^2), the
+    # m x m factorisations (~2 m^3), the ELBO subset every elbo_every steps; ~3 GFlop/s measured
+    secs = 3.5e-10 * steps * (3 * (b + nb / every) * m * m + 2 * m**3 + b * m * d) + 0.5
+    return Cost(mem, secs, f"{m} inducing points, minibatch {b}",
+                "lower n_inducing, batch_size or max_iter")
+
+
+def _msbpm(est, n, d, k) -> Cost:
+    """MS-BPM (bsvm/msbpm). The N x N Gram matrix, its eigendecomposition, the nugget's per-point block
+    (N x N) and the least-squares start's (N + r) x (N + r) normal matrix and Cholesky factor: measured
+    ~4 N^2 doubles; the kept draws: chains x draws x (K - 1) x (N + 1). Time: O(N^3) set-up, then every
+    sweep moves all chains through O(N r) scores."""
+    S, D = _int(est.n_chains, 16), _int(est.n_samples, 100)
+    sweeps = _int(est.burn_in, 300) + D * _int(est.thin, 8)
+    draws = S * D * (k - 1) * (n + 1)
+    mem = F8 * (4.5 * n * n + draws + 4 * n * d + 50 * S * n * (k - 1))
+    secs = 3e-10 * n**3 + 1e-6 * sweeps * S * n * (k - 1) + 2.0
+    return Cost(mem, secs, "N^2 kernel: about 4 N x N matrices",
+                "use SBSVM (inducing points, memory independent of N) or SubgradientHMC(features='nystroem')")
+
+
+def _seeger(est, n, d, k) -> Cost:
+    """SeegerARD (bsvm/seeger). The prior covariance K, its Cholesky factor, K^-1 and the gradient matrix
+    G = K^-1 - K^-1 Sigma K^-1 - a a' with its temporaries: measured ~11 N^2 doubles. Time: about 10-15
+    outer steps."""
+    steps = min(_int(est.max_iter, 50), 15)
+    mem = F8 * (11 * n * n + 6 * n * d + 4 * n * (_int(est.n_factors, 3) + 2))
+    # per outer step: inner CG (O(n^2) products; measured ~0.4 s + 5e-7 n^2 at n = 500-1000), the
+    # Cholesky and inverse (O(n^3)) and the ARD gradient contractions (O(d n^2))
+    secs = steps * (0.4 + 5e-7 * n * n + 3e-10 * n**3 + 3e-8 * d * n * n) + 1.0
+    return Cost(mem, secs, "N^2 prior covariance: about 11 N x N matrices",
+                "use SBSVM(kernel='ard') (inducing points, memory independent of N)")
+
+
+def _hinge_params(est, n, d):
+    p = d if est.features is None else min(_int(est.n_components, 100), n if est.features == "nystroem"
+                                           else 10**9)
+    return p, _int(est.n_chains, 4), _int(est.n_burnin, 500) + _int(est.n_samples, 500) * _int(est.thin, 1)
+
+
+def _subgradient(est, n, d, k) -> Cost:
+    """SubgradientHMC (bsvm/subgradient). The feature matrix (n x p), per-chain scores (chains x n per
+    potential evaluation, minibatch rows for sgld/sgnht), the draws buffer, and the Laplace pilot's p x p
+    metric. Time: hmc evaluates the full-data potential n_leapfrog times per iteration (O(chains n p)
+    each); sgld/sgnht one minibatch (O(chains b p))."""
+    p, C, total = _hinge_params(est, n, d)
+    blocks = 1 if k == 2 else k
+    P = (p + 1) * blocks
+    rows = n if est.sampler == "hmc" else min(n, _int(est.batch_size, 1000) if est.batch_size else 1000)
+    mem = F8 * (3 * n * p + 6 * C * n * blocks + C * _int(est.n_samples, 500) * P * 1.2 + 8 * P * P
+                + 4 * n * d)
+    evals = total * (_int(est.n_leapfrog, 10) if est.sampler == "hmc" else 1)
+    secs = evals * (1e-4 + 8e-9 * C * rows * P) + 1e-8 * n * P * 50 + 0.5
+    slow = ("use sampler='sgld' (minibatches) or fewer n_samples/n_burnin" if est.sampler == "hmc"
+            else "lower n_samples/n_burnin, or use SBSVM")
+    return Cost(mem, secs, f"{est.sampler}: {evals:,} potential evaluations of {C} chains on {rows:,} rows",
+                slow)
+
+
+def _gibbs(est, n, d, k) -> Cost:
+    """GibbsSVM (bsvm/subgradient/gibbs.py). Every sweep draws n latent scales per chain and solves a
+    (p + 1) x (p + 1) system from X^T diag(1/lambda) X (O(n p^2) per chain and sweep); memory: the
+    features, n x p temporaries of the weighted product, the draws buffer."""
+    p, C, total = _hinge_params(est, n, d)
+    mem = F8 * (4 * n * p + 4 * C * n + C * _int(est.n_samples, 500) * (p + 1) * 1.2 + 4 * (p + 1) ** 2
+                + 4 * n * d)
+    secs = total * (1e-3 + 4e-9 * C * n * (p + 1) * (p + 4)) + 0.5
+    return Cost(mem, secs, f"{total:,} sweeps of {C} chains over {n:,} rows",
+                "use SubgradientHMC(sampler='sgld') (minibatches) or SBSVM")
+
+
+def _platt(est, n, d, k) -> Cost:
+    """PlattSVM (bsvm/platt.py): libsvm's SVC fitted cv + 1 times (the sigmoid's folds, then all rows).
+    libsvm keeps a kernel cache (200 MB) and the data; its time grows like n^2 (more when many points are
+    support vectors)."""
+    cv = _int(est.cv, 5)
+    mem = F8 * 4 * n * d + min(200e6, 4.0 * n * n) + F8 * 4 * n * k  # the cache holds float32 columns
+    secs = (cv + 1) * 2e-8 * n**2 * max(d, 10) / 10 + 0.2
+    return Cost(mem, secs, f"libsvm fitted {cv + 1} times, O(n^2) each",
+                "use SBSVM (minibatch inference) or subsample")
+
+
+_MODELS = {"SBSVM": _sbsvm, "MSBPM": _msbpm, "SeegerARD": _seeger, "SubgradientHMC": _subgradient,
+           "GibbsSVM": _gibbs, "PlattSVM": _platt}

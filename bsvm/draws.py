@@ -1,0 +1,56 @@
+"""Draws out of the package in the standard format: ArviZ's DataTree schema, and predictive draws.
+
+:func:`to_datatree` builds an ``xarray.DataTree`` with ArviZ's groups (arviz-base's ``from_dict``, the
+schema of ArviZ 1.x): ``posterior`` (chain, draw, ...), ``sample_stats`` (chain, draw) with ArviZ's
+standard names (``acceptance_rate``, ``step_size``, ``energy``, ``diverging``, ``n_steps``, ``lp``) and
+``observed_data``. ``arviz_stats.summary`` and arviz-plots read it directly.
+
+:func:`proba_draws_chunked` evaluates a per-draw predictive function over (chain, draw) in chunks, giving
+the (chain, draw, row, class) array that every sampler's ``predict_proba_draws`` returns.
+
+Public API: ``to_datatree``, ``proba_draws_chunked``, ``SAMPLE_STATS_NAMES``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: our progress/engine names -> ArviZ's sample_stats names
+SAMPLE_STATS_NAMES = {"accept_prob": "acceptance_rate", "acceptance": "acceptance_rate",
+                      "step_size": "step_size", "energy": "energy", "diverging": "diverging",
+                      "n_leapfrog": "n_steps", "log_posterior": "lp", "lp": "lp", "xi": "thermostat"}
+
+
+def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data: dict | None = None,
+                dims: dict | None = None, coords: dict | None = None, attrs: dict | None = None):
+    """An ArviZ DataTree from arrays with (chain, draw) leading axes.
+
+    posterior: name -> (n_chains, n_draws, ...); sample_stats: name -> (n_chains, n_draws) (our names are
+    renamed to ArviZ's via ``SAMPLE_STATS_NAMES``; entries that are None are dropped); observed_data:
+    name -> array; dims/coords as in ``arviz_base.from_dict``; attrs go on every group."""
+    from arviz_base import from_dict  # imported on use: xarray is heavy and only needed here
+
+    data = {"posterior": {k: np.asarray(v) for k, v in posterior.items()}}
+    if sample_stats:
+        stats = {}
+        for k, v in sample_stats.items():
+            if v is None:
+                continue
+            v = np.asarray(v)
+            stats[SAMPLE_STATS_NAMES.get(k, k)] = v.astype(bool) if k == "diverging" else v
+        data["sample_stats"] = stats
+    if observed_data:
+        data["observed_data"] = {k: np.asarray(v) for k, v in observed_data.items()}
+    return from_dict(data, dims=dims or {}, coords=coords or {}, attrs=attrs or {})
+
+
+def proba_draws_chunked(per_draw, flat_draws: np.ndarray, n_chains: int, n_rows: int, n_classes: int,
+                        budget: float = 2e6) -> np.ndarray:
+    """(chain, draw, row, class) from ``per_draw(draws (S, P)) -> (S, rows, classes)`` evaluated on
+    chunks of the (chain * draw, P) draws, about ``budget`` numbers per chunk."""
+    S = flat_draws.shape[0]
+    out = np.empty((S, n_rows, n_classes))
+    chunk = max(1, int(budget // max(1, n_rows * n_classes)))
+    for s in range(0, S, chunk):
+        out[s:s + chunk] = per_draw(flat_draws[s:s + chunk])
+    return out.reshape(n_chains, S // max(1, n_chains), n_rows, n_classes)

@@ -1,0 +1,218 @@
+"""``SBSVM.fit`` on a Dask array: the same fit (``SBSVM._iterate``, its set-up rules, schedule and stopping
+test), with the data reached block by block, so the whole array is never in memory at once.
+
+The estimator receives a :class:`DaskRows` proxy in place of the array (and the labels in memory: one
+integer per row). Its set-up rules (column statistics as reductions, median length scale, k-means
+inducing points) gather only the rows they sample, with the same random draws as
+for a NumPy array (they look at every row only when n <= 20,000, for the duplicate count, and then
+gather that small array once). The proxy then supplies the engine:
+
+* a step that sees all the data (``batch_size >= n``) runs on ``distributed.DaskReduceEngine``: each sum
+  over rows is a Dask reduction over the blocks, in parallel on a ``dask.distributed`` cluster if a
+  Client is active. This is the in-memory full-batch fit up to the order of additions.
+* minibatch steps run on :class:`DaskStreamEngine`: the blocks are visited in a random order each epoch,
+  one block in memory at a time, and each is cut into minibatches of a random permutation of its rows
+  (s = n / |S| with the array's n). The ELBO for the stopping test is computed on a fixed random subset
+  of ``elbo_batch_size`` rows gathered once, as in memory. The random path differs from the in-memory
+  minibatch fit (which samples rows from the whole array), so the two agree statistically, not exactly.
+
+``variant="batch"`` (n <= 4000 rows by its own limit) simply computes the array and fits in memory.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..base import _DATA_ATTRS, _MISSING, BayesianClassifier
+from ..cost import check_cost
+from ..data import MULTICLASS_HINT, _reject_nonfinite
+from ..params import validate_params
+from . import elbo as E
+from .distributed import DaskReduceEngine, tree_sum
+from .engine import SVIEngine
+from .geometry import features
+
+#: the set-up rules may gather the whole array only below this size (bytes)
+MAX_GATHER_BYTES = 64 * 2**20
+
+
+def check_dask_fit_data(est, X, y):
+    """Validate a Dask (X, y) for fit without computing X; sets ``classes_`` and ``n_features_in_``.
+    Returns X (one column chunk), y in -1/+1 and the class index of each row, both with X's row chunks."""
+    import dask.array as da
+
+    name = type(est).__name__
+    if y is None:
+        raise ValueError(f"{name} requires y to be passed, but the target y is None: pass the labels.")
+    for what, arr in (("X", X), ("y", y)):
+        if hasattr(arr, "to_dask_array"):  # a Dask DataFrame or Series
+            raise TypeError(f"{what} is a Dask DataFrame/Series: pass {what}.to_dask_array(lengths=True).")
+    X = X if isinstance(X, da.Array) else da.asarray(np.asarray(X))
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (rows, features), got a Dask array of shape {X.shape}.")
+    for what, arr in (("X", X), ("y", y)):
+        chunks = getattr(arr, "chunks", None)
+        if chunks is not None and any(np.isnan(c) for c in chunks[0]):
+            raise ValueError(
+                f"{what} is a Dask array with unknown chunk sizes (shape {arr.shape}; typical after boolean "
+                f"indexing or DataFrame.values): call {what} = {what}.compute_chunk_sizes() before fit, "
+                "or build it with DataFrame.to_dask_array(lengths=True).")
+    if X.dtype.kind not in "biuf":
+        raise ValueError(f"X has dtype {X.dtype}: encode non-numeric columns as numbers before fitting.")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})  # each block holds whole rows
+    X = X.astype(np.float64)
+    y = y if isinstance(y, da.Array) else da.from_array(np.asarray(y), chunks=(X.chunks[0],))
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (one label per row), got shape {y.shape}.")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}: pass one label per row of X.")
+    if y.chunks[0] != X.chunks[0]:
+        y = y.rechunk((X.chunks[0],))
+    classes, counts = (np.asarray(v) for v in da.compute(*da.unique(y, return_counts=True)))
+    if classes.size < 2:
+        raise ValueError(f"y has only 1 class ({classes[0]!r}): a classifier needs examples of at least "
+                         "two classes.")
+    if classes.size > 2:
+        raise ValueError(f"Only binary classification is supported. {name} is a binary classifier but y "
+                         f"has {classes.size} classes: {MULTICLASS_HINT}.")
+    if counts.min() < 2:
+        raise ValueError(f"Class(es) {classes[counts < 2].tolist()} have fewer than 2 rows: provide at "
+                         "least 2 examples per class.")
+    est.classes_ = classes
+    est.n_features_in_ = int(X.shape[1])
+    is_one = y == classes[1]
+    # The labels (one small integer per row) are gathered for the estimator's own rules (subsets, the
+    # ELBO rows); X never is. The workers read the -1/+1 labels block by block from the Dask array.
+    y_index = np.asarray(is_one.astype(np.int8).compute(), dtype=np.intp)
+    return X, da.where(is_one, 1.0, -1.0), y_index
+
+
+class DaskRows:
+    """What ``SBSVM._iterate`` sees in place of a Dask array: a shape, row gathering for its sampled
+    set-up rules, and ``make_svi_engine``, the engine that reaches the data block by block."""
+
+    ndim = 2
+    dtype = np.dtype(np.float64)
+
+    def __init__(self, X, y_pm):
+        self.X, self.y_pm = X, y_pm
+        self.shape = tuple(int(s) for s in X.shape)
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return np.asarray(self.X[idx].compute(), dtype=np.float64)
+        uniq, inverse = np.unique(np.asarray(idx), return_inverse=True)
+        return np.asarray(self.X[uniq].compute(), dtype=np.float64)[inverse]
+
+    @property
+    def size(self):
+        return self.shape[0] * self.shape[1]
+
+    # column statistics (np.mean/np.std/np.max call these), |X| and the affine standardisation the
+    # estimator or an error message may apply: Dask reductions and lazy maps, never a gathered array
+    def mean(self, axis=None, dtype=None, out=None, **kwargs):
+        return np.asarray(self.X.mean(axis=axis).compute(), dtype=np.float64)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, **kwargs):
+        return np.asarray(self.X.std(axis=axis, ddof=ddof).compute(), dtype=np.float64)
+
+    def max(self, axis=None, out=None, **kwargs):
+        return np.asarray(self.X.max(axis=axis).compute(), dtype=np.float64)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.absolute and method == "__call__" and len(inputs) == 1:
+            return DaskRows(abs(self.X), self.y_pm)
+        return NotImplemented
+
+    def __sub__(self, other):
+        return DaskRows(self.X - np.asarray(other), self.y_pm)
+
+    def __truediv__(self, other):
+        return DaskRows(self.X / np.asarray(other), self.y_pm)
+
+    def __array__(self, dtype=None, copy=None):
+        size = self.shape[0] * self.shape[1] * 8
+        if size > MAX_GATHER_BYTES:
+            raise ValueError(f"Refusing to load the whole {self.shape} Dask array ({size / 2**20:.0f} MB) "
+                             "into memory: pass an inducing='random' or an (m, d) inducing array, or a "
+                             "smaller n_inducing.")
+        return np.asarray(self.X.compute(), dtype=dtype or np.float64)
+
+    def make_svi_engine(self, X, y, geom, config, rng) -> SVIEngine:
+        cls = DaskReduceEngine if config.batch_size >= self.shape[0] else DaskStreamEngine
+        return cls(X, y, geom, config, rng)
+
+
+class DaskStreamEngine(SVIEngine):
+    """Minibatch SVI steps over the blocks of a Dask array (module docstring): the parent's step reads
+    ``self.X[idx]``, so ``self.X``/``self.y`` hold the current block, and ``self.n`` stays the array's n."""
+
+    def __init__(self, X, y, geom, config, rng):
+        super().__init__(X, y, geom, config, rng)  # n, and the ELBO subset drawn as in memory
+        self.rows = X
+        self._xb = X.X.to_delayed().ravel()
+        self._yb = X.y_pm.to_delayed().ravel()
+        self._queue: list[int] = []
+        self._order, self._pos = np.zeros(0, dtype=np.intp), 0
+        self._eval = None
+        self.X = self.y = None
+
+    def _next_block(self, rng):
+        import dask
+
+        if not self._queue:
+            self._queue = [int(b) for b in rng.permutation(len(self._xb))]  # a new epoch
+        b = self._queue.pop(0)
+        xb, yb = dask.compute(self._xb[b], self._yb[b])
+        xb = np.ascontiguousarray(xb, dtype=np.float64)
+        _reject_nonfinite(xb)
+        self.X, self.y = xb, np.asarray(yb, dtype=np.float64)
+        self._order, self._pos = rng.permutation(xb.shape[0]), 0
+
+    def _batch(self, rng):
+        while self._pos >= self._order.size:  # (skips empty blocks)
+            self._next_block(rng)
+        idx = self._order[self._pos:self._pos + self.config.batch_size]
+        self._pos += idx.size
+        return idx
+
+    def elbo(self, state, chunk: int = 20000) -> float:
+        post = E.moments(state.eta1, state.P)
+        if self.elbo_idx is None:  # n <= elbo_batch_size: every row, as a reduction
+            return float(tree_sum(self.rows.X, self.rows.y_pm, ("elbo", state.geom, post))[0]) \
+                - E.kl_to_standard_normal(post)
+        if self._eval is None:
+            self._eval = (self.rows[self.elbo_idx],
+                          np.asarray(self.rows.y_pm[self.elbo_idx].compute(), dtype=np.float64))
+        Xe, ye = self._eval
+        phi, t, _ = features(state.geom, Xe)
+        a, c = E.marginals(phi, post)
+        total = float(np.sum(E.data_terms(ye, a, c, t)))
+        return self.n / ye.size * total - E.kl_to_standard_normal(post)
+
+
+def dask_fit_iter(est, X, y):
+    """``fit_iter`` for Dask input, as ``BayesianClassifier.fit_iter`` does it: the parameter table, the
+    data checks (here without computing X), the cost guard, then the shared loop ``_fit_steps`` (progress
+    records, roll-back on failure) over the estimator's own ``_iterate`` on a :class:`DaskRows` proxy."""
+    validate_params(est)
+    probe = copy.copy(est)  # the checks set classes_ etc.; the fit copies them over when it starts
+    X, y_pm, y_index = check_dask_fit_data(probe, X, y)
+    if est.variant == "batch":
+        est._check_params(X.shape[0])  # its own n <= 4000 limit, before anything is computed
+        import dask
+
+        Xc, yc = dask.compute(X, y)
+        return BayesianClassifier.fit_iter(est, Xc, yc)
+    data_attrs = {k: probe.__dict__.get(k, _MISSING) for k in _DATA_ATTRS}
+    # memory: the engine holds one block (or one block's reduction) at a time, so the block is the "n"
+    check_cost(est, max(X.chunks[0]), X.shape[1], len(probe.classes_))
+    return est._fit_steps(DaskRows(X, y_pm), y_index, data_attrs)

@@ -1,0 +1,128 @@
+"""Pure Plotly figures of posterior draws: boundaries of sampled classifiers, the cloud of draws in weight
+space with HMC's leapfrog paths, an ArviZ-style pair plot, the energy plot with BFMI and ESS against the
+number of draws. Arrays in, ``go.Figure`` out; no Streamlit, so each is tested on its own
+(tests/test_dashboard_figures.py). The numbers come from :mod:`dashboard.analysis` and
+:mod:`bsvm.diagnostics`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .analysis import Grid
+from .figures import CLASS_COLOURS, LEGEND_BELOW, _axis, _fast_figure, _layout, _point_traces
+
+CHAIN_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+BFMI_MIN = 0.3  # Betancourt (2016): below this the energy is poorly explored
+
+
+def draw_boundaries(grid: Grid, values: np.ndarray, level: float, X=None, y=None, classes=(), *,
+                    title: str = "Decision boundaries of posterior draws", axis_titles=("x1", "x2"),
+                    height: int = 430):
+    """One contour line per posterior draw at its decision level (p = 0.5, or w.x + b = 0), over the
+    data: where the lines fan out, the posterior is unsure where the boundary lies."""
+    values = np.atleast_2d(np.asarray(values, dtype=float))
+    traces = []
+    for i, v in enumerate(values):
+        traces.append({"type": "contour", "x": grid.xs, "y": grid.ys, "z": grid.reshape(v),
+                       "showscale": False, "hoverinfo": "skip", "name": "draws' boundaries",
+                       "legendgroup": "draws", "showlegend": i == 0,
+                       "contours": {"coloring": "none", "start": level, "end": level, "size": 1.0},
+                       "line": {"color": "rgba(60,60,60,0.35)", "width": 1.2}})
+    if X is not None:
+        traces += _point_traces(X, y, classes)
+    return _fast_figure(traces, f"{title} ({len(values)} draws)", height,
+                        xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
+                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
+                        legend=LEGEND_BELOW, plot_bgcolor="white")
+
+
+def weight_cloud(W: np.ndarray, names=("w1", "w2"), paths=(), *, title: str = "Posterior draws in weight "
+                 "space", max_points: int = 3000, height: int = 430):
+    """The draws (chains, draws, 2) as a cloud, one colour per chain, with HMC leapfrog paths on top
+    (each (steps + 1, >= 2): its first two coordinates, start marked by a circle, end by a star)."""
+    W = np.asarray(W, dtype=float)
+    traces = []
+    per_chain = max(1, max_points // max(1, W.shape[0]))
+    for c in range(W.shape[0]):
+        pts = W[c, -per_chain:]
+        traces.append({"type": "scattergl", "x": pts[:, 0], "y": pts[:, 1], "mode": "markers",
+                       "name": f"chain {c}", "marker": {"size": 4, "opacity": 0.45,
+                                                        "color": CHAIN_COLOURS[c % len(CHAIN_COLOURS)]}})
+    for i, p in enumerate(paths):
+        p = np.asarray(p, dtype=float)
+        last = i == len(paths) - 1
+        traces.append({"type": "scatter", "x": p[:, 0], "y": p[:, 1], "mode": "lines+markers",
+                       "name": "leapfrog path (last transitions)", "legendgroup": "path",
+                       "showlegend": i == 0, "line": {"color": "black", "width": 2.0 if last else 1.0},
+                       "opacity": 1.0 if last else 0.45,
+                       "marker": {"size": 5, "color": "black",
+                                  "symbol": ["circle-open"] + ["circle"] * (len(p) - 2) + ["star"]}})
+    return _fast_figure(traces, title, height, xaxis=_axis(names[0]), yaxis=_axis(names[1]),
+                        legend=LEGEND_BELOW)
+
+
+def pair_plot(points: np.ndarray, names, *, title: str = "Pair plot of the draws", height: int | None = None):
+    """ArviZ-style pair plot: histograms on the diagonal, scatter of draws below it, for a few
+    quantities ((points, k) from ``analysis.pair_data``)."""
+    points = np.asarray(points, dtype=float)
+    k = points.shape[1]
+    fig = make_subplots(rows=k, cols=k, horizontal_spacing=0.03, vertical_spacing=0.03)
+    for i in range(k):
+        for j in range(k):
+            if j > i:
+                continue
+            if i == j:
+                fig.add_trace(go.Histogram(x=points[:, i], nbinsx=30, marker_color="#1f77b4", opacity=0.75,
+                                           showlegend=False, name=str(names[i])), row=i + 1, col=j + 1)
+            else:
+                fig.add_trace(go.Scattergl(x=points[:, j], y=points[:, i], mode="markers", showlegend=False,
+                                           marker=dict(size=3, opacity=0.35, color="#1f77b4"),
+                                           name=f"{names[j]} vs {names[i]}"), row=i + 1, col=j + 1)
+            if i == k - 1:
+                fig.update_xaxes(title_text=str(names[j]), row=i + 1, col=j + 1)
+            if j == 0 and i > 0:
+                fig.update_yaxes(title_text=str(names[i]), row=i + 1, col=j + 1)
+    return _layout(fig, title, height or max(360, 170 * k + 80))
+
+
+def energy_plot(energy: np.ndarray, bfmi: np.ndarray, *, height: int = 340):
+    """The marginal energy distribution (centred) against the distribution of energy changes between
+    draws (Betancourt 2016); when the second is much narrower, HMC explores the energy levels slowly.
+    The title gives the BFMI per chain (flagged below 0.3)."""
+    E = np.asarray(energy, dtype=float)
+    marginal = (E - E.mean(axis=1, keepdims=True)).ravel()
+    transition = np.diff(E, axis=1).ravel()
+    fig = go.Figure()
+    fig.add_trace(go.Histogram(x=marginal, name="marginal energy (centred)", histnorm="probability density",
+                               opacity=0.55, nbinsx=50, marker_color=CLASS_COLOURS[0]))
+    fig.add_trace(go.Histogram(x=transition, name="energy transition (E_n - E_n-1)",
+                               histnorm="probability density", opacity=0.55, nbinsx=50,
+                               marker_color=CLASS_COLOURS[1]))
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title="energy")
+    low = [c for c, b in enumerate(bfmi) if b < BFMI_MIN]
+    flag = f" - low in chain(s) {low}" if low else ""
+    text = ", ".join(f"{b:.2f}" for b in bfmi[:8]) + (" ..." if len(bfmi) > 8 else "")
+    return _layout(fig, f"Energy: BFMI per chain {text} (>= {BFMI_MIN} is good){flag}", height,
+                   legend=LEGEND_BELOW)
+
+
+def ess_evolution(table: pd.DataFrame, name: str, n_chains: int, min_per_chain: int = 100, *,
+                  height: int = 340):
+    """Bulk and tail ESS against the total number of draws (``analysis.ess_by_draws``): healthy chains
+    give lines that rise steadily; the dashed line is the 100-per-chain threshold."""
+    x = table["total draws"].to_numpy(dtype=float)
+    traces = [{"type": "scatter", "x": x, "y": table[col].to_numpy(dtype=float), "mode": "lines+markers",
+               "name": f"{col} ESS", "marker": {"size": 6}} for col in ("bulk", "tail")]
+    threshold = float(min_per_chain * n_chains)
+    traces.append({"type": "scatter", "x": [x.min(), x.max()] if len(x) else [0, 1],
+                   "y": [threshold, threshold], "mode": "lines",
+                   "name": f"{min_per_chain} x {n_chains} chains",
+                   "line": {"color": "grey", "dash": "dash"}})
+    return _fast_figure(traces, f"ESS against draws: {name}", height,
+                        xaxis=_axis("total draws (all chains)"),
+                        yaxis=_axis("effective sample size", rangemode="tozero"), legend=LEGEND_BELOW)

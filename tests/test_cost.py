@@ -1,0 +1,93 @@
+"""Cost guards (bsvm/cost.py): estimates against measured peak memory, refusal before allocation,
+warnings for long runs."""
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+
+from bsvm import MSBPM, SBSVM, GibbsSVM, PlattSVM, SeegerARD, SubgradientHMC
+from bsvm.cost import Cost, CostError, CostWarning, limits
+from bsvm.datasets import make_ripley
+
+
+def _peak_of_first_records(est, X, y, n_records=1):
+    """tracemalloc peak (numpy reports its allocations to tracemalloc) over the set-up and the first
+    records, where every method allocates its large arrays."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        for i, _ in enumerate(est.fit_iter(X, y)):
+            if i + 1 >= n_records:
+                break
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(("est", "n"), [
+    (MSBPM(n_chains=4, burn_in=1, n_samples=20, record_every=1, random_state=0), 600),
+    (SeegerARD(max_iter=1, inner_maxiter=3), 500),
+    # 6 steps: the hyperparameter step (every 5th) has the largest temporaries
+    (SBSVM(variant="batch", max_iter=6, progress_every=3, random_state=0), 300),
+    (SBSVM(max_iter=2, progress_every=1, elbo_every=1, random_state=0), 3000),
+], ids=["MSBPM", "SeegerARD", "SBSVM-batch", "SBSVM-svi"])
+def test_memory_estimate_matches_measured_peak(est, n):
+    X, y = make_ripley(n, random_state=0)
+    estimate = est.estimate_cost(n, X.shape[1], 2).memory_bytes
+    peak = _peak_of_first_records(est, X, y, n_records=3)
+    # an estimate for a guard: never far below the truth, and not so far above that it refuses wrongly
+    assert 0.7 * peak <= estimate <= 2.5 * peak, (estimate, peak)
+
+
+def test_refuses_before_allocating_with_a_useful_message():
+    X, y = make_ripley(2000, random_state=0)
+    tracemalloc.start()
+    try:
+        with limits(max_memory=50e6), pytest.raises(CostError) as info:
+            MSBPM(random_state=0).fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5e6  # the validated copy of X and little else: no Gram matrix was built
+    msg = str(info.value)
+    assert isinstance(info.value, ValueError)
+    assert "MSBPM needs about" in msg and "2,000 rows" in msg and "N^2" in msg
+    assert "use SBSVM" in msg and "subsample to" in msg
+    assert not hasattr(MSBPM(), "classes_")
+
+
+def test_subsample_suggestion_fits():
+    est = SeegerARD()
+    with limits(max_memory=1e9), pytest.raises(CostError, match=r"subsample to ([\d,]+) rows") as info:
+        est.fit(*make_ripley(12000, random_state=0))
+    n_ok = int(info.value.args[0].split("subsample to ")[1].split(" rows")[0].replace(",", ""))
+    cost = est.estimate_cost
+    assert cost(n_ok, 2, 2).memory_bytes <= 1e9 < cost(n_ok * 1.2, 2, 2).memory_bytes
+
+
+def test_long_runs_warn_with_the_estimate():
+    X, y = make_ripley(60, random_state=0)
+    with limits(warn_seconds=1e-3), pytest.warns(CostWarning, match=r"will take roughly .* of CPU"):
+        GibbsSVM(n_samples=5, n_burnin=5, n_chains=2, random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CostWarning)
+        GibbsSVM(n_samples=5, n_burnin=5, n_chains=2, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("est", [PlattSVM(), SBSVM(), SBSVM(variant="linear"), MSBPM(), SeegerARD(),
+                                 SubgradientHMC(), SubgradientHMC(sampler="sgld"), GibbsSVM()])
+def test_every_estimator_has_a_cost_model(est):
+    small, big = est.estimate_cost(200, 5, 2), est.estimate_cost(200_000, 5, 2)
+    assert isinstance(small, Cost) and small.detail and small.hint
+    assert 0 < small.memory_bytes <= big.memory_bytes and 0 < small.seconds <= big.seconds
+    assert np.isfinite(big.seconds)
+
+
+def test_issue_sizes():
+    # the issue's cases: 20k rows of MSBPM is gigabytes; 200k of MSBPM/SeegerARD cannot fit anywhere
+    assert MSBPM().estimate_cost(20_000, 2, 2).memory_bytes > 5e9
+    assert SeegerARD().estimate_cost(200_000, 2, 2).memory_bytes > 1e12
+    for est in (PlattSVM(), GibbsSVM(), SubgradientHMC()):
+        assert est.estimate_cost(200_000, 20, 2).seconds > 300  # these warn at 200k rows

@@ -1,0 +1,88 @@
+"""MSBPM and PlattSVM under issue 13: the stopping rule, budgets, draws out, one-row classes."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from bsvm.datasets import make_ripley
+from bsvm.msbpm import MSBPM
+from bsvm.platt import PlattSVM
+
+
+def test_default_run_stops_by_the_rule_and_reports_it():
+    X, y = make_ripley(60, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # converged: no warning
+        m = MSBPM(random_state=0).fit(X, y)
+    assert m.sampler_ == "hmc" and m.converged_ and m.stop_reason_ == "converged"
+    st = m.convergence_
+    assert st.rhat <= 1.01 and st.ess_bulk >= 400 and st.ess_tail >= 400
+    last = m.history_[-1].metrics
+    for key in ("rhat", "ess_bulk", "ess_tail", "draws", "rhat_target", "ess_target", "acceptance"):
+        assert np.isfinite(last[key]), key
+    assert last["draws"] == m.samples_.shape[1]
+    # the check really is on the kept draws: recompute R-hat of the log posterior traces
+    from bsvm.diagnostics import rhat
+    assert rhat(m.log_posterior_) <= st.rhat + 1e-12
+
+
+def test_budget_runs_out_with_a_convergence_warning_and_usable_draws():
+    X, y = make_ripley(60, random_state=1)
+    with pytest.warns(ConvergenceWarning, match="max_iter=120"):
+        m = MSBPM(random_state=0, max_iter=120).fit(X, y)
+    assert not m.converged_ and m.n_iter_ == 120
+    assert m.samples_.shape[1] == 20  # 100 burn-in sweeps, then every sweep kept
+    assert m.predict_proba(X).shape == (60, 2)
+    with pytest.warns(ConvergenceWarning, match="max_time=0 s"):
+        z = MSBPM(random_state=0, max_time=0).fit(X, y)
+    assert z.n_iter_ == 1 and not z.converged_ and z.convergence_ is None
+    P = z.predict_proba(X)  # the population reached (no kept draws) still predicts
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="max_time"):
+        MSBPM(max_time=-1).fit(X, y)
+    with pytest.raises(ValueError, match="n_samples"):
+        MSBPM(n_samples=0).fit(X, y)
+
+
+def test_fixed_length_run_is_checked_once():
+    X, y = make_ripley(40, random_state=2)
+    with pytest.warns(ConvergenceWarning, match="n_samples=15"):
+        m = MSBPM(random_state=0, n_samples=15, burn_in=10).fit(X, y)
+    assert m.samples_.shape[:2] == (8, 15) and m.convergence_.draws == 15
+
+
+def test_draws_out_match_predict_proba_and_arviz_schema():
+    X, y = make_ripley(50, random_state=3)
+    m = MSBPM(random_state=0, n_samples=12, burn_in=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m.fit(X, y)
+    D = m.predict_proba_draws(X[:7])
+    assert D.shape == (8, 12, 7, 2)
+    np.testing.assert_allclose(D.mean(axis=(0, 1)), m.predict_proba(X[:7]))
+    dt = m.to_arviz()
+    assert {"posterior", "sample_stats", "observed_data"} <= set(dt.children)
+    assert dt["posterior"]["beta"].shape == (8, 12, 1, 51)
+    np.testing.assert_allclose(dt["sample_stats"]["lp"].values, m.log_posterior_)
+    from arviz_stats import summary
+    assert len(summary(dt, var_names=["beta"])) == 51
+
+
+def test_one_row_classes_fit_with_a_warning():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(21, 3))
+    y = np.array([0] * 10 + [1] * 10 + [2])
+    X[y == 1] += 2.0
+    X[y == 2] += [0.0, 0.0, 5.0]
+    with pytest.warns(UserWarning, match="single training row"):
+        p = PlattSVM(random_state=0).fit(X, y)
+    np.testing.assert_allclose(p.predict_proba(X).sum(axis=1), 1.0)
+    assert p.predict(X[-1:])[0] == 2
+    with pytest.warns(UserWarning, match="single training row"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = MSBPM(random_state=0, n_samples=10, burn_in=20).fit(X, y)
+    assert m.sampler_ == "lines" and m.predict_proba(X).shape == (21, 3)
+    with pytest.raises(ValueError, match="sampler='hmc' needs two classes"):
+        MSBPM(sampler="hmc").fit(X, y)

@@ -1,0 +1,332 @@
+"""S-BSVM past memory and past one machine: partial_fit over chunks, fit on a Dask array, the
+dask.distributed reduction path, and their bad input.
+
+"Agrees" means: for the full-batch fits, which do the same arithmetic in another order, the same ELBO
+to a relative 1e-9 and the same probabilities to 1e-8; for stochastic fits over different random paths
+(chunks, blocks), test error within 0.015 and the ELBO per training row within 0.05 nats.
+"""
+
+import copy
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bsvm.datasets import make_twonorm
+from bsvm.sbsvm import SBSVM
+from bsvm.sbsvm.stream import elbo_of
+
+X, y = make_twonorm(3000, random_state=0)
+Xt, yt = make_twonorm(4000, random_state=1)
+CHUNK = 500
+
+
+def chunks(X, y, size=CHUNK):
+    for i in range(0, len(X), size):
+        yield X[i:i + size], y[i:i + size]
+
+
+def stream_fit(est, X, y, epochs=1, size=CHUNK):
+    for _ in range(epochs):
+        for Xc, yc in chunks(X, y, size):
+            est.partial_fit(Xc, yc, classes=[0, 1])
+    return est
+
+
+def error(est):
+    return float(np.mean(est.predict(Xt) != yt))
+
+
+def state_of(est):
+    """A deep copy of everything the estimator holds, for 'left exactly as it was' checks."""
+    return copy.deepcopy(est.__dict__)
+
+
+def assert_same_state(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        if isinstance(a[k], np.ndarray):
+            np.testing.assert_array_equal(a[k], b[k])
+        elif k == "_stream_state":
+            np.testing.assert_array_equal(a[k].svi.eta1, b[k].svi.eta1)
+            np.testing.assert_array_equal(a[k].svi.P, b[k].svi.P)
+            assert a[k].rng_state == b[k].rng_state and a[k].n_seen == b[k].n_seen
+        elif k not in ("geometry_", "posterior_", "kernel_", "history_"):
+            assert a[k] == b[k], k
+    assert len(a.get("history_", [])) == len(b.get("history_", []))
+
+
+# ----------------------------------------------------------------------------- partial_fit
+def test_partial_fit_reaches_fit_accuracy_and_elbo():
+    fitted = SBSVM(n_inducing=30, batch_size=32, max_iter=1000, random_state=0).fit(X, y)
+    streamed = stream_fit(SBSVM(n_inducing=30, batch_size=32, stream_size=len(X), random_state=0), X, y,
+                          epochs=4)
+    assert error(streamed) <= error(fitted) + 0.015
+    per_row = (elbo_of(streamed, X, y) - elbo_of(fitted, X, y)) / len(X)
+    assert per_row > -0.05
+    # one progress record per chunk, with the ELBO and the rows seen so far
+    assert len(streamed.history_) == 4 * len(X) // CHUNK
+    assert streamed.history_[-1].metrics["rows_seen"] == 4 * len(X)
+    assert streamed.history_[-1].metrics["elbo"] > streamed.history_[0].metrics["elbo"]
+    assert streamed.n_iter_ == streamed.history_[-1].iteration == 4 * (len(X) // CHUNK) * -(-CHUNK // 32)
+
+
+def test_running_count_is_n_when_stream_size_is_none():
+    est = SBSVM(n_inducing=20, random_state=0)
+    for Xc, yc in list(chunks(X, y))[:3]:
+        est.partial_fit(Xc, yc, classes=[0, 1])
+    assert [r.metrics["n"] for r in est.history_] == [500.0, 1000.0, 1500.0]
+    assert error(est) < 0.06
+
+
+def test_partial_fit_same_seed_same_result():
+    a = stream_fit(SBSVM(n_inducing=20, random_state=5), X[:1500], y[:1500]).predict_proba(Xt)
+    b = stream_fit(SBSVM(n_inducing=20, random_state=5), X[:1500], y[:1500]).predict_proba(Xt)
+    c = stream_fit(SBSVM(n_inducing=20, random_state=6), X[:1500], y[:1500]).predict_proba(Xt)
+    np.testing.assert_array_equal(a, b)
+    assert np.abs(a - c).max() > 1e-6
+
+
+def test_one_class_chunks_are_normal():
+    order = np.argsort(y, kind="stable")          # all of class 0, then all of class 1
+    Xs, ys = X[order], y[order]
+    est = SBSVM(n_inducing=20, stream_size=len(X), random_state=0)
+    stream_fit(est, Xs, ys)                       # every chunk holds one class only
+    assert set(np.unique(ys[:CHUNK])) == {0}
+    assert error(est) < 0.1
+
+
+def test_feature_scales_differing_by_1e6_are_handled():
+    scale = np.ones(X.shape[1])
+    scale[::2] = 1e6
+    plain = stream_fit(SBSVM(n_inducing=20, random_state=0), X, y)
+    scaled = stream_fit(SBSVM(n_inducing=20, random_state=0), X * scale, y)
+    np.testing.assert_allclose(scaled.predict_proba(Xt * scale), plain.predict_proba(Xt), atol=1e-6)
+
+
+def test_first_call_without_classes_says_what_to_do():
+    est = SBSVM()
+    with pytest.raises(ValueError, match=r"classes=\.\.\..*np\.unique\(y_all\)"):
+        est.partial_fit(X[:100], y[:100])
+    assert not hasattr(est, "classes_")
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        est.partial_fit(X[:100], y[:100], classes=[0, 1, 2])
+
+
+def test_bad_chunks_leave_the_model_as_it_was():
+    est = SBSVM(n_inducing=20, random_state=0).partial_fit(X[:500], y[:500], classes=[0, 1])
+    before = state_of(est)
+    proba = est.predict_proba(Xt)
+    bad = [
+        (X[:100], np.where(y[:100] == 1, 7, 0), r"label\(s\) \[7\].*not in classes=\[0, 1\]"),
+        (X[:100, :5], y[:100], "features"),
+        (np.where(np.arange(100)[:, None] == 3, np.nan, X[:100]), y[:100], "NaN"),
+        (X[:100], y[:99], "100 rows but y has 99"),
+    ]
+    for Xb, yb, msg in bad:
+        with pytest.raises(ValueError, match=msg):
+            est.partial_fit(Xb, yb)
+        assert_same_state(before, state_of(est))
+    with pytest.raises(ValueError, match="differs from classes"):
+        est.partial_fit(X[:100], y[:100], classes=[0, 2])
+    assert_same_state(before, state_of(est))
+    np.testing.assert_array_equal(est.predict_proba(Xt), proba)
+    # and it goes on from where it was
+    est.partial_fit(X[500:1000], y[500:1000])
+    assert est.history_[-1].metrics["rows_seen"] == 1000
+
+
+def test_failed_first_call_leaves_an_unfitted_estimator():
+    est = SBSVM()
+    with pytest.raises(ValueError):
+        est.partial_fit(np.full((50, 3), np.inf), np.arange(50) % 2, classes=[0, 1])
+    assert not any(k.endswith("_") for k in est.__dict__ if not k.startswith("__"))
+
+
+def test_batch_variant_and_bad_stream_size_are_refused():
+    with pytest.raises(ValueError, match="variant='svi'"):
+        SBSVM(variant="batch").partial_fit(X[:50], y[:50], classes=[0, 1])
+    with pytest.raises(ValueError, match="stream_size"):
+        SBSVM(stream_size=-3).partial_fit(X[:50], y[:50], classes=[0, 1])
+
+
+def test_fit_after_partial_fit_starts_afresh_and_partial_fit_after_fit_goes_on():
+    est = stream_fit(SBSVM(n_inducing=20, batch_size=256, max_iter=100, random_state=0), X[:1000], y[:1000])
+    est.fit(X[:1000], y[:1000])
+    assert not hasattr(est, "_stream_state")
+    inducing, steps = est.inducing_points_.copy(), est.n_iter_
+    est.partial_fit(X[1000:1500], y[1000:1500])       # scikit-learn's convention: go on from the fit
+    assert est.history_[-1].metrics["rows_seen"] == 1500
+    assert est.n_iter_ == steps + 2
+    np.testing.assert_array_equal(est.inducing_points_, inducing)
+    assert error(est) < 0.06
+
+
+def test_numpy_streaming_does_not_import_dask():
+    code = ("import sys, numpy as np; from bsvm.sbsvm import SBSVM; from bsvm.datasets import make_twonorm\n"
+            "X, y = make_twonorm(300, random_state=0)\n"
+            "SBSVM(n_inducing=10, max_iter=20).partial_fit(X, y, classes=[0, 1]).fit(X, y).predict(X)\n"
+            "assert not any(m == 'dask' or m.startswith('dask.') for m in sys.modules), 'dask imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ----------------------------------------------------------------------------- Dask arrays
+da = pytest.importorskip("dask.array")
+FULL = dict(n_inducing=30, batch_size=10**9, max_iter=25, random_state=0)   # every step sees all rows
+
+
+def count_calls(monkeypatch, cls, name):
+    """Count calls of cls.name (to prove the Dask engines ran, not an in-memory fallback)."""
+    calls = []
+    original = getattr(cls, name)
+
+    def wrapped(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, wrapped)
+    return calls
+
+
+def test_dask_full_batch_fit_equals_numpy_fit(monkeypatch):
+    from bsvm.sbsvm.distributed import DaskReduceEngine
+
+    a = SBSVM(**FULL).fit(X, y)
+    passes = count_calls(monkeypatch, DaskReduceEngine, "_natural_gradient")
+    b = SBSVM(**FULL).fit(da.from_array(X, chunks=(700, 7)), da.from_array(y, chunks=900))
+    assert len(passes) >= 10
+    assert b.elbo_ == pytest.approx(a.elbo_, rel=1e-9)
+    np.testing.assert_allclose(b.predict_proba(Xt), a.predict_proba(Xt), atol=1e-8)
+    assert [r.iteration for r in b.history_] == [r.iteration for r in a.history_]
+
+
+def test_dask_minibatch_fit_agrees_with_numpy_fit(monkeypatch):
+    from bsvm.sbsvm.dask_fit import DaskStreamEngine
+
+    kw = dict(n_inducing=20, random_state=0, max_iter=300, batch_size=256)
+    Xs, ys = X[:2000], y[:2000]
+    a = SBSVM(**kw).fit(Xs, ys)
+    blocks = count_calls(monkeypatch, DaskStreamEngine, "_next_block")
+    b = SBSVM(**kw).fit(da.from_array(Xs, chunks=(600, 20)), ys)
+    assert len(blocks) >= 4
+    assert abs(error(b) - error(a)) <= 0.015
+    assert abs(elbo_of(b, Xs, ys) - elbo_of(a, Xs, ys)) / len(Xs) < 0.05
+    c = SBSVM(**kw).fit(da.from_array(Xs, chunks=(600, 20)), ys)
+    np.testing.assert_array_equal(b.predict_proba(Xt), c.predict_proba(Xt))   # same seed, same result
+
+
+def test_dask_unknown_chunk_sizes_say_what_to_do():
+    Xd = da.from_array(X, chunks=(500, 20))
+    Xd = Xd[Xd[:, 0] > -100]                          # boolean indexing: row counts unknown
+    with pytest.raises(ValueError, match=r"compute_chunk_sizes\(\)"):
+        SBSVM().fit(Xd, y)
+    est = SBSVM(n_inducing=20, max_iter=20).fit(Xd.compute_chunk_sizes(), y)
+    assert est.predict(Xt).shape == (len(Xt),)
+
+
+def test_dask_bad_labels():
+    with pytest.raises(ValueError, match="binary classifier"):
+        SBSVM().fit(da.from_array(X, chunks=500), np.arange(len(X)) % 3)
+    with pytest.raises(ValueError, match="only 1 class"):
+        SBSVM().fit(da.from_array(X, chunks=500), np.zeros(len(X)))
+
+
+def test_distributed_localcluster_agrees_with_in_memory_fit():
+    """Two workers (threads: quick to start) compute the reductions; same ELBO and probabilities as the
+    in-memory full-batch fit, hyperparameter learning included."""
+    distributed = pytest.importorskip("distributed")
+    kw = dict(n_inducing=25, batch_size=10**9, max_iter=30, random_state=1)
+    Xs, ys = X[:1200], y[:1200]
+    ref = SBSVM(**kw).fit(Xs, ys)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        Xd = client.persist(da.from_array(Xs, chunks=(300, 20)))
+        est = SBSVM(**kw).fit(Xd, ys)
+        assert len(client.scheduler_info()["workers"]) == 2
+    assert est.elbo_ == pytest.approx(ref.elbo_, rel=1e-9)
+    np.testing.assert_allclose(est.predict_proba(Xt), ref.predict_proba(Xt), atol=1e-8)
+    np.testing.assert_allclose(est.kernel_.theta, ref.kernel_.theta, rtol=1e-8)
+
+
+def test_linear_variant_streams_and_reduces():
+    est = stream_fit(SBSVM(variant="linear", stream_size=len(X), random_state=0), X, y)
+    assert error(est) < 0.05
+    kw = dict(variant="linear", batch_size=10**9, max_iter=20, random_state=0)
+    a = SBSVM(**kw).fit(X, y)
+    b = SBSVM(**kw).fit(da.from_array(X, chunks=(800, 20)), y)
+    assert b.elbo_ == pytest.approx(a.elbo_, rel=1e-9)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_standardized_kernel_gradient_matches_finite_differences():
+    from bsvm.kernels import RBF
+    from bsvm.sbsvm.stream import Standardized
+
+    r = np.random.default_rng(0)
+    A, B = r.normal(size=(6, 3)) * [1, 1e3, 1e-3], r.normal(size=(4, 3)) * [1, 1e3, 1e-3]
+    k = Standardized(RBF(1.3, 0.7), np.array([0.1, 5.0, 0.0]), np.array([1.0, 1e3, 1e-3]))
+    G, g = r.normal(size=(6, 4)), r.normal(size=6)
+    eps = 1e-6
+    for j in range(k.theta.size):
+        e = np.eye(k.theta.size)[j] * eps
+        up, down = k.with_theta(k.theta + e), k.with_theta(k.theta - e)
+        fd = (np.sum(G * up(A, B)) - np.sum(G * down(A, B))) / (2 * eps)
+        fdd = (g @ k.with_theta(k.theta + e).diag(A) - g @ k.with_theta(k.theta - e).diag(A)) / (2 * eps)
+        assert k.grad_contract(A, B, G)[j] == pytest.approx(fd, rel=1e-6, abs=1e-9)
+        assert k.grad_diag_contract(A, g)[j] == pytest.approx(fdd, rel=1e-6, abs=1e-9)
+    assert k.lengthscale == 1.3 and k.describe() == {"lengthscale": 1.3, "variance": 0.7}
+
+
+def test_dask_ml_incremental_drives_partial_fit():
+    """Not our multi-machine path (distributed.py says why), but partial_fit must work under it."""
+    wrappers = pytest.importorskip("dask_ml.wrappers")
+    inc = wrappers.Incremental(SBSVM(n_inducing=20, stream_size=len(X), random_state=0))
+    inc.fit(da.from_array(X, chunks=(500, 20)), da.from_array(y, chunks=500), classes=[0, 1])
+    assert len(inc.estimator_.history_) == len(X) // 500
+    assert error(inc.estimator_) < 0.05
+
+
+def test_dask_fit_failing_in_a_late_block_leaves_the_previous_fit():
+    est = SBSVM(**FULL).fit(X[:1000], y[:1000])
+    before = est.predict_proba(Xt)
+    Xbad = X[:1000].copy()
+    Xbad[-1, 0] = np.nan                              # found only when the last block is read
+    with pytest.raises(ValueError, match="NaN"):
+        est.fit(da.from_array(Xbad, chunks=(250, 20)), y[:1000])
+    np.testing.assert_array_equal(est.predict_proba(Xt), before)
+
+
+def test_hyperparameters_freeze_after_the_stream_budget():
+    from bsvm.sbsvm.stream import STREAM_HYPER_STEPS
+
+    est = SBSVM(n_inducing=20, batch_size=16, hyper_every=1, random_state=0)
+    thetas = []
+    for Xc, yc in chunks(X, y):                     # 32 steps per chunk, a hyperparameter step each
+        est.partial_fit(Xc, yc, classes=[0, 1])
+        thetas.append(est.kernel_.theta.copy())
+    frozen_from = -(-STREAM_HYPER_STEPS // 32)      # the first chunk that starts past the budget
+    assert np.abs(thetas[1] - thetas[0]).max() > 1e-3
+    for k in range(frozen_from, len(thetas)):
+        np.testing.assert_array_equal(thetas[k], thetas[frozen_from - 1])
+
+
+def test_numerical_failures_name_the_cause_for_streams_and_dask(monkeypatch):
+    from bsvm.base import NumericalError, _numerical_message
+    from bsvm.sbsvm import stream
+    from bsvm.sbsvm.dask_fit import DaskRows
+
+    est = SBSVM(n_inducing=20, random_state=0).partial_fit(X[:500], y[:500], classes=[0, 1])
+    before = state_of(est)
+
+    def broken(*args, **kwargs):
+        raise np.linalg.LinAlgError("not positive definite")
+
+    monkeypatch.setattr(stream, "run_chunk", broken)
+    with pytest.raises(NumericalError, match="failed numerically"):
+        est.partial_fit(X[500:1000] * 1e5, y[500:1000])
+    assert_same_state(before, state_of(est))
+    # the message's column statistics work on the Dask proxy, as reductions
+    Xd = da.from_array(X * 1e5, chunks=500)
+    msg = _numerical_message(est, np.linalg.LinAlgError("x"), DaskRows(Xd, Xd[:, 0]))
+    assert "features reach" in msg
