@@ -179,13 +179,16 @@ def _sbsvm(est, n, d, k) -> Cost:
         return Cost(30 * F8 * n * n + 6 * F8 * n * d, 4e-10 * n**3 * min(steps, 300) + 1.0,
                     "variant='batch': about 30 n x n matrices",
                     "use SBSVM() (variant='svi', inducing points)")
-    b = min(_int(est.batch_size, 256), n)
+    from .sbsvm.estimator import AUTO_BATCH, AUTO_INDUCING, AUTO_INDUCING_FRACTION  # the "auto" rules
+    b = min(_int(est.batch_size, AUTO_BATCH), n)
     nb = n if est.elbo_batch_size is None else min(int(est.elbo_batch_size), n)
     if est.variant == "linear":
         p = d + 1
         return Cost(F8 * (8 * p * p + 4 * (b + nb) * p + 2 * n * d), 2e-8 * steps * (b * p * p + p**3) + 0.5,
                     f"variant='linear': {p} x {p} matrices", "standardise features or lower max_iter")
     m = est.n_inducing
+    if m == "auto":
+        m = min(AUTO_INDUCING, math.ceil(AUTO_INDUCING_FRACTION * n))
     m = math.ceil(m * n) if isinstance(m, float) else int(m)
     m = max(1, min(m, n))
     r = min(n, 1000)

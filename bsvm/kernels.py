@@ -103,10 +103,13 @@ class RBF(Kernel):
 
     def grad_contract(self, X, Y, G, K=None):
         Y = X if Y is None else Y
-        GK = G * (self(X, Y) if K is None else K)
+        if K is None:
+            K = self(X, Y)
+        GK = G * K
         d_var = GK.sum()
-        # dK/dlog l = K * r^2 / l^2
-        d_len = np.sum(GK * sq_dist(X, Y)) / self.lengthscale**2
+        # dK/dlog l = K * r^2 / l^2, and r^2 / l^2 = -2 log(K / s2): recovered from K instead of a second
+        # pass over the distances. Where K underflows, K log K -> 0, so the floor changes nothing.
+        d_len = -2.0 * np.sum(GK * np.log(np.maximum(K / self.variance, 1e-300)))
         return np.array([d_len, d_var])
 
     def grad_diag_contract(self, X, g):
@@ -203,7 +206,10 @@ class SumKernel(Kernel):
         return self.left.diag(X) + self.right.diag(X)
 
     def grad_contract(self, X, Y, G, K=None):
-        return np.concatenate([self.left.grad_contract(X, Y, G), self.right.grad_contract(X, Y, G)])
+        # Given the sum's K, the left part is K minus the right part (cheap when the right part is a
+        # Constant, the usual bias term), so the left kernel is not evaluated again.
+        KL = None if K is None else K - self.right(X, Y)
+        return np.concatenate([self.left.grad_contract(X, Y, G, K=KL), self.right.grad_contract(X, Y, G)])
 
     def grad_diag_contract(self, X, g):
         return np.concatenate([self.left.grad_diag_contract(X, g), self.right.grad_diag_contract(X, g)])

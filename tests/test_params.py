@@ -182,5 +182,5 @@ def test_progress_bar(data, monkeypatch, capsys):
     (bar,) = bars
     assert bar.total == 20 and bar.n == 20 and "elbo" in bar.postfixes[-1]
     assert "SBSVM" in capsys.readouterr().err
-    SBSVM(n_inducing=10, max_iter=20, random_state=0).fit(X, y, progress=False)
+    SBSVM(n_inducing=10, max_iter=20, tol=0, random_state=0).fit(X, y, progress=False)
     assert len(bars) == 1 and capsys.readouterr().err == ""

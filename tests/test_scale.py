@@ -54,7 +54,8 @@ def test_scale_rules(ripley):
     X, y, _, _ = ripley
     spread = X * np.array([1.0, 1e5])
     # adaptive methods: only columns on very different scales
-    for model in (PlattSVM(), SBSVM(n_inducing=10, max_iter=20), MSBPM(n_chains=4, burn_in=2, n_samples=2)):
+    for model in (PlattSVM(), SBSVM(n_inducing=10, max_iter=20, standardize=False),
+                  MSBPM(n_chains=4, burn_in=2, n_samples=2)):
         assert _scale_warnings(model, X * 1e-6, y) == []
         (msg,) = _scale_warnings(model, spread, y)
         assert "column scales differ by a factor of" in msg and "column 1" in msg and "Standardise" in msg
@@ -62,14 +63,15 @@ def test_scale_rules(ripley):
     (msg,) = _scale_warnings(GibbsSVM(n_samples=5, n_burnin=5, n_chains=1), X * 1e-6, y)
     assert "prior assumes inputs of order 1" in msg and "sd 4" in msg
     assert _scale_warnings(GibbsSVM(n_samples=5, n_burnin=5, n_chains=1), X, y) == []
-    # SeegerARD standardises: never warns
+    # SeegerARD and SBSVM (by default) standardise: never warn
     assert _scale_warnings(SeegerARD(max_iter=1, inner_maxiter=3), spread, y) == []
+    assert _scale_warnings(SBSVM(n_inducing=10, max_iter=20), spread, y) == []
 
 
 def test_pinned_hyperparameter_warns(ripley):
     X, y, _, _ = ripley
     model = SBSVM(n_inducing=20, lengthscale=1e-5, max_iter=200, hyper_lr=1.0, hyper_every=1, tol=0,
-                  random_state=0)
+                  hyper_prior_std=None, standardize=False, random_state=0)   # plain ML-II, raw units
     with pytest.warns(ConvergenceWarning, match="stopped at the bound of its range"):
         model.fit(X, y)
     with warnings.catch_warnings():

@@ -8,8 +8,11 @@ with the minibatch scale s = n / |S| (docs/sbsvm.md sec. 4; the paper omits s)
 
 (in whitened coordinates, where Kmm^-1 becomes I; see ``geometry``) and moves
 eta <- (1 - rho) eta + rho eta_hat.
-Every ``hyper_every`` steps the kernel hyperparameters take an Adam step up the ELBO gradient (sec. 4.3)
-holding q(u) fixed, after which q is re-expressed in the new whitened coordinates. The batch variant is
+Every ``hyper_every`` steps the kernel hyperparameters take an Adam step up the gradient of
+ELBO + log p(theta) (sec. 4.3; p(theta) an optional normal prior on the log-hyperparameters, the guard
+against ML-II over-fitting the unnormalised hinge pseudo-likelihood) holding q(u) fixed, after which q
+is re-expressed in the new whitened coordinates. The gradient is taken at the q(u) the step started
+from, with the minibatch features the natural-gradient step already computed. The batch variant is
 the same step with all points as inducing inputs, the full data as the batch and rho = 1 (exact
 coordinate ascent, sec. 4.1); the linear variant uses primal features (sec. 4.5) and an exact
 empirical-Bayes update of the prior variances.
@@ -56,6 +59,11 @@ class SVIConfig:
     hyper_every: int = 5
     hyper_lr: float = 0.05
     elbo_batch_size: int | None = 2000   # rows of the fixed subset the reported ELBO is computed on
+    prior_mean: np.ndarray | None = None  # normal prior on the log-hyperparameters (None: no prior)
+    prior_std: float | np.ndarray = np.inf
+    theta_bounds: tuple | None = None     # (lower, upper) for the log-hyperparameters; None: THETA_BOUNDS
+    group_idx: np.ndarray | None = None   # log-hyperparameters shrunk towards their own mean (ARD scales)
+    group_std: float = np.inf             # ... by a normal prior on their deviations with this std
 
 
 class SVIEngine:
@@ -74,7 +82,8 @@ class SVIEngine:
         # follows the data's scale), so that rescaled inputs are not pinned at an absolute cap; the linear
         # variant's weight prior variance is bounded relative to 1 / (mean feature variance).
         theta0 = geom.kernel.theta if geom.kind == "sparse" else np.zeros(0)
-        self.theta_bounds = (theta0 + THETA_BOUNDS[0], theta0 + THETA_BOUNDS[1])
+        self.theta_bounds = (config.theta_bounds if config.theta_bounds is not None
+                             else (theta0 + THETA_BOUNDS[0], theta0 + THETA_BOUNDS[1]))
         self.weight_var_scale = 1.0  # (rows held out of core, e.g. Dask: bounds relative to unit scale)
         if geom.kind == "linear" and isinstance(X, np.ndarray) and X.size:
             feature_var = float(np.mean(column_scales(X) ** 2))
@@ -116,7 +125,7 @@ class SVIEngine:
         P_hat[np.diag_indices_from(P_hat)] += 1.0
         g = np.concatenate([eta1_hat - state.eta1, (state.P - P_hat).ravel() * 0.5])
         data_term = s * float(np.sum(-1.0 + y * a - np.sqrt(B)))
-        return g, eta1_hat, P_hat, (X, y, phi, t, Knm, s), data_term
+        return g, eta1_hat, P_hat, (X, y, phi, t, Knm, s, post, (a, c)), data_term
 
     def step(self, state: SVIState, rng) -> tuple[SVIState, StepInfo]:
         cfg = self.config
@@ -128,18 +137,37 @@ class SVIEngine:
             rho = cfg.rho0
         else:
             rho = robbins_monro(state.t, cfg.tau, cfg.kappa)
+        hyper = cfg.optimize_hyper and (state.t + 1) % cfg.hyper_every == 0
+        # The hyperparameter gradient at the q the step started from (alternating ascent: both blocks
+        # move from the same point), reusing this minibatch's features and marginals.
+        grad = self._hyper_gradient(state, batch) if hyper and state.geom.kind == "sparse" else None
         eta1 = (1.0 - rho) * state.eta1 + rho * eta1_hat
         P = (1.0 - rho) * state.P + rho * P_hat
         state = SVIState(state.t + 1, eta1, P, state.geom, rate, state.adam)
-        hyper = cfg.optimize_hyper and state.t % cfg.hyper_every == 0
         if hyper:
-            state = self._hyper_step(state, batch)
+            state = self._hyper_step(state, batch, grad)
         return state, StepInfo(rho, data_term, hyper)
 
-    def _hyper_step(self, state: SVIState, batch) -> SVIState:
+    def _hyper_gradient(self, state: SVIState, batch) -> np.ndarray:
+        """Gradient of ELBO + log p(theta) w.r.t. the log-hyperparameters at the state's q(u)."""
+        X, y, phi, t, Knm, s, post, marg = batch
+        grad = E.hyper_gradient(state.geom, X, y, phi, Knm, t, post, s, marg=marg)
+        cfg = self.config
+        theta = state.geom.kernel.theta
+        if cfg.prior_mean is not None:
+            grad = grad - (theta - cfg.prior_mean) / np.asarray(cfg.prior_std) ** 2
+        if cfg.group_idx is not None and np.isfinite(cfg.group_std):
+            # log p = -sum_j (theta_j - mean(theta_group))^2 / (2 s^2), gradient -(theta_j - mean) / s^2
+            # (the mean's own dependence on theta_j cancels because the deviations sum to zero).
+            dev = theta[cfg.group_idx] - theta[cfg.group_idx].mean()
+            grad = grad.copy()
+            grad[cfg.group_idx] -= dev / cfg.group_std**2
+        return grad
+
+    def _hyper_step(self, state: SVIState, batch, grad=None) -> SVIState:
         geom = state.geom
-        post = E.moments(state.eta1, state.P)
         if geom.kind == "linear":
+            post = E.moments(state.eta1, state.P)
             # Exact maximiser of the ELBO over the prior variances (weights share one, the bias has its
             # own) with q(beta) fixed: sigma^2 = mean_j E_q[beta_j^2].
             S = E.covariance(post)
@@ -151,8 +179,9 @@ class SVIEngine:
             Q = new_std / geom.prior_std
             return state._replace(eta1=Q * state.eta1, P=Q[:, None] * state.P * Q[None, :],
                                   geom=linear_geometry(new_std))
-        X, y, phi, t, Knm, s = batch
-        grad = E.hyper_gradient(geom, X, y, phi, Knm, t, post, s)
+        if grad is None:
+            X, y, phi, t, Knm, s = batch[:6]
+            grad = self._hyper_gradient(state, (X, y, phi, t, Knm, s, E.moments(state.eta1, state.P), None))
         step, adam = adam_ascent(state.adam, grad, self.config.hyper_lr)
         theta = np.clip(geom.kernel.theta + step, *self.theta_bounds)
         new = sparse_geometry(geom.kernel.with_theta(theta), geom.inducing)
@@ -176,10 +205,7 @@ class SVIEngine:
             names = ["prior_variance"] * (var.size - 1) + ["bias_prior_variance"]
             at = np.isclose(var, lo, rtol=1e-9, atol=0.0) | np.isclose(var, hi, rtol=1e-9, atol=0.0)
         else:
-            names = []
-            for p in geom.kernel.param_names:
-                size = np.atleast_1d(getattr(geom.kernel, p)).size
-                names += [p] if size == 1 else [f"{p}[{j}]" for j in range(size)]
+            names = list(geom.kernel.describe())  # one name per log-hyperparameter, sums included
             theta = geom.kernel.theta
             at = (np.abs(theta - self.theta_bounds[0]) < 1e-9) | (np.abs(theta - self.theta_bounds[1]) < 1e-9)
         return sorted({n for n, a in zip(names, at) if a})

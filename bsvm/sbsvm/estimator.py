@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 from sklearn.cluster import kmeans_plusplus
@@ -10,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
-from ..kernels import Kernel, make_kernel, sq_dist
+from ..kernels import ARDRBF, Constant, Kernel, SumKernel, make_kernel, sq_dist
 from ..params import (
     RANDOM_STATE,
     Interval,
@@ -27,6 +28,11 @@ from .geometry import features, linear_geometry, sparse_geometry
 from .predictive import hinge_quadrature, probit
 
 MAX_BATCH_VARIANT_ROWS = 4000
+AUTO_INDUCING = 100         # n_inducing='auto': 20% of the rows, at most 100 (the paper's sec. 5.1 rule)
+AUTO_INDUCING_FRACTION = 0.2
+AUTO_BATCH = 2000           # batch_size='auto' cap (and the hyperparameter stage's subset)
+HYPER_TOL = 0.05            # stopping rule: largest log-hyperparameter move over the patience window
+THETA_SPAN = np.log(1e4)    # log-hyperparameters stay within this of their initial values
 
 
 def kmeans_inducing(X, m, rng, n_lloyd=5, max_rows_per_centre=20):
@@ -48,62 +54,103 @@ def kmeans_inducing(X, m, rng, n_lloyd=5, max_rows_per_centre=20):
     return centres
 
 
+def describe_kernel(kern) -> dict[str, float]:
+    """Flat hyperparameter names for progress records: the default RBF + Constant kernel reads as
+    lengthscale, variance and bias_variance."""
+    if isinstance(kern, SumKernel) and isinstance(kern.right, Constant):
+        return {**kern.left.describe(), "bias_variance": float(kern.right.value)}
+    return kern.describe()
+
+
 class SBSVM(BayesianClassifier):
     """Bayesian nonlinear SVM by stochastic variational inference with inducing points
     (Wenzel, Galy-Fajou, Deutsch & Kloft 2017).
 
     Binary only. Labels may be any two values; +1 in the model means ``classes_[1]``.
 
+    Defaults and the rule behind each (every one adapts to the data; none is switched per data set):
+
+    * Features are standardised (mean 0, standard deviation 1 per column; a constant column keeps
+      scale 1), so a feature measured in other units (x 1e6) gives the same fit. Kernel
+      hyperparameters (``kernel_``) refer to standardised features; ``inducing_points_`` are reported
+      in the original units.
+    * Kernel: RBF plus a constant ``bias`` kernel (a random offset, the role of a GP's constant mean:
+      the latent function does not have to return to 0 away from the data). Initial length scale: the
+      median pairwise distance of (up to 1000) standardised rows; initial kernel and bias variances 1
+      (the hinge's margin is 1, so f is on that scale).
+    * Hyperparameters are learned by default (sec. 4.3): an Adam step (rate ``hyper_lr`` = 0.1 on the
+      log scale) up the gradient of ELBO + log p(theta) after every natural-gradient step. p(theta) is a
+      normal prior on each log-hyperparameter centred on its initial value with standard deviation
+      ``hyper_prior_std`` = 2 (with ``kernel="ard"`` the log length scales are also shrunk towards their
+      mean with standard deviation ``ard_shrinkage`` = 0.5). The hinge pseudo-likelihood has no
+      normaliser, so type-II maximum likelihood alone keeps raising the variances and, with many
+      inducing points, shortening the length scale (over-fitting); the prior bounds that drift.
+      The hyperparameters are also boxed to 1e-3..1e4 times their initial values.
+    * Inducing points (``n_inducing="auto"``): m = min(100, ceil(0.2 n), number of distinct rows) (the
+      paper's sec. 5.1 rule; more inducing points than that let the learned hyperparameters over-fit
+      small sets, and 100 matched the 200 of the GPyTorch peer on ringnorm and twonorm at a quarter of
+      the cost), placed by k-means (k-means++ seeding, a few Lloyd steps on at most 20 m rows; sec. 5.5
+      found k-means best).
+    * Minibatch (``batch_size="auto"``): min(n, 2000) rows. When that is all of the data, every step is
+      exact coordinate ascent (rho = 1, sec. 4.1 updates with inducing points). When n > 2000 the fit has
+      two stages: the hyperparameters are learned with full-batch steps on a random subset of 2000 rows,
+      then they are frozen and SVI over all rows (minibatches of 2000, Robbins-Monro rate
+      rho_t = (t + tau)^-kappa) refines q(u) from the subset's solution scaled up to n rows. (With a
+      batch_size given, one stage: joint SVI in q(u) and the hyperparameters, as in the paper.)
+    * Stopping rule: the ELBO is computed every ``elbo_every`` = 5 steps (on at most ``elbo_batch_size``
+      rows, scaled to n); a stage stops when the best of the last ``patience`` = 3 values improves on the
+      best before them by at most ``tol`` x n nats (``tol`` = 1e-4 nats per training row). A stage that
+      reaches ``max_iter`` steps first stops with a ``ConvergenceWarning`` naming that budget.
+    * Predictive: ``predictive="probit"`` (chosen by the Ripley calibration benchmark; see README).
+
     Parameters
     ----------
     variant : "svi" (sec. 4.2, inducing points and minibatches), "batch" (sec. 4.1, every training point
         is an inducing point, full-data coordinate ascent; n <= 4000) or "linear" (sec. 4.5, primal
         weights and bias, O(d^3) per step).
-    kernel : "rbf", "ard" (one length scale per feature), "linear", or a ``bsvm.kernels.Kernel``.
-    lengthscale : initial length scale; None uses the median pairwise distance of (a sample of) X.
+    kernel : "rbf", "ard" (one length scale per feature), "linear", or a ``bsvm.kernels.Kernel`` (used as
+        given, on the standardised features if ``standardize``).
+    bias : add a learned constant kernel (a random offset with prior variance 1 to start) to "rbf" and
+        "ard" kernels.
+    lengthscale : initial length scale; None: the median heuristic above.
     variance : initial kernel variance (the prior scale of f, meaningful because the hinge has margin 1).
-    n_inducing : number of inducing points (int), or a fraction of n if a float in (0, 1].
-    inducing : "kmeans" (k-means with k-means++ seeding on at most 20,000 rows; best in sec. 5.5) or
-        "random" (a random subset of the rows), or an (m, d) array.
-    batch_size : minibatch size |S|; a batch of at least n rows means full-batch updates.
-    max_iter : cap on steps.
+    n_inducing : "auto" (rule above), an int, or a fraction of n if a float in (0, 1].
+    inducing : "kmeans" or "random" (a random subset of the rows), or an (m, d) array in original units.
+    batch_size : "auto" (rule above) or the minibatch size |S|; at least n means full-batch updates.
+    max_iter : cap on steps per stage.
     learning_rate : "auto" (rho = 1 for full batches, else Robbins-Monro), "robbins_monro"
         (rho_t = (t + tau)^-kappa), "adaptive" (Ranganath et al. 2013), or a float (constant rho).
     tau, kappa : Robbins-Monro delay and forgetting rate.
-    optimize_hyperparameters : take an ELBO gradient step on the kernel's log-hyperparameters every
-        ``hyper_every`` steps (sec. 4.3; Adam with rate ``hyper_lr``). For the linear variant this is an
-        exact empirical-Bayes update of the prior variances.
+    optimize_hyperparameters : learn the kernel's log-hyperparameters (rule above). For the linear
+        variant this is an exact empirical-Bayes update of the prior variances.
+    hyper_every, hyper_lr : a hyperparameter step every this many steps, Adam's rate.
+    hyper_prior_std : standard deviation of the normal prior on each log-hyperparameter (centred on its
+        initial value); None or inf: no prior (plain ML-II).
     prior_variance : linear variant: initial prior variance of the weights and the bias.
-    elbo_every : compute the reported ELBO every this many steps (on the full data, or on a fixed random
-        subset of ``elbo_batch_size`` rows scaled to n).
-    tol, patience : stop when the last ``patience`` ELBO evaluations improve on the best value before them
-        by at most tol * |ELBO| (a stagnation test that tolerates the jitter of stochastic steps);
-        tol=0 disables the test, so the run goes to max_iter.
+    standardize : standardise the features (rule above).
+    elbo_every, elbo_batch_size : ELBO evaluation period and the size of its fixed row subset.
+    tol, patience : the stopping rule above; tol=0 disables it, so each stage runs to max_iter.
     predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
-        likelihood); both are corrected forms of eq. 13 (docs/sbsvm.md sec. 6).
+        likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
     progress_every : steps between progress records of ``fit_iter``.
-    random_state : seed for inducing points, minibatches and the ELBO subset.
+    random_state : seed for inducing points, minibatches, the subsets and the ELBO subset.
     stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
         None uses the running count of rows seen (right for one pass; see ``bsvm.sbsvm.stream``).
 
-    ``fit`` also takes a Dask array and streams its blocks (``bsvm.sbsvm.dask_fit``); ``partial_fit``
-    takes a stream of in-memory chunks (``bsvm.sbsvm.stream``).
+    ``fit`` also takes a Dask array and streams its blocks (``bsvm.sbsvm.dask_fit``; one stage, no
+    hyperparameter subset); ``partial_fit`` takes a stream of in-memory chunks (``bsvm.sbsvm.stream``).
+    Input scale (:func:`bsvm.data.check_input_scale`): "standardizes" when ``standardize`` (the
+    default), else "adaptive" (the length scale follows the median distance; bounds are relative to the
+    starting values) or, with a fixed ``lengthscale`` or a kernel object, "unit". A hyperparameter that
+    ends the fit at a bound raises a ``ConvergenceWarning``.
 
     Attributes
     ----------
-    kernel_ : the (possibly tuned) kernel.  inducing_points_ : (m, d) array (None for "linear").
-    mean_, cov_ : q(u) = N(mean_, cov_) in the paper's coordinates (primal weights+bias for "linear").
-    elbo_ : last computed ELBO.  converged_ : whether the tolerance test stopped the run.
-    coef_, intercept_ : posterior mean weights (linear variant only).
-
-    Input scale (:func:`bsvm.data.check_input_scale`): "adaptive". The length scale starts at the median
-    pairwise distance and the kernel hyperparameters are bounded relative to their starting values
-    (1e-3..1e4 times); the linear variant's weight prior variance is bounded relative to 1 / (mean feature
-    variance). So a rescaled copy of the data (x 1e6 or 1e-6) gives the same fit. One length scale serves
-    every column with ``kernel="rbf"``, so fit warns (``DataScaleWarning``) when column standard
-    deviations differ by more than 1e3: standardise, or use ``kernel="ard"``. A hyperparameter that ends
-    the fit at a bound raises a ``ConvergenceWarning``. With a fixed ``lengthscale`` or a kernel object
-    the rule is "unit".
+    kernel_ : the (possibly tuned) kernel, on standardised features.  inducing_points_ : (m, d) array in
+    original units (None for "linear").  mean_, cov_ : q(u) = N(mean_, cov_) in the paper's coordinates
+    (primal weights+bias on standardised features for "linear").  elbo_ : last computed ELBO.
+    converged_ : whether every stage stopped by the tolerance test.  defaults_ : the values the "auto"
+    rules resolved to.  coef_, intercept_ : posterior mean weights in original units (linear only).
     """
 
     _binary_only = True
@@ -112,11 +159,12 @@ class SBSVM(BayesianClassifier):
     _parameter_constraints = {
         "variant": [StrOptions({"svi", "batch", "linear"})],
         "kernel": [StrOptions({"rbf", "ard", "linear"}), Kernel],
+        "bias": ["boolean"],
         "lengthscale": [None, positive()],
         "variance": [positive()],
-        "n_inducing": [positive_int(), Interval(RealNotInt, 0, 1, closed="right")],
+        "n_inducing": [StrOptions({"auto"}), positive_int(), Interval(RealNotInt, 0, 1, closed="right")],
         "inducing": [StrOptions({"kmeans", "random"}), "array-like"],
-        "batch_size": [positive_int()],
+        "batch_size": [StrOptions({"auto"}), positive_int()],
         "max_iter": [positive_int()],
         "learning_rate": [StrOptions({"auto", "robbins_monro", "adaptive"}),
                           Interval(Real, 0, 1, closed="right")],
@@ -126,7 +174,10 @@ class SBSVM(BayesianClassifier):
         "optimize_hyperparameters": ["boolean"],
         "hyper_every": [positive_int()],
         "hyper_lr": [positive()],
+        "hyper_prior_std": [None, positive()],
+        "ard_shrinkage": [None, positive()],
         "prior_variance": [positive()],
+        "standardize": ["boolean"],
         "elbo_every": [positive_int()],
         "elbo_batch_size": [None, positive_int()],
         "tol": [non_negative()],
@@ -138,17 +189,19 @@ class SBSVM(BayesianClassifier):
     }
 
     def _input_scale_rule(self):
-        # the median-heuristic length scale and hyperparameter bounds relative to it (the linear variant:
-        # prior-variance bounds relative to the features' variance) adapt to the data's overall scale
+        if self.standardize:
+            return "standardizes"
         return "adaptive" if self.lengthscale is None and isinstance(self.kernel, str) else "unit"
 
-    def __init__(self, variant="svi", kernel="rbf", lengthscale=None, variance=1.0, n_inducing=100,
-                 inducing="kmeans", batch_size=256, max_iter=2000, learning_rate="auto", tau=1.0, kappa=0.6,
-                 optimize_hyperparameters=True, hyper_every=5, hyper_lr=0.05, prior_variance=1.0,
-                 elbo_every=10, elbo_batch_size=2000, tol=1e-5, patience=5, predictive="probit",
-                 progress_every=10, random_state=None, stream_size=None):
+    def __init__(self, variant="svi", kernel="rbf", bias=True, lengthscale=None, variance=1.0,
+                 n_inducing="auto", inducing="kmeans", batch_size="auto", max_iter=1000, learning_rate="auto",
+                 tau=1.0, kappa=0.6, optimize_hyperparameters=True, hyper_every=1, hyper_lr=0.1,
+                 hyper_prior_std=2.0, ard_shrinkage=0.5, prior_variance=1.0, standardize=True, elbo_every=5,
+                 elbo_batch_size=2000, tol=1e-4, patience=3, predictive="probit", progress_every=10,
+                 random_state=None, stream_size=None):
         self.variant = variant
         self.kernel = kernel
+        self.bias = bias
         self.lengthscale = lengthscale
         self.variance = variance
         self.n_inducing = n_inducing
@@ -161,7 +214,10 @@ class SBSVM(BayesianClassifier):
         self.optimize_hyperparameters = optimize_hyperparameters
         self.hyper_every = hyper_every
         self.hyper_lr = hyper_lr
+        self.hyper_prior_std = hyper_prior_std
+        self.ard_shrinkage = ard_shrinkage
         self.prior_variance = prior_variance
+        self.standardize = standardize
         self.elbo_every = elbo_every
         self.elbo_batch_size = elbo_batch_size
         self.tol = tol
@@ -180,10 +236,33 @@ class SBSVM(BayesianClassifier):
         if self.variant == "batch" and n > MAX_BATCH_VARIANT_ROWS:
             raise ValueError(f"variant='batch' builds {n} x {n} matrices; with more than "
                              f"{MAX_BATCH_VARIANT_ROWS} rows use variant='svi'.")
-        for name in ("max_iter", "elbo_every", "progress_every", "hyper_every", "batch_size"):
+        for name in ("max_iter", "elbo_every", "progress_every", "hyper_every", "patience"):
             v = getattr(self, name)
             if not (isinstance(v, (int, np.integer)) and v >= 1):
                 raise ValueError(f"{name}={v!r} must be a positive integer.")
+        b = self.batch_size
+        if not (b == "auto" or (isinstance(b, (int, np.integer)) and b >= 1)):
+            raise ValueError(f"batch_size={b!r} must be 'auto' or a positive integer.")
+        m = self.n_inducing
+        if not (m == "auto" or (isinstance(m, (int, np.integer)) and m >= 1)
+                or (isinstance(m, float) and 0 < m <= 1)):
+            raise ValueError(f"n_inducing={m!r} must be 'auto', a positive integer or a fraction in (0, 1].")
+        hp = self.hyper_prior_std
+        if hp is not None and not (isinstance(hp, (int, float)) and hp > 0):
+            raise ValueError(f"hyper_prior_std={hp!r} must be a positive number, inf or None.")
+        if not (isinstance(self.tol, (int, float)) and self.tol >= 0):
+            raise ValueError(f"tol={self.tol!r} must be a non-negative number.")
+
+    def _fit_scaling(self, X):
+        if self.standardize:
+            self.x_mean_ = X.mean(axis=0)
+            sd = X.std(axis=0)
+            self.x_scale_ = np.where(sd > 0, sd, 1.0)
+        else:
+            self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
+
+    def _scaled(self, X):
+        return (X - self.x_mean_) / self.x_scale_
 
     def _initial_kernel(self, X, rng):
         if not isinstance(self.kernel, str):
@@ -194,7 +273,19 @@ class SBSVM(BayesianClassifier):
             sub = X[rng.choice(X.shape[0], min(X.shape[0], 1000), replace=False)]
             d = np.sqrt(sq_dist(sub, sub)[np.triu_indices(len(sub), 1)])
             ls = float(np.median(d[d > 0])) if np.any(d > 0) else 1.0
-        return make_kernel(self.kernel, X.shape[1], float(ls), float(self.variance))
+        kern = make_kernel(self.kernel, X.shape[1], float(ls), float(self.variance))
+        if self.bias and self.kernel != "linear":
+            kern = kern + Constant(1.0)
+        return kern
+
+    def _n_inducing(self, X):
+        n = X.shape[0]
+        m = self.n_inducing
+        n_unique = len(np.unique(X, axis=0)) if n <= 20000 else n
+        if m == "auto":
+            m = min(AUTO_INDUCING, int(np.ceil(AUTO_INDUCING_FRACTION * n)))
+        m = int(np.ceil(m * n)) if isinstance(m, float) and 0 < m <= 1 else int(m)
+        return max(1, min(m, n_unique))
 
     def _select_inducing(self, X, rng):
         n = X.shape[0]
@@ -204,19 +295,23 @@ class SBSVM(BayesianClassifier):
             Z = np.asarray(self.inducing, dtype=float)
             if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
                 raise ValueError(f"inducing must be an (m, {X.shape[1]}) array, got shape {Z.shape}.")
-            return Z
-        m = self.n_inducing
-        m = int(np.ceil(m * n)) if isinstance(m, float) and 0 < m <= 1 else int(m)
-        n_unique = len(np.unique(X, axis=0)) if n <= 20000 else n
-        m = max(1, min(m, n_unique))
+            return self._scaled(Z)
+        m = self._n_inducing(X)
         if self.inducing == "random":
             return X[np.sort(rng.choice(n, m, replace=False))].copy()
         if self.inducing != "kmeans":
             raise ValueError(f"inducing={self.inducing!r}: use 'kmeans', 'random' or an array.")
         return kmeans_inducing(X, m, rng)
 
-    def _config(self, n):
-        full = self.variant == "batch" or self.batch_size >= n
+    def _batch_rows(self, n):
+        if self.variant == "batch":
+            return n
+        b = AUTO_BATCH if self.batch_size == "auto" else int(self.batch_size)
+        return min(n, b)
+
+    def _config(self, n, kernel=None):
+        b = self._batch_rows(n)
+        full = b >= n
         lr = self.learning_rate
         kw = {}
         if lr == "auto":
@@ -228,8 +323,16 @@ class SBSVM(BayesianClassifier):
         else:
             raise ValueError(f"learning_rate={lr!r}: use 'auto', 'robbins_monro', 'adaptive' "
                              "or a number in (0, 1].")
-        return SVIConfig(batch_size=n if full else int(self.batch_size), tau=float(self.tau),
-                         kappa=float(self.kappa), optimize_hyper=bool(self.optimize_hyperparameters),
+        if kernel is not None:
+            theta0 = kernel.theta
+            hp = self.hyper_prior_std
+            if hp is not None and np.isfinite(hp):
+                kw.update(prior_mean=theta0, prior_std=float(hp))
+            base = kernel.left if isinstance(kernel, SumKernel) else kernel
+            if isinstance(base, ARDRBF) and self.ard_shrinkage is not None:
+                kw.update(group_idx=np.arange(base.lengthscales.size), group_std=float(self.ard_shrinkage))
+        return SVIConfig(batch_size=b, tau=float(self.tau), kappa=float(self.kappa),
+                         optimize_hyper=bool(self.optimize_hyperparameters),
                          hyper_every=int(self.hyper_every), hyper_lr=float(self.hyper_lr),
                          elbo_batch_size=self.elbo_batch_size, **kw)
 
@@ -254,42 +357,99 @@ class SBSVM(BayesianClassifier):
         # fit starts afresh; a later partial_fit goes on from it with n = these rows (bsvm.sbsvm.stream)
         self.__dict__.pop("_stream_state", None)
         self._n_fit_rows = int(n)
+        # A Dask input arrives as a row proxy that brings its own engine (sums over rows as reductions)
+        make_engine = getattr(X, "make_svi_engine", SVIEngine)
         y = self._encode_binary(y_index)
         rng = np.random.default_rng(self.random_state)
+        self._fit_scaling(X)
+        Xs = self._scaled(X)
+        self.converged_ = True
+        self.stages_ = []
         if self.variant == "linear":
             geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(self.prior_variance))))
-        else:
-            geom = sparse_geometry(self._initial_kernel(X, rng), self._select_inducing(X, rng))
-        # A Dask input arrives as a row proxy that brings its own engine (sums over rows as reductions)
-        engine = getattr(X, "make_svi_engine", SVIEngine)(X, y, geom, self._config(n), rng)
-        state = engine.init(rng)
+            cfg = self._config(n)
+            self.defaults_ = {"batch_size": cfg.batch_size, "schedule": cfg.schedule,
+                              "tol_nats": self.tol * n}
+            engine = make_engine(Xs, y, geom, cfg, rng)
+            yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
+            return
+        kern = self._initial_kernel(Xs, rng)
+        geom = sparse_geometry(kern, self._select_inducing(Xs, rng))
+        cfg = self._config(n, kern)
+        self.defaults_ = {"n_inducing": geom.size, "batch_size": cfg.batch_size, "schedule": cfg.schedule,
+                          **{f"init.{k}": v for k, v in describe_kernel(kern).items()},
+                          "hyper_prior_std": self.hyper_prior_std, "tol_nats": self.tol * n}
+        b = cfg.batch_size
+        if (b < n and cfg.optimize_hyper and self.variant == "svi" and self.batch_size == "auto"
+                and make_engine is SVIEngine):
+            # Stage 1: hyperparameters by full-batch steps on a random subset of b rows (exact coordinate
+            # ascent in q, so the hyperparameter gradient is not minibatch noise).
+            sub = np.sort(rng.choice(n, b, replace=False))
+            cfg1 = replace(cfg, batch_size=b, schedule="constant", rho0=1.0)
+            eng1 = SVIEngine(Xs[sub], y[sub], geom, cfg1, rng)
+            state, it = yield from self._run(eng1, eng1.init(rng), 0, f"hyperparameters on {b} rows", rng)
+            # Stage 2: all rows, hyperparameters frozen, q(u) warm-started from the subset's solution
+            # with its data part (P - I and eta1) scaled from b to n rows.
+            s = n / b
+            P = np.eye(state.P.shape[0]) + s * (state.P - np.eye(state.P.shape[0]))
+            eng2 = SVIEngine(Xs, y, state.geom, replace(cfg, optimize_hyper=False), rng)
+            start = eng2.init(rng)._replace(eta1=s * state.eta1, P=P, geom=state.geom)
+            yield from self._run(eng2, start, it, "q(u) on all rows", rng)
+            return
+        engine = make_engine(Xs, y, geom, cfg, rng)
+        yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
+
+    def _run(self, engine, state, it0, stage, rng):
+        """Run one engine to the stopping rule or ``max_iter``; yields progress, returns (state, it)."""
         elbo = engine.elbo(state)
-        self.converged_ = False
         self._store(state, elbo)
-        yield 0, self._metrics(state, elbo, rho=np.nan), self._snapshot()
-        best_before, recent = -np.inf, [elbo]
-        for it in range(1, self.max_iter + 1):
+        yield it0, self._metrics(state, elbo, rho=np.nan), self._snapshot()
+        tol_nats = self.tol * engine.n
+        tuning = engine.config.optimize_hyper and state.geom.kind == "sparse"
+        best_before, recent, thetas = -np.inf, [elbo], [self._theta(state)]
+        converged, gain = False, np.nan
+        for k in range(1, self.max_iter + 1):
             state, info = engine.step(state, rng)
-            if it % self.elbo_every == 0 or it == self.max_iter:
+            if k % self.elbo_every == 0 or k == self.max_iter:
                 elbo = engine.elbo(state)
                 recent.append(elbo)
-                if len(recent) > self.patience and self.tol > 0:
+                thetas.append(self._theta(state))
+                if len(recent) > self.patience:
                     best_before = max(best_before, recent.pop(0))
+                    thetas.pop(0)
                     # Stagnation: the last `patience` evaluations found no ELBO better than the best
-                    # before them by more than tol * |ELBO|. Robust to the jitter of stochastic steps.
-                    self.converged_ = max(recent) - best_before <= self.tol * abs(elbo)
-            if it % self.progress_every == 0 or self.converged_ or it == self.max_iter:
+                    # before them by more than tol * n nats (robust to the jitter of stochastic steps),
+                    # and, when they are learned, no log-hyperparameter moved by more than HYPER_TOL
+                    # over those evaluations (the ELBO is flat in them long before they settle).
+                    gain = max(recent) - best_before
+                    drift = float(np.max(np.abs(thetas[-1] - thetas[0]))) if tuning else 0.0
+                    converged = self.tol > 0 and gain <= tol_nats and drift <= HYPER_TOL
+            if k % self.progress_every == 0 or converged or k == self.max_iter:
                 self._store(state, elbo)
-                yield it, self._metrics(state, elbo, info.rho), self._snapshot()
-            if self.converged_:
+                yield it0 + k, self._metrics(state, elbo, info.rho), self._snapshot()
+            if converged:
                 break
+        self.stages_.append({"stage": stage, "steps": k, "converged": converged, "elbo": float(elbo)})
         pinned = engine.pinned(state)
-        if pinned and self.optimize_hyperparameters:
+        if pinned and engine.config.optimize_hyper:
             warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
                           "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
                           "the features' variance): the data's scale or the kernel does not suit the "
                           "model; standardise the features or choose another kernel.", ConvergenceWarning,
-                          stacklevel=2)
+                          stacklevel=4)
+        if not converged:
+            self.converged_ = False
+            if self.tol > 0:
+                warnings.warn(
+                    f"SBSVM ({stage}) used its max_iter={self.max_iter} steps before the stopping rule "
+                    f"was met: the ELBO still gained {gain:.3g} nats over the last {self.patience} "
+                    f"evaluations, more than tol * n = {tol_nats:.3g}. Raise max_iter (or tol) to let it "
+                    "converge.", ConvergenceWarning, stacklevel=4)
+        return state, it0 + k
+
+    @staticmethod
+    def _theta(state):
+        return state.geom.kernel.theta if state.geom.kind == "sparse" else np.zeros(1)
 
     def _store(self, state, elbo):
         """Expose the state reached as fitted attributes (called before every yield)."""
@@ -302,17 +462,20 @@ class SBSVM(BayesianClassifier):
             self.kernel_, self.inducing_points_ = None, None
             self.mean_ = geom.prior_std * post.m
             self.cov_ = geom.prior_std[:, None] * S * geom.prior_std[None, :]
-            self.coef_, self.intercept_ = self.mean_[:-1].copy(), float(self.mean_[-1])
+            # back to original units: w . (x - mean) / scale + b
+            self.coef_ = self.mean_[:-1] / self.x_scale_
+            self.intercept_ = float(self.mean_[-1] - self.coef_ @ self.x_mean_)
             self.prior_variance_ = geom.prior_std**2
         else:
-            self.kernel_, self.inducing_points_ = geom.kernel, geom.inducing
+            self.kernel_ = geom.kernel
+            self.inducing_points_ = geom.inducing * self.x_scale_ + self.x_mean_
             self.mean_ = geom.L @ post.m
             self.cov_ = geom.L @ S @ geom.L.T
 
     def _metrics(self, state, elbo, rho):
         out = {"elbo": float(elbo), "rho": float(rho)}
         if state.geom.kind == "sparse":
-            out.update(state.geom.kernel.describe())
+            out.update(describe_kernel(state.geom.kernel))
         else:
             out["prior_variance"] = float(state.geom.prior_std[0] ** 2)
             out["bias_prior_variance"] = float(state.geom.prior_std[-1] ** 2)
@@ -325,7 +488,7 @@ class SBSVM(BayesianClassifier):
     def _latent(self, X, chunk=20000):
         means, variances = [], []
         for start in range(0, X.shape[0], chunk):
-            phi, t, _ = features(self.geometry_, X[start:start + chunk])
+            phi, t, _ = features(self.geometry_, self._scaled(X[start:start + chunk]))
             a, c = E.marginals(phi, self.posterior_)
             means.append(a)
             variances.append(c + t)
