@@ -3,33 +3,7 @@
 import numpy as np
 import pytest
 
-from benchmarks.sbsvm import DEFAULT_PRIOR_VARIANCE, PRIOR_VARIANCE_GRID, one_se_towards_default
 from benchmarks.seeger import linear_discriminant_error, mass_pima
-
-
-def _cv_results(scores):
-    """A GridSearchCV-like cv_results_ for the prior-variance grid; scores is (folds, grid)."""
-    scores = np.asarray(scores, dtype=float)
-    out = {"params": [{"variance": v} for v in PRIOR_VARIANCE_GRID]}
-    for j, row in enumerate(scores):
-        out[f"split{j}_test_score"] = row
-    out["mean_test_score"] = scores.mean(axis=0)
-    return out
-
-
-def test_one_se_rule_keeps_the_default_unless_clearly_beaten():
-    grid = np.array(PRIOR_VARIANCE_GRID)
-    d = int(np.argmin(np.abs(grid - DEFAULT_PRIOR_VARIANCE)))
-    other = 0
-    fold_level = np.array([-0.20, -0.21, -0.19, -0.22, -0.20])[:, None]
-    base = fold_level - 0.05 * (np.arange(grid.size) != d)          # the default is best everywhere...
-    noisy = base.copy()
-    noisy[:, other] = noisy[:, d] + np.array([0.03, -0.02, 0.02, -0.01, 0.0])   # ...but one: better on
-    assert noisy.mean(axis=0).argmax() == other                                 # average, by noise
-    assert one_se_towards_default(_cv_results(noisy)) == d
-    clear = base.copy()
-    clear[:, other] = clear[:, d] + np.array([0.03, 0.025, 0.02, 0.035, 0.03])  # better in every fold
-    assert one_se_towards_default(_cv_results(clear)) == other
 
 
 def test_linear_discriminant_baseline():
