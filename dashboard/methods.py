@@ -88,12 +88,18 @@ class Method:
     def defaults(self) -> dict:
         """The options' starting values: the library's defaults (so the dashboard runs what ``fit`` runs)."""
         lib = self.library_defaults()
-        return {o.name: lib.get(o.name, o.default) for o in self.visible_options()}
+        out = {o.name: lib.get(o.name, o.default) for o in self.visible_options()}
+        # a numeric option whose library default is a rule ("auto") starts as None: an empty number box,
+        # labelled "automatic"; make() hands the rule back to the estimator
+        return {k: None if isinstance(v, str) and self._numeric(k) else v for k, v in out.items()}
+
+    def _numeric(self, name: str) -> bool:
+        return any(o.name == name and o.kind in ("int", "float") for o in self.options)
 
     def fast_note(self) -> str:
         """What the quick settings change, e.g. "max_iter 60 (library 2000)"; empty when nothing."""
         lib = self.library_defaults()
-        return ", ".join(f"{k} {v} (library {'automatic' if lib[k] is None else lib[k]})"
+        return ", ".join(f"{k} {v} (library {'automatic' if lib[k] is None or isinstance(lib[k], str) else lib[k]})"
                          for k, v in self.fast.items() if k in lib and lib[k] != v)
 
     @property
@@ -110,6 +116,10 @@ class Method:
         ok = self.accepted()
         params = {**self.defaults(), **(options or {}), **(self.fast if fast else {})}
         params = {k: v for k, v in params.items() if k in ok}
+        lib = self.library_defaults()
+        for k, v in params.items():  # an empty box means the library's own rule (e.g. "auto")
+            if v is None and isinstance(lib.get(k), str):
+                params[k] = lib[k]
         if "random_state" in ok:
             params["random_state"] = seed
         return cls(**params)

@@ -131,7 +131,7 @@ class SBSVM(BayesianClassifier):
     elbo_every, elbo_batch_size : ELBO evaluation period and the size of its fixed row subset.
     tol, patience : the stopping rule above; tol=0 disables it, so each stage runs to max_iter.
     predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
-        likelihood); both are corrected forms of eq. 13 (NOTES.md item 4).
+        likelihood); both are corrected forms of eq. 13 (docs/sbsvm.md section 6).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches, the subsets and the ELBO subset.
     stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
