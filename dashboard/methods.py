@@ -99,7 +99,9 @@ class Method:
     def fast_note(self) -> str:
         """What the quick settings change, e.g. "max_iter 60 (library 2000)"; empty when nothing."""
         lib = self.library_defaults()
-        return ", ".join(f"{k} {v} (library {'automatic' if lib[k] is None or isinstance(lib[k], str) else lib[k]})"
+        def shown(v):
+            return "automatic" if v is None or isinstance(v, str) else v
+        return ", ".join(f"{k} {v} (library {shown(lib[k])})"
                          for k, v in self.fast.items() if k in lib and lib[k] != v)
 
     @property
