@@ -429,6 +429,21 @@ _RUN_DOC = """
 """
 
 
+# The posterior and run-length entries both samplers of this module share (bsvm/params.py tables)
+_RUN_CONSTRAINTS = {
+        "c": [non_negative()],
+        "l": [Interval(Real, None, None, closed="neither")],
+        "n_samples": [StrOptions({"auto"}), positive_int()],
+        "n_burnin": [None, non_negative_int()],
+        "thin": [positive_int()],
+        "n_chains": [positive_int()],
+        "max_iter": [None, positive_int()],
+        "max_time": [None, non_negative()],
+        "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
+                   Interval(Integral, None, -1, closed="right")],
+}
+
+
 class SubgradientHMC(_HingeSampler):
     __doc__ = """Bayesian SVM by stochastic subgradient MCMC (Hu, Zhu & Zhang 2016, sec. 3).
 
@@ -487,16 +502,7 @@ class SubgradientHMC(_HingeSampler):
     # parameter table (bsvm/params.py), checked before the data
     _parameter_constraints = {
         "sampler": [StrOptions(set(SAMPLERS))],
-        "c": [non_negative()],
-        "l": [Interval(Real, None, None, closed="neither")],
-        "n_samples": [StrOptions({"auto"}), positive_int()],
-        "n_burnin": [None, non_negative_int()],
-        "thin": [positive_int()],
-        "n_chains": [positive_int()],
-        "max_iter": [None, positive_int()],
-        "max_time": [None, non_negative()],
-        "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
-                   Interval(Integral, None, -1, closed="right")],
+        **_RUN_CONSTRAINTS,
         "batch_size": [None, positive_int()],
         # in whitened coordinates (laplace) a leapfrog or Langevin step beyond ~2 is unstable even on a
         # unit Gaussian; 10 leaves room for the other preconditioners and rejects the absurd (1e6)
@@ -707,16 +713,7 @@ class GibbsSVM(_HingeSampler):
     # parameter table (bsvm/params.py), checked before the data; c = 0 (a valid number, but then the
     # posterior is the prior) is refused with its reason in _iterate
     _parameter_constraints = {
-        "c": [non_negative()],
-        "l": [Interval(Real, None, None, closed="neither")],
-        "n_samples": [StrOptions({"auto"}), positive_int()],
-        "n_burnin": [None, non_negative_int()],
-        "thin": [positive_int()],
-        "n_chains": [positive_int()],
-        "max_iter": [None, positive_int()],
-        "max_time": [None, non_negative()],
-        "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
-                   Interval(Integral, None, -1, closed="right")],
+        **_RUN_CONSTRAINTS,
         "init": [StrOptions({"laplace", "prior"})],
         "features": [None, StrOptions({"nystroem", "rff"})],
         "n_components": [positive_int()],
