@@ -32,6 +32,8 @@ AUTO_INDUCING = 100         # n_inducing='auto': 20% of the rows, at most 100 (t
 AUTO_INDUCING_FRACTION = 0.2
 AUTO_BATCH = 2000           # batch_size='auto' cap (and the hyperparameter stage's subset)
 HYPER_TOL = 0.05            # stopping rule: largest log-hyperparameter move over the patience window
+HYPER_STAGE_STEPS = 40      # steps of the hyperparameter stage when n > AUTO_BATCH (rule in the docstring)
+FULL_BATCH_CELLS = 10**7   # stage 2 is full-batch while the n x m features take at most 80 MB
 THETA_SPAN = np.log(1e4)    # log-hyperparameters stay within this of their initial values
 
 
@@ -387,20 +389,29 @@ class SBSVM(BayesianClassifier):
             sub = np.sort(rng.choice(n, b, replace=False))
             cfg1 = replace(cfg, batch_size=b, schedule="constant", rho0=1.0)
             eng1 = SVIEngine(Xs[sub], y[sub], geom, cfg1, rng)
-            state, it = yield from self._run(eng1, eng1.init(rng), 0, f"hyperparameters on {b} rows", rng)
+            state, it = yield from self._run(eng1, eng1.init(rng), 0, f"hyperparameters on {b} rows", rng,
+                                             budget=HYPER_STAGE_STEPS)
             # Stage 2: all rows, hyperparameters frozen, q(u) warm-started from the subset's solution
             # with its data part (P - I and eta1) scaled from b to n rows.
             s = n / b
             P = np.eye(state.P.shape[0]) + s * (state.P - np.eye(state.P.shape[0]))
-            eng2 = SVIEngine(Xs, y, state.geom, replace(cfg, optimize_hyper=False), rng)
+            cfg2 = replace(cfg, optimize_hyper=False)
+            if n * state.geom.size <= FULL_BATCH_CELLS:
+                # exact coordinate ascent on all rows (features computed once), accelerated by SQUAREM
+                cfg2 = replace(cfg2, batch_size=n, schedule="constant", rho0=1.0, accelerate=True)
+            eng2 = SVIEngine(Xs, y, state.geom, cfg2, rng)
             start = eng2.init(rng)._replace(eta1=s * state.eta1, P=P, geom=state.geom)
             yield from self._run(eng2, start, it, "q(u) on all rows", rng)
             return
         engine = make_engine(Xs, y, geom, cfg, rng)
         yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
 
-    def _run(self, engine, state, it0, stage, rng):
-        """Run one engine to the stopping rule or ``max_iter``; yields progress, returns (state, it)."""
+    def _run(self, engine, state, it0, stage, rng, budget=None):
+        """Run one engine to the stopping rule or ``max_iter``; yields progress, returns (state, it).
+
+        ``budget``: a stage whose length is part of the rule (the hyperparameter stage) stops after that
+        many steps without a warning; the stage record says so."""
+        steps = self.max_iter if budget is None else min(self.max_iter, budget)
         elbo = engine.elbo(state)
         self._store(state, elbo)
         yield it0, self._metrics(state, elbo, rho=np.nan), self._snapshot()
@@ -408,9 +419,11 @@ class SBSVM(BayesianClassifier):
         tuning = engine.config.optimize_hyper and state.geom.kind == "sparse"
         best_before, recent, thetas = -np.inf, [elbo], [self._theta(state)]
         converged, gain = False, np.nan
-        for k in range(1, self.max_iter + 1):
+        # An accelerated cycle is three exact passes and its ELBO comes with them: check every cycle.
+        every = 1 if getattr(engine, "accelerated", False) else self.elbo_every
+        for k in range(1, steps + 1):
             state, info = engine.step(state, rng)
-            if k % self.elbo_every == 0 or k == self.max_iter:
+            if k % every == 0 or k == steps:
                 elbo = engine.elbo(state)
                 recent.append(elbo)
                 thetas.append(self._theta(state))
@@ -424,12 +437,14 @@ class SBSVM(BayesianClassifier):
                     gain = max(recent) - best_before
                     drift = float(np.max(np.abs(thetas[-1] - thetas[0]))) if tuning else 0.0
                     converged = self.tol > 0 and gain <= tol_nats and drift <= HYPER_TOL
-            if k % self.progress_every == 0 or converged or k == self.max_iter:
+            if k % self.progress_every == 0 or converged or k == steps:
                 self._store(state, elbo)
                 yield it0 + k, self._metrics(state, elbo, info.rho), self._snapshot()
             if converged:
                 break
-        self.stages_.append({"stage": stage, "steps": k, "converged": converged, "elbo": float(elbo)})
+        budgeted = not converged and budget is not None and k == budget < self.max_iter
+        self.stages_.append({"stage": stage, "steps": k, "converged": converged, "elbo": float(elbo),
+                             **({"stopped_by": f"its budget of {budget} steps"} if budgeted else {})})
         pinned = engine.pinned(state)
         if pinned and engine.config.optimize_hyper:
             warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
@@ -437,7 +452,7 @@ class SBSVM(BayesianClassifier):
                           "the features' variance): the data's scale or the kernel does not suit the "
                           "model; standardise the features or choose another kernel.", ConvergenceWarning,
                           stacklevel=4)
-        if not converged:
+        if not converged and not budgeted:
             self.converged_ = False
             if self.tol > 0:
                 warnings.warn(
