@@ -92,3 +92,32 @@ def test_two_stage_fit_records_the_hyperparameter_budget_and_converges_on_all_ro
     assert est.converged_
     Xt, yt = make_ringnorm(2000, random_state=1)
     assert est.score(Xt, yt) > 0.95
+
+
+def test_kernels_with_kept_squared_distances_equal_the_plain_kernels():
+    """The full-batch hyperparameter stage keeps sq_dist(X, Z) and passes it to the RBF kernel (value and
+    gradient contraction); both must equal the computation from the inputs."""
+    from bsvm.kernels import accepts_sq_dist, sq_dist
+    Z = INDUCING
+    sq = sq_dist(Xd, Z)
+    G = np.random.default_rng(1).normal(size=sq.shape)
+    for kern in (RBF(0.7, 2.0), RBF(0.7, 2.0) + Constant(0.5)):
+        assert accepts_sq_dist(kern)
+        K = kern(Xd, Z)
+        np.testing.assert_allclose(kern(Xd, Z, sq=sq), K, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(kern.grad_contract(Xd, Z, G, K=K, sq=sq),
+                                   kern.grad_contract(Xd, Z, G, K=K), rtol=1e-9)
+        phi0, t0, _ = features(sparse_geometry(kern, Z), Xd)
+        phi1, t1, _ = features(sparse_geometry(kern, Z), Xd, sq=sq)
+        np.testing.assert_allclose(phi1, phi0, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(t1, t0, atol=1e-10)
+    # the engine's hyperparameter step with kept distances equals the one without
+    eng = _engine(False, optimize_hyper=True)
+    state = eng.init()
+    state, _ = eng.step(state, None)
+    _, _, _, batch, _ = eng._natural_gradient(state, None)
+    assert eng._sq[1] is not None
+    fast = eng._hyper_gradient(state, batch)
+    X_copy = batch[0].copy()   # not the engine's own rows: the plain path
+    slow = eng._hyper_gradient(state, (X_copy,) + tuple(batch[1:]))
+    np.testing.assert_allclose(fast, slow, rtol=1e-8)

@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..data import column_scales
+from ..kernels import accepts_sq_dist, sq_dist
 from . import elbo as E
 from .geometry import Geometry, features, linear_geometry, sparse_geometry
 from .schedules import Adam, AdaptiveRate, adam_ascent, adam_init, adaptive_init, adaptive_step, robbins_monro
@@ -92,6 +93,7 @@ class SVIEngine:
                 self.weight_var_scale = 1.0 / feature_var
         self._cache = (None, None)  # features of the full data for the current geometry (full-batch runs)
         self._memo = None           # q's moments and marginals at the last full-batch state seen
+        self._sq = (None, None)     # squared distances to the inducing inputs (full batch, see below)
         # SQUAREM cycles replace single steps when every step is exact coordinate ascent in q alone.
         self.accelerated = bool(config.accelerate and self.full_batch and not config.optimize_hyper
                                 and config.schedule == "constant" and config.rho0 == 1.0)
@@ -99,8 +101,18 @@ class SVIEngine:
     # -- features, cached when every step uses all the data (batch variant: an n x n matrix per step)
     def _full_features(self, geom):
         if self._cache[0] is not geom:
-            self._cache = (geom, features(geom, self.X))
+            self._cache = (geom, features(geom, self.X, sq=self._full_sq_dist(geom)))
         return self._cache[1]
+
+    def _full_sq_dist(self, geom):
+        """Squared distances from the rows to the inducing inputs, kept while hyperparameter steps change
+        the kernel every step but not its inputs (full batch, RBF kernels): each step then skips the
+        distances and the hyperparameter gradient a log."""
+        if not (self.config.optimize_hyper and geom.kind == "sparse" and accepts_sq_dist(geom.kernel)):
+            return None
+        if self._sq[0] is not geom.inducing:
+            self._sq = (geom.inducing, sq_dist(self.X, geom.inducing))
+        return self._sq[1]
 
     def init(self, rng=None) -> SVIState:
         p = self._geom0.size
@@ -231,7 +243,8 @@ class SVIEngine:
         if len(batch) > 8:  # the natural-gradient step's P_hat at the same q: C = -(P_hat - I) / 2
             C = -0.5 * batch[8]
             C[np.diag_indices_from(C)] += 0.5
-        grad = E.hyper_gradient(state.geom, X, y, phi, Knm, t, post, s, marg=marg, C=C)
+        sq = self._full_sq_dist(state.geom) if X is self.X else None
+        grad = E.hyper_gradient(state.geom, X, y, phi, Knm, t, post, s, marg=marg, C=C, sq=sq)
         cfg = self.config
         theta = state.geom.kernel.theta
         if cfg.prior_mean is not None:
