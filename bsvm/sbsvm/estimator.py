@@ -95,14 +95,23 @@ class SBSVM(BayesianClassifier):
       found k-means best).
     * Minibatch (``batch_size="auto"``): min(n, 2000) rows. When that is all of the data, every step is
       exact coordinate ascent (rho = 1, sec. 4.1 updates with inducing points). When n > 2000 the fit has
-      two stages: the hyperparameters are learned with full-batch steps on a random subset of 2000 rows,
-      then they are frozen and SVI over all rows (minibatches of 2000, Robbins-Monro rate
-      rho_t = (t + tau)^-kappa) refines q(u) from the subset's solution scaled up to n rows. (With a
-      batch_size given, one stage: joint SVI in q(u) and the hyperparameters, as in the paper.)
+      two stages. Stage 1 learns the hyperparameters with full-batch steps on a random subset of 2000
+      rows, for at most 40 steps (a budget, not a convergence failure: after it the log-hyperparameters
+      drift along ridges of the ELBO that do not lower held-out error; twonorm 2k: test error .0237 at
+      step 20, .0267 at step 150; the stage record in ``stages_`` says when the budget ended it). Stage
+      2 freezes them and fits q(u) on all rows from the subset's solution scaled up to n rows: while the
+      n x m features take at most 80 MB (n m <= 1e7), by exact coordinate ascent on all rows, the
+      features computed once and the steps accelerated by SQUAREM (Varadhan & Roland 2008; each step
+      is one cycle of three passes, ``bsvm.sbsvm.engine``); beyond that, by SVI (minibatches of 2000,
+      Robbins-Monro rate rho_t = (t + tau)^-kappa). (With a batch_size given, one stage: joint SVI in
+      q(u) and the hyperparameters, as in the paper.)
     * Stopping rule: the ELBO is computed every ``elbo_every`` = 5 steps (on at most ``elbo_batch_size``
       rows, scaled to n); a stage stops when the best of the last ``patience`` = 3 values improves on the
-      best before them by at most ``tol`` x n nats (``tol`` = 1e-4 nats per training row). A stage that
-      reaches ``max_iter`` steps first stops with a ``ConvergenceWarning`` naming that budget.
+      best before them by at most ``tol`` x n nats (``tol`` = 1e-4 nats per training row). An exact,
+      SQUAREM-accelerated stage 2 evaluates the ELBO (computed by its passes anyway) after every cycle
+      and stops when one cycle gains at most ``tol`` x n: it cannot lose ELBO, so it needs no patience
+      window against noise. A stage that reaches ``max_iter`` steps first stops with a
+      ``ConvergenceWarning`` naming that budget.
     * Predictive: ``predictive="probit"`` (chosen by the Ripley calibration benchmark; see README).
 
     Parameters
@@ -419,15 +428,17 @@ class SBSVM(BayesianClassifier):
         tuning = engine.config.optimize_hyper and state.geom.kind == "sparse"
         best_before, recent, thetas = -np.inf, [elbo], [self._theta(state)]
         converged, gain = False, np.nan
-        # An accelerated cycle is three exact passes and its ELBO comes with them: check every cycle.
-        every = 1 if getattr(engine, "accelerated", False) else self.elbo_every
+        # An accelerated cycle is three exact passes and its ELBO comes with them: check every cycle. Its
+        # ELBO never decreases (SQUAREM's safeguard), so one cycle's gain is the test (no noise window).
+        exact = getattr(engine, "accelerated", False)
+        every, patience = (1, 1) if exact else (self.elbo_every, self.patience)
         for k in range(1, steps + 1):
             state, info = engine.step(state, rng)
             if k % every == 0 or k == steps:
                 elbo = engine.elbo(state)
                 recent.append(elbo)
                 thetas.append(self._theta(state))
-                if len(recent) > self.patience:
+                if len(recent) > patience:
                     best_before = max(best_before, recent.pop(0))
                     thetas.pop(0)
                     # Stagnation: the last `patience` evaluations found no ELBO better than the best
@@ -457,7 +468,7 @@ class SBSVM(BayesianClassifier):
             if self.tol > 0:
                 warnings.warn(
                     f"SBSVM ({stage}) used its max_iter={self.max_iter} steps before the stopping rule "
-                    f"was met: the ELBO still gained {gain:.3g} nats over the last {self.patience} "
+                    f"was met: the ELBO still gained {gain:.3g} nats over the last {patience} "
                     f"evaluations, more than tol * n = {tol_nats:.3g}. Raise max_iter (or tol) to let it "
                     "converge.", ConvergenceWarning, stacklevel=4)
         return state, it0 + k
