@@ -25,6 +25,7 @@ from ..params import (
 from . import elbo as E
 from .engine import SVIConfig, SVIEngine
 from .geometry import features, linear_geometry, sparse_geometry
+from .loo import calibrated_probit, cavity_marginals, fit_probit_link, link_log_likelihood
 from .predictive import hinge_quadrature, probit
 
 MAX_BATCH_VARIANT_ROWS = 4000
@@ -35,6 +36,7 @@ HYPER_TOL = 0.05            # stopping rule: largest log-hyperparameter move ove
 HYPER_STAGE_STEPS = 40      # steps of the hyperparameter stage when n > AUTO_BATCH (rule in the docstring)
 FULL_BATCH_CELLS = 10**7   # stage 2 is full-batch while the n x m features take at most 80 MB
 THETA_SPAN = np.log(1e4)    # log-hyperparameters stay within this of their initial values
+LOO_ROWS = 2000             # rows the leave-one-out check and the link fit use (a fixed random subset)
 
 
 def kmeans_inducing(X, m, rng, n_lloyd=5, max_rows_per_centre=20):
@@ -169,7 +171,7 @@ class SBSVM(BayesianClassifier):
     # parameter table (bsvm/params.py), checked before the data; cross-checks stay in _check_params
     _parameter_constraints = {
         "variant": [StrOptions({"svi", "batch", "linear"})],
-        "kernel": [StrOptions({"rbf", "ard", "linear"}), Kernel],
+        "kernel": [StrOptions({"auto", "rbf", "ard", "linear"}), Kernel],
         "bias": ["boolean"],
         "lengthscale": [None, positive()],
         "variance": [positive()],
@@ -193,7 +195,7 @@ class SBSVM(BayesianClassifier):
         "elbo_batch_size": [None, positive_int()],
         "tol": [non_negative()],
         "patience": [positive_int()],
-        "predictive": [StrOptions({"probit", "hinge"})],
+        "predictive": [StrOptions({"calibrated", "probit", "hinge"})],
         "progress_every": [positive_int()],
         "random_state": RANDOM_STATE,
         "stream_size": [None, positive_int()],
@@ -204,11 +206,11 @@ class SBSVM(BayesianClassifier):
             return "standardizes"
         return "adaptive" if self.lengthscale is None and isinstance(self.kernel, str) else "unit"
 
-    def __init__(self, variant="svi", kernel="rbf", bias=True, lengthscale=None, variance=1.0,
+    def __init__(self, variant="svi", kernel="auto", bias=True, lengthscale=None, variance=1.0,
                  n_inducing="auto", inducing="kmeans", batch_size="auto", max_iter=1000, learning_rate="auto",
                  tau=1.0, kappa=0.6, optimize_hyperparameters=True, hyper_every=1, hyper_lr=0.1,
                  hyper_prior_std=2.0, ard_shrinkage=0.5, prior_variance=1.0, standardize=True, elbo_every=5,
-                 elbo_batch_size=2000, tol=1e-4, patience=3, predictive="probit", progress_every=10,
+                 elbo_batch_size=2000, tol=1e-4, patience=3, predictive="calibrated", progress_every=10,
                  random_state=None, stream_size=None):
         self.variant = variant
         self.kernel = kernel
@@ -242,8 +244,8 @@ class SBSVM(BayesianClassifier):
     def _check_params(self, n):
         if self.variant not in ("svi", "batch", "linear"):
             raise ValueError(f"variant={self.variant!r}: use 'svi', 'batch' or 'linear'.")
-        if self.predictive not in ("probit", "hinge"):
-            raise ValueError(f"predictive={self.predictive!r}: use 'probit' or 'hinge'.")
+        if self.predictive not in ("calibrated", "probit", "hinge"):
+            raise ValueError(f"predictive={self.predictive!r}: use 'calibrated', 'probit' or 'hinge'.")
         if self.variant == "batch" and n > MAX_BATCH_VARIANT_ROWS:
             raise ValueError(f"variant='batch' builds {n} x {n} matrices; with more than "
                              f"{MAX_BATCH_VARIANT_ROWS} rows use variant='svi'.")
@@ -284,8 +286,10 @@ class SBSVM(BayesianClassifier):
             sub = X[rng.choice(X.shape[0], min(X.shape[0], 1000), replace=False)]
             d = np.sqrt(sq_dist(sub, sub)[np.triu_indices(len(sub), 1)])
             ls = float(np.median(d[d > 0])) if np.any(d > 0) else 1.0
-        kern = make_kernel(self.kernel, X.shape[1], float(ls), float(self.variance))
-        if self.bias and self.kernel != "linear":
+        # kernel="auto" starts isotropic; _iterate may then release one length scale per feature
+        name = "rbf" if self.kernel == "auto" else self.kernel
+        kern = make_kernel(name, X.shape[1], float(ls), float(self.variance))
+        if self.bias and name != "linear":
             kern = kern + Constant(1.0)
         return kern
 
@@ -372,6 +376,7 @@ class SBSVM(BayesianClassifier):
         make_engine = getattr(X, "make_svi_engine", SVIEngine)
         y = self._encode_binary(y_index)
         rng = np.random.default_rng(self.random_state)
+        self.link_ = (1.0, 0.0)  # the plain probit until the fit calibrates it (predictive="calibrated")
         self._fit_scaling(X)
         Xs = self._scaled(X)
         self.converged_ = True
@@ -385,12 +390,17 @@ class SBSVM(BayesianClassifier):
             yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
             return
         kern = self._initial_kernel(Xs, rng)
+        self._theta0 = kern.theta
         geom = sparse_geometry(kern, self._select_inducing(Xs, rng))
         cfg = self._config(n, kern)
         self.defaults_ = {"n_inducing": geom.size, "batch_size": cfg.batch_size, "schedule": cfg.schedule,
                           **{f"init.{k}": v for k, v in describe_kernel(kern).items()},
                           "hyper_prior_std": self.hyper_prior_std, "tol_nats": self.tol * n}
         b = cfg.batch_size
+        # kernel="auto": after the isotropic fit, one length scale per feature is released from it and
+        # kept only if it predicts held-out rows better (leave-one-out check, _release_ard)
+        auto = (self.kernel == "auto" and cfg.optimize_hyper and make_engine is SVIEngine
+                and Xs.shape[1] > 1)
         if (b < n and cfg.optimize_hyper and self.variant == "svi" and self.batch_size == "auto"
                 and make_engine is SVIEngine):
             # Stage 1: hyperparameters by full-batch steps on a random subset of b rows (exact coordinate
@@ -400,6 +410,8 @@ class SBSVM(BayesianClassifier):
             eng1 = SVIEngine(Xs[sub], y[sub], geom, cfg1, rng)
             state, it = yield from self._run(eng1, eng1.init(rng), 0, f"hyperparameters on {b} rows", rng,
                                              budget=HYPER_STAGE_STEPS)
+            if auto:
+                state, it = yield from self._release_ard(eng1, state, it, rng, budget=HYPER_STAGE_STEPS)
             # Stage 2: all rows, hyperparameters frozen, q(u) warm-started from the subset's solution
             # with its data part (P - I and eta1) scaled from b to n rows.
             s = n / b
@@ -410,10 +422,77 @@ class SBSVM(BayesianClassifier):
                 cfg2 = replace(cfg2, batch_size=n, schedule="constant", rho0=1.0, accelerate=True)
             eng2 = SVIEngine(Xs, y, state.geom, cfg2, rng)
             start = eng2.init(rng)._replace(eta1=s * state.eta1, P=P, geom=state.geom)
-            yield from self._run(eng2, start, it, "q(u) on all rows", rng)
+            state, it = yield from self._run(eng2, start, it, "q(u) on all rows", rng)
+            self._fit_link(state, Xs[sub], y[sub])
             return
         engine = make_engine(Xs, y, geom, cfg, rng)
-        yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
+        state, it = yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
+        if auto:
+            state, it = yield from self._release_ard(engine, state, it, rng)
+        if isinstance(Xs, np.ndarray):
+            rows = self._loo_rows(n, rng)
+            self._fit_link(state, Xs[rows], y[rows])
+
+    # -- kernel choice and predictive link (bsvm.sbsvm.loo) -----------------------------------------------
+    def _loo_rows(self, n, rng):
+        return np.arange(n) if n <= LOO_ROWS else np.sort(rng.choice(n, LOO_ROWS, replace=False))
+
+    def _loo_score(self, state, X, y):
+        """Mean leave-one-out log predictive of rows (X, y) under the state's q, with the link fitted on
+        the same cavity predictives when ``predictive="calibrated"``; returns (score, (A, B))."""
+        phi, t, _ = features(state.geom, X)
+        a, c = E.marginals(phi, E.moments(state.eta1, state.P))
+        a_loo, v_loo = cavity_marginals(y, a, c, t)
+        link = fit_probit_link(y, a_loo, v_loo) if self.predictive == "calibrated" else (1.0, 0.0)
+        return link_log_likelihood(y, a_loo, v_loo, *link) / len(y), link
+
+    def _fit_link(self, state, X, y):
+        if self.predictive == "calibrated" and state.geom.kind == "sparse":
+            self.defaults_["loo_log_lik"], self.link_ = self._loo_score(state, X, y)
+
+    def _release_ard(self, engine, state, it, rng, budget=None):
+        """kernel="auto": continue from the isotropic fit with one length scale per feature, all starting
+        at the isotropic value (the same kernel, so q(u) carries over), under the same prior on each log
+        length scale plus the ``ard_shrinkage`` prior towards their mean; keep the ARD fit only if its
+        leave-one-out log predictive, summed over (up to 2000 of) the engine's rows, beats the isotropic
+        fit's by more than d - 1 nats (Akaike's charge for the extra length scales)."""
+        kern = state.geom.kernel
+        bias = isinstance(kern, SumKernel)
+        base = kern.left if bias else kern
+        d = engine.X.shape[1]
+        ard = ARDRBF(np.full(d, base.lengthscale), base.variance)
+        geom = sparse_geometry(SumKernel(ard, kern.right) if bias else ard, state.geom.inducing)
+        cfg = engine.config
+        expand = lambda th: np.concatenate([np.full(d, th[0]), th[1:]])  # noqa: E731 (iso -> ARD theta)
+        theta0 = expand(self._theta0)
+        kw = {"theta_bounds": (theta0 + np.log(1e-3), theta0 + np.log(1e4))}
+        if cfg.prior_mean is not None:
+            kw["prior_mean"] = expand(cfg.prior_mean)
+        if self.ard_shrinkage is not None:
+            kw.update(group_idx=np.arange(d), group_std=float(self.ard_shrinkage))
+        eng = SVIEngine(engine.X, engine.y, geom, replace(cfg, **kw), rng)
+        # q(u) fixed across the change of kernel object (the same Kmm up to rounding): v' = Q^-1 v
+        Q = state.geom.Linv @ geom.L
+        P = Q.T @ state.P @ Q
+        start = eng.init(rng)._replace(t=state.t, rate=state.rate, eta1=Q.T @ state.eta1,
+                                       P=0.5 * (P + P.T), geom=geom)
+        state_ard, it = yield from self._run(eng, start, it, "one length scale per feature", rng,
+                                             budget=budget)
+        rows = self._loo_rows(engine.n, rng)
+        X, y = engine.X[rows], engine.y[rows]
+        iso_score, _ = self._loo_score(state, X, y)
+        ard_score, _ = self._loo_score(state_ard, X, y)
+        # The cavity predictive leaves each row out of q, not out of the hyperparameters fitted on it:
+        # the d - 1 extra length scales are charged Akaike's one nat each.
+        keep_ard = (ard_score - iso_score) * len(rows) > d - 1
+        self.defaults_["kernel"] = "ard" if keep_ard else "rbf"
+        self.defaults_["loo_log_lik.rbf"], self.defaults_["loo_log_lik.ard"] = iso_score, ard_score
+        if keep_ard:
+            return state_ard, it
+        elbo = engine.elbo(state)
+        self._store(state, elbo)
+        yield it, self._metrics(state, elbo, rho=np.nan), self._snapshot()
+        return state, it
 
     def _run(self, engine, state, it0, stage, rng, budget=None):
         """Run one engine to the stopping rule or ``max_iter``; yields progress, returns (state, it).
@@ -532,5 +611,10 @@ class SBSVM(BayesianClassifier):
 
     def _predict_proba(self, X):
         mean, var = self._latent(X)
-        p1 = probit(mean, var) if self.predictive == "probit" else hinge_quadrature(mean, var)
+        if self.predictive == "hinge":
+            p1 = hinge_quadrature(mean, var)
+        elif self.predictive == "calibrated":
+            p1 = calibrated_probit(mean, var, *getattr(self, "link_", (1.0, 0.0)))
+        else:
+            p1 = probit(mean, var)
         return binary_proba(p1)
