@@ -87,7 +87,7 @@ def test_two_stage_fit_records_the_hyperparameter_budget_and_converges_on_all_ro
     est = SBSVM(n_inducing=30, random_state=0).fit(X, y)
     first, second = est.stages_
     assert first["stage"].startswith("hyperparameters on 2000 rows")
-    assert first["converged"] or first["steps"] == 40 and "budget" in first["stopped_by"]
+    assert first["converged"] or "budget" in first["stopped_by"]
     assert second["stage"] == "q(u) on all rows" and second["converged"]
     assert est.converged_
     Xt, yt = make_ringnorm(2000, random_state=1)
