@@ -76,10 +76,18 @@ class SBSVM(BayesianClassifier):
       scale 1), so a feature measured in other units (x 1e6) gives the same fit. Kernel
       hyperparameters (``kernel_``) refer to standardised features; ``inducing_points_`` are reported
       in the original units.
-    * Kernel: RBF plus a constant ``bias`` kernel (a random offset, the role of a GP's constant mean:
-      the latent function does not have to return to 0 away from the data). Initial length scale: the
-      median pairwise distance of (up to 1000) standardised rows; initial kernel and bias variances 1
-      (the hinge's margin is 1, so f is on that scale).
+    * Kernel (``kernel="auto"``): RBF plus a constant ``bias`` kernel (a random offset, the role of a
+      GP's constant mean: the latent function does not have to return to 0 away from the data). Initial
+      length scale: the median pairwise distance of (up to 1000) standardised rows; initial kernel and
+      bias variances 1 (the hinge's margin is 1, so f is on that scale). After the isotropic fit (on the
+      hyperparameter subset when n > 2000), one length scale per feature is released from the fitted
+      value (the same kernel, so q(u) carries over) and learned under the same prior plus the
+      ``ard_shrinkage`` prior; the ARD fit is kept only if its leave-one-out log predictive, summed over
+      (up to 2000 of) those rows, beats the isotropic fit's by more than d - 1 nats (the cavity
+      predictive of ``bsvm.sbsvm.loo`` leaves each row out of q, not out of the hyperparameters, so the
+      extra length scales pay Akaike's one nat each). Features of unequal relevance (Splice's DNA
+      positions, Ripley's two axes) keep ARD; isotropic problems (ringnorm, twonorm) keep the RBF.
+      ``defaults_`` records the choice and both scores.
     * Hyperparameters are learned by default (sec. 4.3): an Adam step (rate ``hyper_lr`` = 0.1 on the
       log scale) up the gradient of ELBO + log p(theta) after every natural-gradient step. p(theta) is a
       normal prior on each log-hyperparameter centred on its initial value with standard deviation
@@ -103,15 +111,21 @@ class SBSVM(BayesianClassifier):
       rows, scaled to n); a stage stops when the best of the last ``patience`` = 3 values improves on the
       best before them by at most ``tol`` x n nats (``tol`` = 1e-4 nats per training row). A stage that
       reaches ``max_iter`` steps first stops with a ``ConvergenceWarning`` naming that budget.
-    * Predictive: ``predictive="probit"`` (chosen by the Ripley calibration benchmark; see README).
+    * Predictive (``predictive="calibrated"``): the hinge latent f is a margin score (a fit that puts
+      f = 1 on the majority class of an uninformative set says Phi(1) = 0.84 whatever the base rate), so
+      p(y = 1 | f) = Phi(A f + B), integrated over q(f*): Phi((A m* + B) / sqrt(1 + A^2 v*)), with A, B
+      fitted by maximum leave-one-out likelihood of (up to 2000) training rows (cavity predictives,
+      weak N(0, 1) priors on log A and B; ``bsvm.sbsvm.loo``; ``link_`` = (A, B)). A = 1, B = 0 is
+      ``predictive="probit"``. Dask input and ``partial_fit`` from scratch keep (1, 0).
 
     Parameters
     ----------
     variant : "svi" (sec. 4.2, inducing points and minibatches), "batch" (sec. 4.1, every training point
         is an inducing point, full-data coordinate ascent; n <= 4000) or "linear" (sec. 4.5, primal
         weights and bias, O(d^3) per step).
-    kernel : "rbf", "ard" (one length scale per feature), "linear", or a ``bsvm.kernels.Kernel`` (used as
-        given, on the standardised features if ``standardize``).
+    kernel : "auto" (rule above), "rbf", "ard" (one length scale per feature), "linear", or a
+        ``bsvm.kernels.Kernel`` (used as given, on the standardised features if ``standardize``).
+        With a Dask input or ``partial_fit``, "auto" is "rbf".
     bias : add a learned constant kernel (a random offset with prior variance 1 to start) to "rbf" and
         "ard" kernels.
     lengthscale : initial length scale; None: the median heuristic above.
@@ -132,8 +146,9 @@ class SBSVM(BayesianClassifier):
     standardize : standardise the features (rule above).
     elbo_every, elbo_batch_size : ELBO evaluation period and the size of its fixed row subset.
     tol, patience : the stopping rule above; tol=0 disables it, so each stage runs to max_iter.
-    predictive : "probit" (Phi(m / sqrt(1 + v))) or "hinge" (Gauss-Hermite average of the normalised hinge
-        likelihood); both are corrected forms of eq. 13 (docs/sbsvm.md section 6).
+    predictive : "calibrated" (rule above), "probit" (Phi(m / sqrt(1 + v))) or "hinge" (average of the
+        normalised hinge likelihood); all use the corrected latent predictive of eq. 13 (docs/sbsvm.md
+        section 6).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches, the subsets and the ELBO subset.
     stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
@@ -339,6 +354,11 @@ class SBSVM(BayesianClassifier):
                          optimize_hyper=bool(self.optimize_hyperparameters),
                          hyper_every=int(self.hyper_every), hyper_lr=float(self.hyper_lr),
                          elbo_batch_size=self.elbo_batch_size, **kw)
+
+    def _planned_iterations(self):
+        """Progress-bar total: max_iter per stage, plus one stage for kernel="auto"'s length scales."""
+        extra = (self.kernel == "auto" and self.optimize_hyperparameters and self.variant != "linear")
+        return int(self.max_iter) * (2 if extra else 1)
 
     # -- fitting --------------------------------------------------------------------------------------------
     def fit_iter(self, X, y):
