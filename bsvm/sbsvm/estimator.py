@@ -107,16 +107,16 @@ class SBSVM(BayesianClassifier):
     * Minibatch (``batch_size="auto"``): min(n, 2000) rows. When that is all of the data, every step is
       exact coordinate ascent (rho = 1, sec. 4.1 updates with inducing points). When n > 2000 the fit has
       two stages. Stage 1 learns the hyperparameters with full-batch steps on a random subset of 2000
-      rows, for a budget of 20 steps per kernel (isotropic, then with ``kernel="auto"`` the ARD fit
-      from the same start: 40 steps in all). The budget is not a convergence failure: beyond it the
-      log-hyperparameters drift along ridges of the ELBO that do not lower held-out error (twonorm 2k,
-      3000 test rows: error .0237 at step 20, .0267 at step 150); ``stages_`` records when the budget
-      ended a stage. Stage 2 freezes them and fits q(u) on all rows from the subset's solution scaled
-      up to n rows: while the n x m features take at most 80 MB (n m <= 1e7), by exact coordinate
-      ascent on all rows, the features computed once and the steps accelerated by SQUAREM (Varadhan &
-      Roland 2008; each step is one cycle of three passes, ``bsvm.sbsvm.engine``); beyond that, by SVI (minibatches of 2000,
-      Robbins-Monro rate rho_t = (t + tau)^-kappa). (With a batch_size given, one stage: joint SVI in
-      q(u) and the hyperparameters, as in the paper.)
+      rows, for a budget of 20 steps per kernel (isotropic, then with ``kernel="auto"`` the ARD fit from
+      the same start: 40 steps in all). The budget is not a convergence failure: beyond it the log-
+      hyperparameters drift along ridges of the ELBO that do not lower held-out error (twonorm 2k, 3000
+      test rows: error .0237 at step 20, .0267 at step 150); ``stages_`` records when the budget ended a
+      stage. Stage 2 freezes them and fits q(u) on all rows from the subset's solution scaled up to n
+      rows: while the n x m features take at most 80 MB (n m <= 1e7), by exact coordinate ascent on all
+      rows, the features computed once and the steps accelerated by SQUAREM (Varadhan & Roland 2008; each
+      step is one cycle of three passes, ``bsvm.sbsvm.engine``); beyond that, by SVI (minibatches of 2000,
+      Robbins-Monro rate rho_t = (t + tau)^-kappa). (With a batch_size given, one stage: joint SVI in q(u)
+      and the hyperparameters, as in the paper.)
     * Stopping rule: the ELBO is computed every ``elbo_every`` = 5 steps (on at most ``elbo_batch_size``
       rows, scaled to n); a stage stops when the best of the last ``patience`` = 3 values improves on the
       best before them by at most ``tol`` x n nats (``tol`` = 1e-4 nats per training row). An exact,
