@@ -636,7 +636,10 @@ class SubgradientHMC(_HingeSampler):
             factor = S.Diagonal(np.ones((C, P))) if sg else None
 
         def noise_level(L_, probe, reference):
-            """Minibatch noise variance per whitened coordinate at typical posterior points ``probe``."""
+            """Minibatch noise variance per whitened coordinate at typical posterior points ``probe``
+            (0 when the batch is the whole data set: the engines then use the exact full sum)."""
+            if m >= n:
+                return 0.0
             ref = reference if use_cv else None
             return per_datum_noise(model, Phi, y, L_, probe, ref, rng=rng) * n * n / m
 
