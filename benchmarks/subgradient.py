@@ -1,7 +1,7 @@
 """Subgradient MCMC benchmark (issue 13): accuracy at defaults, speed beside NumPyro NUTS, parallel chains.
 
 ``python -m benchmarks subgradient [--tables accuracy,speed,parallel] [--sizes 1000x20,20000x20,100000x50]
-[--nuts-warmup 1000 --nuts-draws 1000] [--seed 0]``
+[--nuts-warmup 1000 --nuts-draws 1000] [--seed 0] [--nuts-cache FILE]``
 
 Table 1 (accuracy at defaults): on Ripley-like data (250 x 2), a 351 x 34 set (generated from the model:
 ionosphere's shape, which is not shipped) and 100k x 50 linear data, each subgradient sampler at its
@@ -11,7 +11,9 @@ reference: GibbsSVM (4 chains x 4000 sweeps) for the two small sets, MH-correcte
 |mean - ref mean| / ref sd and of the sd ratio (max(s/s_ref, s_ref/s)); targets 0.1 and 1.25.
 Table 2 (speed): minimum bulk ESS over parameters per CPU second (whole fit: pilot, burn-in, sampling,
 convergence checks), one BLAS thread, beside NumPyro NUTS on the same posterior (../shared/PEERS.md:
-N(0, I) prior, hinge potential, 4 chains one after another, float64, JAX on CPU, compile time apart).
+N(0, I) prior, hinge potential, 4 chains one after another, float64, JAX on CPU, compile time apart:
+NumPyro's NUTS kernel compiled ahead of time once, see ``_nuts.py``). ``--nuts-cache FILE`` keeps the NUTS
+results in a JSON file across runs (development only: NUTS at 100k x 50 takes minutes).
 Table 3 (parallel chains): wall time of 4 chains with n_jobs=1 and n_jobs=2 (same draws), with the load
 average at the time (the machine is shared).
 """
@@ -157,20 +159,29 @@ def accuracy_table(seed=0, big=(100_000, 50), samplers=("hmc", "sgld", "sgnht"),
     return rows
 
 
+def _nuts_summary(r):
+    ess = diagnostics.ess_bulk(r["draws"])
+    return {"cpu_s": r["cpu_s"], "compile_s": r["compile_s"], "min_ess": float(ess.min()),
+            "max_rhat": float(diagnostics.rhat(r["draws"]).max()), "n_grad": r["n_grad"],
+            "draws/chain": int(r["draws"].shape[1])}
+
+
 def speed_table(sizes=((1000, 20), (20_000, 20), (100_000, 50)), nuts_warmup=1000, nuts_draws=1000, seed=0,
-                samplers=("hmc", "sgld", "sgnht", "gibbs")):
+                samplers=("hmc", "sgld", "sgnht", "gibbs"), nuts_cache=None):
+    """``nuts_cache``: a :class:`benchmarks._nuts.NutsCache` (JSON file of NUTS results, for development)."""
     rows = []
+    cache = nuts_cache or _nuts.NutsCache(None)
     for n, d in sizes:
         X, y = model_data(n, d, seed)
         base = None
         if nuts_draws > 0 and _nuts.available():
             with threadpool_limits(1):
-                r = _nuts.run_nuts(X, y, num_warmup=nuts_warmup, num_samples=nuts_draws, seed=seed)
-            ess = float(diagnostics.ess_bulk(r["draws"]).min())
-            base = ess / r["cpu_s"]
-            rows.append({"n x d": f"{n}x{d}", "method": f"NumPyro NUTS ({nuts_warmup}+{nuts_draws})",
-                         "cpu_s": r["cpu_s"], "compile_s": r["compile_s"], "draws/chain": nuts_draws,
-                         "min_ess": ess, "max_rhat": float(diagnostics.rhat(r["draws"]).max()),
+                r = cache.get(X, y, _nuts_summary, num_warmup=nuts_warmup, num_samples=nuts_draws, seed=seed)
+            base = r["min_ess"] / r["cpu_s"]
+            rows.append({"n x d": f"{n}x{d}", "method": f"NumPyro NUTS ({nuts_warmup}+{nuts_draws})"
+                         + (" [cached]" if r["cached"] else ""),
+                         "cpu_s": r["cpu_s"], "compile_s": r["compile_s"], "draws/chain": r["draws/chain"],
+                         "grads/chain": r["n_grad"] / 4, "min_ess": r["min_ess"], "max_rhat": r["max_rhat"],
                          "ess/cpu_s": base, "x NUTS": 1.0, "converged": "-"})
         elif nuts_draws > 0:
             print("(NumPyro/JAX not installed: NUTS rows skipped)")
@@ -179,14 +190,17 @@ def speed_table(sizes=((1000, 20), (20_000, 20), (100_000, 50)), nuts_warmup=100
                    else SubgradientHMC(sampler, random_state=seed))
             est, cpu, _, warns = _fit(est, X, y)
             ess = float(diagnostics.ess_bulk(est.samples_).min())
+            grads = getattr(est, "n_grad_", None)
             rows.append({"n x d": f"{n}x{d}", "method": f"{sampler} (defaults)", "cpu_s": cpu,
-                         "compile_s": 0.0,
-                         "draws/chain": est.samples_.shape[1], "min_ess": ess,
+                         "compile_s": 0.0, "draws/chain": est.samples_.shape[1],
+                         "grads/chain": float("nan") if grads is None else grads / est.samples_.shape[0],
+                         "min_ess": ess,
                          "max_rhat": float(diagnostics.rhat(est.samples_).max()), "ess/cpu_s": ess / cpu,
                          "x NUTS": (ess / cpu) / base if base else float("nan"),
                          "converged": str(est.converged_) + ("" if not warns else " (warned)")})
     print("\nTable 2. Minimum bulk ESS over parameters per CPU second (one thread), defaults vs NumPyro NUTS "
-          f"(compile time apart). Linear model data, seed {seed}.")
+          f"(compile time apart). Linear model data, seed {seed}. grads/chain: gradient evaluations per "
+          "chain (whole fit; sgld/sgnht: minibatch gradients).")
     print_table(rows, floatfmt="{:.2f}")
     return rows
 
@@ -225,6 +239,8 @@ def main(argv=None):
     ap.add_argument("--acc-seeds", default=None, help="comma-separated sampler seeds for the accuracy table")
     ap.add_argument("--data", default=None, help="accuracy table: comma-separated data-set prefixes")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--nuts-cache", default=None,
+                    help="JSON file keeping NUTS results across runs (development: 100k x 50 takes minutes)")
     args = ap.parse_args(argv)
     tables = args.tables.split(",")
     print("(2-core machine shared with other jobs; speed is CPU seconds of this process, one BLAS thread)")
@@ -237,7 +253,8 @@ def main(argv=None):
                        data=None if args.data is None else tuple(args.data.split(",")))
     if "speed" in tables:
         sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
-        speed_table(sizes, args.nuts_warmup, args.nuts_draws, args.seed, samplers)
+        speed_table(sizes, args.nuts_warmup, args.nuts_draws, args.seed, samplers,
+                    _nuts.NutsCache(args.nuts_cache))
     if "parallel" in tables:
         parallel_table(seed=args.seed)
     return 0

@@ -32,6 +32,7 @@ from .gibbs import gibbs_step
 from .potential import (
     ChainLayout,
     HingeModel,
+    _margin_design,
     _pad,
     _unpad_cols,
     binary_batch,
@@ -107,6 +108,8 @@ class Potential:
                  layout: ChainLayout | None = None, Z: np.ndarray | None = None):
         self.model, self.X, self.y, self.layout = model, X, y, layout
         self.Z = Z if model.n_classes == 2 else None  # the binary fast path (potential.signed_design)
+        # minibatches gather rows of the signed design without its column of ones (contiguous copies)
+        self.Z_rows = None if self.Z is None else _margin_design(self.Z, model.n_params)
         n = X.shape[0]
         self.batch_size = None if batch_size is None or batch_size >= n else int(batch_size)
 
@@ -116,7 +119,7 @@ class Potential:
                 return binary_full(self.model, theta, self.Z, self.layout)
             n, m = self.Z.shape[0], self.batch_size
             idx = rng.integers(0, n, size=(theta.shape[0], m))
-            return binary_batch(self.model, theta, self.Z[idx], n / m, cv, idx)
+            return binary_batch(self.model, theta, self.Z_rows[idx], n / m, cv, idx)
         if self.batch_size is None:
             return potential_and_grad(self.model, theta, self.X, self.y, layout=self.layout)
         n, m = self.X.shape[0], self.batch_size
