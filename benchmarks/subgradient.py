@@ -74,7 +74,7 @@ def reference(X, y, seed, draws=8000):
         est = GibbsSVM(n_samples=draws, n_burnin=500, random_state=seed + 100)
         name = f"GibbsSVM 4x{draws}"
     else:
-        est = SubgradientHMC("hmc", n_samples=draws // 2, n_burnin=500, random_state=seed + 100)
+        est = SubgradientHMC("hmc", n_samples=draws // 2, n_burnin=300, random_state=seed + 100)
         name = f"hmc (MH) 4x{draws // 2}"
     est, cpu, _, _ = _fit(est, X, y)
     R = est.samples_
@@ -85,14 +85,24 @@ def reference(X, y, seed, draws=8000):
             "min_ess_tail": float(np.min(diagnostics.ess_tail(R))), "cpu_s": cpu}
 
 
-def cached_reference(name, X, y, seed, draws, cache=None):
+def reference_key(name, X, seed, draws):
+    return f"{name}|{X.shape[0]}x{X.shape[1]}|seed={seed}|draws={draws}"
+
+
+def cached_reference(name, X, y, seed, draws, cache=None, wait=0.0):
     """``reference`` read from / written to the JSON file ``cache`` (keyed by data set, shape, seed and
-    length), so the expensive 100k x 50 reference is computed once."""
-    key = f"{name}|{X.shape[0]}x{X.shape[1]}|seed={seed}|draws={draws}"
+    length), so the expensive 100k x 50 reference is computed once. ``wait``: seconds to wait for another
+    process to write the entry before computing it here."""
+    key = reference_key(name, X, seed, draws)
     store = {}
-    if cache and os.path.exists(cache):
-        with open(cache) as fh:
-            store = json.load(fh)
+    deadline = time.perf_counter() + wait
+    while cache:
+        if os.path.exists(cache):
+            with open(cache) as fh:
+                store = json.load(fh)
+        if key in store or time.perf_counter() >= deadline:
+            break
+        time.sleep(10)
     if key not in store:
         store[key] = reference(X, y, seed, draws)
         if cache:
@@ -116,14 +126,20 @@ def compare(D, ref):
 
 
 def accuracy_table(seed=0, big=(100_000, 50), samplers=("hmc", "sgld", "sgnht"), ref_draws=8000,
-                   small_only=False, ref_cache=None, seeds=None, data=None):
+                   small_only=False, ref_cache=None, seeds=None, data=None, ref_wait=0.0):
     """``seeds``: the samplers' seeds (default: just ``seed``), each a row; the data and the reference
-    use ``seed``. ``data``: names of the sets to run (prefixes, e.g. ("ripley",)); default all."""
+    use ``seed``. ``data``: names of the sets to run (prefixes, e.g. ("ripley",)); default all. The
+    samplers run first, then the reference is read from ``ref_cache`` (waiting up to ``ref_wait`` s for
+    another process to write it) or computed."""
     rows = []
     for name, X, y in datasets(seed, big, small_only):
         if data and not any(name.startswith(d) for d in data):
             continue
-        ref = cached_reference(name, X, y, seed, ref_draws, ref_cache)
+        fits = {}
+        for sampler in samplers:
+            for s in (seeds or (seed,)):
+                fits[sampler, s] = _fit(SubgradientHMC(sampler, random_state=s), X, y)
+        ref = cached_reference(name, X, y, seed, ref_draws, ref_cache, ref_wait)
         ref_mc = np.asarray(ref["mcse"]) / np.asarray(ref["sd"])
         rows.append({"data": name, "method": ref["name"] + " (reference)", "seed": seed + 100,
                      "cpu_s": ref["cpu_s"], "draws/chain": ref["draws"], "max_rhat": ref["max_rhat"],
@@ -133,7 +149,7 @@ def accuracy_table(seed=0, big=(100_000, 50), samplers=("hmc", "sgld", "sgnht"),
         for sampler in samplers:
             runs = []
             for s in (seeds or (seed,)):
-                est, cpu, _, warns = _fit(SubgradientHMC(sampler, random_state=s), X, y)
+                est, cpu, _, warns = fits[sampler, s]
                 D = est.samples_
                 runs.append((D, cpu))
                 rows.append({"data": name, "method": f"{sampler} (defaults)", "seed": s, "cpu_s": cpu,
@@ -237,6 +253,8 @@ def main(argv=None):
     ap.add_argument("--ref-draws", type=int, default=8000, help="reference draws per chain (Gibbs; hmc: 1/2)")
     ap.add_argument("--ref-cache", default=None, help="JSON file caching the accuracy references")
     ap.add_argument("--acc-seeds", default=None, help="comma-separated sampler seeds for the accuracy table")
+    ap.add_argument("--ref-wait", type=float, default=0.0,
+                    help="seconds to wait for another process to write the reference into --ref-cache")
     ap.add_argument("--data", default=None, help="accuracy table: comma-separated data-set prefixes")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--nuts-cache", default=None,
@@ -250,7 +268,8 @@ def main(argv=None):
         seeds = None if args.acc_seeds is None else tuple(int(v) for v in args.acc_seeds.split(","))
         accuracy_table(args.seed, big, tuple(s for s in samplers if s != "gibbs"), args.ref_draws,
                        ref_cache=args.ref_cache, seeds=seeds,
-                       data=None if args.data is None else tuple(args.data.split(",")))
+                       data=None if args.data is None else tuple(args.data.split(",")),
+                       ref_wait=args.ref_wait)
     if "speed" in tables:
         sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
         speed_table(sizes, args.nuts_warmup, args.nuts_draws, args.seed, samplers,
