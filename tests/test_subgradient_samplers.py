@@ -143,3 +143,4 @@ def test_full_batch_default_step_has_no_minibatch_noise(name, monkeypatch):
         SubgradientHMC(name, n_samples=5, n_burnin=0, batch_size=20, control_variates=False,
                        record_every=QUIET, random_state=0).fit(X, y)
     assert seen[1] > 0.1
+
