@@ -81,6 +81,9 @@ class Tuning(NamedTuple):
     step_size: np.ndarray  # (C,) per chain
     factor: object = None  # None, (p, p) matrix or Diagonal
     cv: object = None  # ControlVariate centre of the minibatch estimate (sgld/sgnht), or None
+    # (C,) the step from which HMC's step count is set (None: step_size); WindowAdaptation sets it in
+    # burn-in to the step each dual-averaging stage started from
+    count_step: np.ndarray | None = None
 
 
 class StepInfo(NamedTuple):
@@ -193,7 +196,8 @@ class HMC:
         h0 = _col(tuning.step_size, C)
         h = h0 * rng.uniform(1.0 - self.jitter, 1.0 + self.jitter, size=(C, 1))
         if self.n_leapfrog is None:
-            steps = np.maximum(1, np.ceil(self.trajectory / h0[:, 0])).astype(int)
+            h_count = h0 if tuning.count_step is None else _col(tuning.count_step, C)
+            steps = np.maximum(1, np.ceil(self.trajectory / h_count[:, 0])).astype(int)
         else:
             steps = np.full(C, self.n_leapfrog)
         n = int(steps.max())
@@ -409,7 +413,10 @@ class WindowAdaptation:
         da, sq, window = astate
         if da is not None:
             da = dual_averaging_update(da, info.accept_prob, self.target_accept)
-            tuning = tuning._replace(step_size=np.exp(da.log_step))
+            # the step count stays that of the stage's starting step (exp(mu) / 10): the dual averaging's
+            # early probes of small steps would otherwise take many leapfrog steps, and a group of chains
+            # integrates as long as its longest trajectory (at 20,000 x 20, 1.5x the mean in burn-in)
+            tuning = tuning._replace(step_size=np.exp(da.log_step), count_step=np.exp(da.mu) / 10.0)
         if self.adagrad and info.grad_sq is not None:
             sq = info.grad_sq if sq is None else 0.99 * sq + 0.01 * info.grad_sq
             tuning = tuning._replace(factor=Diagonal(1.0 / np.sqrt(1e-8 + np.sqrt(sq))))
@@ -427,7 +434,7 @@ class WindowAdaptation:
     def final(self, astate: AdaptState, tuning: Tuning) -> Tuning:
         """The tuning of the sampling phase."""
         if astate.da is not None:
-            tuning = tuning._replace(step_size=np.exp(astate.da.log_step_bar))
+            tuning = tuning._replace(step_size=np.exp(astate.da.log_step_bar), count_step=None)
         return tuning
 
     @staticmethod
