@@ -167,7 +167,10 @@ class HMC:
     (what the laplace metric makes of the posterior) that is a quarter orbit, after which the position is
     the initial momentum: a nearly independent draw for the log posterior too. (A fixed 10 steps of
     h ~ 0.65 is close to a full orbit, 2 pi, and gave 5-20x fewer effective draws; pi gives antithetic
-    draws whose log posterior hardly moves.) An integer fixes the step count."""
+    draws whose log posterior hardly moves.) In burn-in the count follows ``Tuning.count_step`` (the step
+    each dual-averaging stage started from) instead of the averaging's current probe. An integer fixes the
+    step count. On binary data with >= 1e6 entries in the signed design, each gradient updates the
+    previous point's active set (``potential.binary_full_update``) instead of recomputing Z^T A."""
 
     def __init__(self, potential: Potential, n_leapfrog: int | None, jitter: float = 0.2,
                  trajectory: float = 0.5 * np.pi):
@@ -383,7 +386,8 @@ class WindowAdaptation:
     """Burn-in adaptation, as an init / update / final object.
 
     - ``adapt_step`` (hmc): per-chain dual averaging towards ``target_accept``; the sampling phase uses
-      each chain's averaged step exp(log_step_bar).
+      each chain's averaged step exp(log_step_bar). In burn-in HMC's leapfrog count follows the step the
+      current stage started from (``Tuning.count_step`` = exp(mu) / 10), not the averaging's probes.
     - ``adagrad`` (sgld/sgnht): per-chain diagonal RMS of stochastic subgradients (as in pSGLD), frozen at
       the end of burn-in so the chain is a valid fixed-metric sampler.
     - ``windows`` [(start, end, every)]: chain states of iterations start <= t < end (every ``every``-th)
