@@ -212,6 +212,51 @@ def binary_full(model: HingeModel, theta: np.ndarray, Z: np.ndarray, layout: Cha
     return U, theta - model.c * gz
 
 
+class ActiveSet(NamedTuple):
+    """The hinge activity at a state, for :func:`binary_full_update`: A (n, C) bool, True where
+    l - s > 0, and gzc = (Z^T A)^T (C, p + 1) (the last column: the count |A|)."""
+
+    A: np.ndarray
+    gzc: np.ndarray
+
+
+def binary_full_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: ActiveSet | None,
+                       layout: ChainLayout | None = None):
+    """``binary_full`` from a previous state's :class:`ActiveSet`: returns (U, subgradient, ActiveSet).
+
+    The margins s = Z theta^T are one BLAS product as before; Z^T A, the second, is updated instead of
+    recomputed: Z^T A_new = Z^T A_old + the rows whose hinge switched on - those switched off. Along a
+    leapfrog path only the points whose margin crosses l switch (~0.5 % of them per step at n = 20,000:
+    the posterior sd of a margin shrinks like 1 / sqrt(n)), so the update reads a few rows instead of all
+    of Z: a third of a gradient's cost at 100,000 x 50, nothing at 20,000 x 20 (on smaller data the
+    bookkeeping costs more than it saves: ``Potential.incremental`` then says no). The count |A| stays
+    an exact integer; Z^T A carries rounding from the updates, ~1e-16 relative per switched row (a random
+    walk). Each chain is updated on its own, in row order, so its values do not depend on the chains
+    sharing the call. A chain whose switches exceed n / 8 (a far jump, e.g. early in burn-in) is recomputed
+    in full. ``Z`` must carry ``signed_design``'s column of ones."""
+    p = theta.shape[1]
+    S = _unpad_cols(_margin_design(Z, p) @ _pad(theta.T, layout), layout, 1)  # (n, C)
+    A = S < model.l
+    if prev is None:
+        gzc = np.ascontiguousarray(_unpad_cols(Z.T @ _pad(A.astype(float), layout), layout, 1).T)
+    else:
+        gzc = prev.gzc.copy()
+        rows, cols = np.nonzero(A != prev.A)  # row-major: each chain's switches in row order
+        if rows.size:
+            sign = np.where(A[rows, cols], 1.0, -1.0)
+            n = Z.shape[0]
+            for c in np.unique(cols):
+                sel = cols == c
+                if np.count_nonzero(sel) > n // 8:
+                    gzc[c] = A[:, c].astype(float) @ Z
+                else:
+                    gzc[c] += sign[sel] @ Z[rows[sel]]
+    count, gz = gzc[:, p], np.ascontiguousarray(gzc[:, :p])
+    U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
+                                                                - np.einsum("cp,cp->c", theta, gz))
+    return U, theta - model.c * gz, ActiveSet(A, gzc)
+
+
 def binary_batch(model: HingeModel, theta: np.ndarray, Zb: np.ndarray, scale: float,
                  cv: ControlVariate | None = None, idx: np.ndarray | None = None):
     """Minibatch estimate (eq. 7) from per-chain rows Zb (C, m, p); with ``cv`` the control-variate
