@@ -13,12 +13,15 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only das
 
 import streamlit as st  # noqa: E402
 
-from dashboard import livechart, state, ui  # noqa: E402
+from dashboard import livechart, procrun, state, ui  # noqa: E402
 
 # The fits run in worker threads (dashboard/runner.py) and do many small NumPy calls, each releasing and
 # re-taking the GIL; while a page redraws (pure Python), every re-take waited up to the default 5 ms
 # switch interval. 0.5 ms cut a watched S-BSVM run's time by about a third on a loaded machine.
 sys.setswitchinterval(0.0005)
+# The Train page's fits run in processes forked from a forkserver that imports the estimators once:
+# start it now, in the background, so the first Start click does not wait for those imports.
+procrun.prewarm()
 st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
 state.init()
 

@@ -22,6 +22,7 @@ from dashboard.runner import (
     STOPPED,
     Run,
 )
+from dashboard.procrun import ProcessRun
 
 PAGE = "train"
 #: the live map waits this many times its own computing time before it is recomputed
@@ -113,8 +114,9 @@ def _new_run() -> Run | None:
         st.session_state["train_msg"] = f"Setting up {method.label} failed: {exc}"
         return None
     meta = {"method": method.key, "label": method.label, "options": dict(opts), "data_key": data.key}
-    r = Run(est, data.X_train, data.y_train, max_iter=method.cap(opts), label=method.label, page=PAGE,
-            meta=meta)
+    # the fit runs in a child process (dashboard/procrun.py): the page's redraws cannot slow it down
+    r = ProcessRun(est, data.X_train, data.y_train, max_iter=method.cap(opts), label=method.label,
+                   page=PAGE, meta=meta)
     r.min_interval = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
     st.session_state["run"], st.session_state["run_meta"] = r, meta  # what the other pages read
     return r
@@ -166,7 +168,11 @@ def on_reset():
 @_safe
 def on_slow():
     if (r := reg.get(PAGE)) is not None:
-        r.min_interval = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
+        seconds = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
+        if hasattr(r, "set_interval"):
+            r.set_interval(seconds)
+        else:
+            r.min_interval = seconds
 
 
 with right:
@@ -211,6 +217,12 @@ with right:
         if r.meta.get("data_key") != data.key:
             st.warning("This run was made for other data (the data changed since it started): press "
                        "**Start** for a new run on the current data.")
+        total = f" / {r.max_iter}" if r.max_iter else ""
+        if busy and not (r.status == RUNNING or r.busy):
+            # The run ended or paused since the page was drawn: show the new status at once, then
+            # rerun the whole page (buttons, timer off) instead of building the figures twice.
+            st.progress(r.fraction, text=f"{r.status}: iteration {r.iteration}{total}")
+            st.rerun(scope="app")
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
@@ -241,7 +253,6 @@ with right:
                                             "two on the Data page (or use the Calibration page's "
                                             "two-feature option).")
 
-        total = f" / {r.max_iter}" if r.max_iter else ""
         shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
         st.progress(fraction, text=f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s")
         g1, g2 = st.columns(2)
@@ -254,8 +265,6 @@ with right:
             live_chart(traces, key="live_traces")
         with g4:
             live_chart(last, key="live_map" if data.n_features == 2 else "live_ard")
-        if busy and not (r.status == RUNNING or r.busy):
-            st.rerun(scope="app")  # the run ended or paused: redraw the buttons, stop the timer
 
     def live_map(r: Run):
         """The probability map of the run's newest state: recomputed only after a new record, and no
