@@ -33,7 +33,7 @@ import pickle
 import threading
 import time
 
-from .runner import CANCELLED, DONE, FAILED, FINISHED, MAX_RECORDS, PAUSED, RUNNING, Run, _message
+from .runner import CANCELLED, DONE, FAILED, FINISHED, MAX_RECORDS, PAUSED, RUNNING, Run, _message, trace
 
 #: modules the forkserver imports once, so a forked child starts warm (a failed import is ignored here:
 #: the Train page reports unavailable methods itself)
@@ -271,6 +271,7 @@ class ProcessRun(Run):
         finally:
             child.close()
         self._proc, self._conn = proc, parent
+        trace("spawned", run=self.id, pid=proc.pid)
         self._reader = threading.Thread(target=self._read, name=f"bsvm-reader-{self.id}", daemon=True)
         self._reader.start()
 
@@ -348,6 +349,8 @@ class ProcessRun(Run):
         kind = msg[0]
         if kind == "records":
             _, recs, count, wall, blob = msg
+            if count and count == len(recs):
+                trace("first-records", run=self.id, n=count, wall=f"{wall:.3f}")
             est = self._adopt(blob) if blob is not None else None
             with self._lock:
                 if recs:
@@ -369,6 +372,7 @@ class ProcessRun(Run):
                         self.status = self._want = PAUSED
             return False
         if kind == "done":
+            trace("child-done", run=self.id, wall=f"{msg[3]:.3f}")
             est = self._adopt(msg[1])
             with self._lock:
                 self.records, self.wall = msg[2], msg[3]

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import itertools
 import multiprocessing
+import os
 import threading
 import time
 import weakref
@@ -50,6 +51,15 @@ MAP_GRID = 45
 MAX_RECORDS = 5000
 
 _ids = itertools.count(1)
+_TRACE = os.environ.get("BSVM_DASH_TRACE")
+
+
+def trace(event: str, **fields) -> None:
+    """Append a timestamped event to the file named by ``BSVM_DASH_TRACE`` (unset: nothing happens).
+    ``python -m benchmarks dashboard`` sets it to see where a watched run's time goes."""
+    if _TRACE:
+        with open(_TRACE, "a") as f:
+            f.write(" ".join([f"{time.time():.3f}", event, *(f"{k}={v}" for k, v in fields.items())]) + "\n")
 
 
 def _thin_history(estimator) -> None:

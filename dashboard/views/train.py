@@ -21,6 +21,7 @@ from dashboard.runner import (
     RUNNING,
     STOPPED,
     Run,
+    trace,
 )
 from dashboard.procrun import ProcessRun
 
@@ -28,6 +29,7 @@ PAGE = "train"
 #: the live map waits this many times its own computing time before it is recomputed
 MAP_SHARE = 5.0
 
+trace("script-start")
 st.title("Train")
 data = state.require_data()
 if data is None:
@@ -124,6 +126,7 @@ def _new_run() -> Run | None:
 
 @_safe
 def on_start():
+    trace("on_start")
     r = _new_run()
     if r is not None:
         reg.put(PAGE, r)
@@ -211,6 +214,7 @@ with right:
     @st.fragment(run_every=REDRAW_SECONDS if busy else None)
     def live_view():
         r: Run | None = reg.get(PAGE)
+        trace("fragment", status=r.status if r else None, busy=busy)
         if r is None:
             st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
             return
@@ -222,6 +226,7 @@ with right:
             # The run ended or paused since the page was drawn: show the new status at once, then
             # rerun the whole page (buttons, timer off) instead of building the figures twice.
             st.progress(r.fraction, text=f"{r.status}: iteration {r.iteration}{total}")
+            trace("fragment-saw-end", status=r.status)
             st.rerun(scope="app")
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
@@ -265,6 +270,7 @@ with right:
             live_chart(traces, key="live_traces")
         with g4:
             live_chart(last, key="live_map" if data.n_features == 2 else "live_ard")
+        trace("fragment-drawn", status=status, records=r.records)
 
     def live_map(r: Run):
         """The probability map of the run's newest state: recomputed only after a new record, and no
