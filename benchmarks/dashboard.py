@@ -140,7 +140,8 @@ def watched_runs(url: str, methods, p, log=print, csv: Path | None = None) -> li
             text = wait_status(pg, "done", "failed", timeout=600_000)
             watched = time.perf_counter() - t0
             errors = exception_texts(pg)
-            rows.append({"method": key, "rows": len(data.y_train), "fit_s": fit_s, "fit_cpu_s": fit_cpu, "watched_s": watched,
+            rows.append({"method": key, "rows": len(data.y_train), "fit_s": fit_s, "fit_cpu_s": fit_cpu,
+                         "watched_s": watched,
                          "ratio": watched / fit_s, "overhead_s": watched - fit_s,
                          "status": text.split(":")[0], "exceptions": len(errors)})
             log(f"  {key}: fit {fit_s:.2f} s, watched {watched:.2f} s ({text[:70]!r})")

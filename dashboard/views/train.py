@@ -5,6 +5,7 @@ flags through callbacks and return at once, and a fragment redraws the newest pr
 ``REDRAW_SECONDS``, updating its charts in place (dashboard/livechart.py).
 """
 
+import threading
 import time
 
 import streamlit as st
@@ -12,6 +13,7 @@ import streamlit as st
 from dashboard import figures, state, ui
 from dashboard.livechart import live_chart
 from dashboard.methods import SEED_HELP
+from dashboard.procrun import ProcessRun
 from dashboard.runner import (
     DONE,
     FAILED,
@@ -23,7 +25,6 @@ from dashboard.runner import (
     Run,
     trace,
 )
-from dashboard.procrun import ProcessRun
 
 PAGE = "train"
 #: the live map waits this many times its own computing time before it is recomputed
@@ -232,9 +233,14 @@ with right:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
             st.info(f"Stopped because {r.note}. **Continue** resumes it.", icon=":material/stop_circle:")
-        # Compute everything first, then emit the elements in one quick burst: an element still waiting
-        # for its new version while the page computes is shown faded (stale) by Streamlit.
         status, iteration, fraction, rate, wall = r.status, r.iteration, r.fraction, r.rate, r.wall
+        shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
+        text = f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s"
+        moving = status == RUNNING or r.busy
+        if not moving:  # a finished run: its status first, then the final figures (computed once)
+            st.progress(fraction, text=text)
+        # While it runs: compute everything first, then emit the elements in one quick burst (an element
+        # waiting for its new version while the page computes is shown faded, stale, by Streamlit).
         hist = list(r.history)  # a copy: the worker appends while we draw
         groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
         objective = figures.objective_curve(hist)
@@ -248,7 +254,7 @@ with right:
             stats = figures.empty_figure(figures.no_stats_message(method.kind))
         traces = figures.snapshot_traces(hist)
         if data.n_features == 2:
-            last = live_map(r)
+            last = live_map(r, final=not moving)
             if last is None:
                 last = figures.empty_figure("The map appears with the first progress record.")
         else:  # with many inputs, which of them the kernel uses is the live view
@@ -257,9 +263,8 @@ with right:
                 last = figures.empty_figure("The live probability map needs exactly two features: choose "
                                             "two on the Data page (or use the Calibration page's "
                                             "two-feature option).")
-
-        shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
-        st.progress(fraction, text=f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s")
+        if moving:
+            st.progress(fraction, text=text)
         g1, g2 = st.columns(2)
         with g1:
             live_chart(objective, key="live_objective")
@@ -270,24 +275,44 @@ with right:
             live_chart(traces, key="live_traces")
         with g4:
             live_chart(last, key="live_map" if data.n_features == 2 else "live_ard")
+        if err := st.session_state.get("_live_map_box", {}).get("error"):
+            st.error(f"Prediction failed: {err}")
         trace("fragment-drawn", status=status, records=r.records)
 
-    def live_map(r: Run):
-        """The probability map of the run's newest state: recomputed only after a new record, and no
-        sooner than MAP_SHARE x its own cost after the last one, so that predicting on the grid (costly
-        for samplers: every draw votes) takes at most a fifth of the CPU from the fit it shows."""
-        cached = st.session_state.get("_live_map")
-        now = time.perf_counter()
-        if cached is not None and cached[0][:2] == (r.id, data.key):
-            if cached[0][2] == r.records:
-                return cached[1]
-            if r.status == RUNNING and now - cached[2] < MAP_SHARE * cached[3]:
-                return cached[1]
-        if not r.fitted:
-            return None
-        fig = ui.proba_map(r.model, data, "Live map", n=MAP_GRID)
-        cost = time.perf_counter() - now
-        st.session_state["_live_map"] = ((r.id, data.key, r.records), fig, now, cost)
+    def live_map(r: Run, final: bool):
+        """The probability map of the run's newest state. While the run goes on, a background thread
+        predicts on the grid (the redraws never wait for it: they show the newest finished map), no
+        sooner than MAP_SHARE x its own cost after the last one, so that predicting (costly for
+        samplers: every draw votes) takes at most a sixth of a CPU. A finished run's map is computed
+        here, once."""
+        key = (r.id, data.key)
+        box = st.session_state.get("_live_map_box")
+        if box is None or box.get("key") != key:
+            box = st.session_state["_live_map_box"] = {"key": key}  # a plain dict: the thread writes it
+        fig = box.get("fig")
+        if not r.fitted or box.get("records") == r.records:
+            return fig
+        grid, truth = ui.map_grid(data, MAP_GRID)
+        model, records = r.model, r.records
+
+        def work():
+            t0 = time.perf_counter()
+            try:
+                new, error = figures.model_map(model, data, grid, "Live map", truth=truth), ""
+            except Exception as exc:  # noqa: BLE001 - shown under the charts, never as a traceback
+                error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+                new = None
+            t1 = time.perf_counter()
+            box.update(fig=new if new is not None else box.get("fig"), records=records, error=error,
+                       cost=t1 - t0, end=t1, busy=False)
+
+        if final:
+            work()
+            return box.get("fig")
+        rested = time.perf_counter() - box.get("end", -1e9) >= MAP_SHARE * box.get("cost", 0)
+        if not box.get("busy") and rested:
+            box["busy"] = True
+            threading.Thread(target=work, name="bsvm-map", daemon=True).start()
         return fig
 
     live_view()
