@@ -29,6 +29,9 @@ from dashboard.runner import (
 PAGE = "train"
 #: the live map waits this many times its own computing time before it is recomputed
 MAP_SHARE = 5.0
+#: training points drawn on the live map (a fixed random subset beyond): each is an SVG element that the
+#: browser redraws with every new map
+LIVE_POINTS = 400
 
 trace("script-start")
 st.title("Train")
@@ -298,7 +301,8 @@ with right:
         def work():
             t0 = time.perf_counter()
             try:
-                new, error = figures.model_map(model, data, grid, "Live map", truth=truth), ""
+                new = figures.model_map(model, data, grid, "Live map", truth=truth, max_points=LIVE_POINTS)
+                error = ""
             except Exception as exc:  # noqa: BLE001 - shown under the charts, never as a traceback
                 error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
                 new = None
