@@ -19,9 +19,6 @@ from dashboard import livechart, procrun, state, ui  # noqa: E402
 # re-taking the GIL; while a page redraws (pure Python), every re-take waited up to the default 5 ms
 # switch interval. 0.5 ms cut a watched S-BSVM run's time by about a third on a loaded machine.
 sys.setswitchinterval(0.0005)
-# The Train page's fits run in processes forked from a forkserver that imports the estimators once:
-# start it now, in the background, so the first Start click does not wait for those imports.
-procrun.prewarm()
 st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
 state.init()
 
@@ -46,3 +43,7 @@ try:
     page.run()
 finally:  # also when a page stops early (st.stop) or reruns
     state.sync_url()
+    # The Train page's fits run in processes forked from a forkserver that imports and warms up the
+    # estimators once: start it in the background, after the first page is drawn (its warm-up would
+    # otherwise delay that page by seconds), so the first Start click does not wait for it.
+    procrun.prewarm()
