@@ -85,8 +85,14 @@ def context():
 _WARMING: list = []
 
 
-def prewarm() -> None:
-    """Start the forkserver (and its imports) in the background; returns at once. Idempotent."""
+#: seconds between the first page drawn and the forkserver's start: its imports and warm-up take seconds
+#: of CPU, which would slow the pages a new user opens first
+PREWARM_DELAY = 4.0
+
+
+def prewarm(delay: float = PREWARM_DELAY) -> None:
+    """Start the forkserver (and its imports) in the background after ``delay`` seconds; returns at
+    once. Idempotent. A Start click before then starts it itself (and waits for it)."""
     with _LOCK:
         if _WARMING:
             return
@@ -101,7 +107,9 @@ def prewarm() -> None:
         except Exception:  # noqa: BLE001 - a later Start reports the failure to start a child
             pass
 
-    threading.Thread(target=warm, name="bsvm-prewarm", daemon=True).start()
+    timer = threading.Timer(delay, warm)
+    timer.name, timer.daemon = "bsvm-prewarm", True
+    timer.start()
 
 
 def _snapshot_bytes(estimator) -> bytes:
