@@ -19,6 +19,7 @@ from dashboard import livechart, procrun, state, ui  # noqa: E402
 # re-taking the GIL; while a page redraws (pure Python), every re-take waited up to the default 5 ms
 # switch interval. 0.5 ms cut a watched S-BSVM run's time by about a third on a loaded machine.
 sys.setswitchinterval(0.0005)
+procrun.yield_to_fits()  # this script run's thread: a fit's child process goes first
 st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
 state.init()
 

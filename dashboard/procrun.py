@@ -82,7 +82,25 @@ def context():
         return _CTX
 
 
-_WARMING: list = []
+_TIMER: list = []
+#: nice value of the server's drawing threads (script runs, fragments, the live map's thread), see
+#: :func:`yield_to_fits`
+DRAW_NICE = 5
+
+
+def yield_to_fits() -> None:
+    """Lower the calling thread's CPU priority to :data:`DRAW_NICE` (Linux: nice is per thread; raising
+    it needs no privilege). Pages call this when they start drawing: where the server's redraws and a
+    fit's child process compete for a core, the fit goes first and the redraws take what is left, so
+    watching a run does not slow it down. No-op where not supported."""
+    import os
+
+    try:
+        tid = threading.get_native_id()
+        if os.getpriority(os.PRIO_PROCESS, tid) < DRAW_NICE:
+            os.setpriority(os.PRIO_PROCESS, tid, DRAW_NICE)
+    except (AttributeError, OSError):
+        pass
 
 
 #: seconds between the first page drawn and the forkserver's start: its imports and warm-up take seconds
@@ -92,24 +110,53 @@ PREWARM_DELAY = 4.0
 
 def prewarm(delay: float = PREWARM_DELAY) -> None:
     """Start the forkserver (and its imports) in the background after ``delay`` seconds; returns at
-    once. Idempotent. A Start click before then starts it itself (and waits for it)."""
+    once. Idempotent; ``delay=0`` starts it now (e.g. when the Train page opens). A Start click before
+    then starts it itself (and waits for it)."""
+    if delay <= 0:
+        _START.set()
+        return
     with _LOCK:
-        if _WARMING:
+        if _TIMER or _START.is_set():
             return
-        _WARMING.append(True)
+        timer = threading.Timer(delay, _START.set)
+        timer.name, timer.daemon = "bsvm-prewarm", True
+        _TIMER.append(timer)
+        timer.start()
 
-    def warm():
-        from multiprocessing import forkserver
 
-        context()
-        try:
-            forkserver.ensure_running()
-        except Exception:  # noqa: BLE001 - a later Start reports the failure to start a child
-            pass
+def _launcher() -> None:
+    """Starts the forkserver when asked (:data:`_START`). A thread of its own, created when this module
+    is imported (before any page lowers its thread's priority, see :func:`yield_to_fits`): the
+    forkserver, and so every fit's child, inherits the priority of the thread that starts it."""
+    from multiprocessing import forkserver
 
-    timer = threading.Timer(delay, warm)
-    timer.name, timer.daemon = "bsvm-prewarm", True
-    timer.start()
+    _START.wait()
+    context()
+    try:
+        forkserver.ensure_running()
+    except Exception:  # noqa: BLE001 - the Start click that needs it reports the failure
+        pass
+    _READY.set()
+
+
+def _ensure_forkserver(timeout: float = 120.0) -> None:
+    _START.set()
+    _READY.wait(timeout)
+
+
+def _in_forkserver() -> bool:
+    import os
+    import sys
+
+    return bool(os.environ.get(_IN_FORKSERVER)) and sys.argv[:1] == ["-c"] and \
+        "multiprocessing.forkserver" in sys.modules
+
+
+_IN_FORKSERVER = "BSVM_IN_FORKSERVER"
+_START, _READY = threading.Event(), threading.Event()
+_LAUNCHER = threading.Thread(target=_launcher, name="bsvm-forkserver-launcher", daemon=True)
+if not _in_forkserver():  # the forkserver forks children: it must stay single-threaded
+    _LAUNCHER.start()
 
 
 def _snapshot_bytes(estimator) -> bytes:
@@ -264,6 +311,7 @@ class ProcessRun(Run):
                 self._send(("go", steps, self._seq))
 
     def _spawn(self, steps) -> None:
+        _ensure_forkserver()
         ctx = context()
         parent, child = ctx.Pipe(duplex=True)
         proc = ctx.Process(target=_child_main, name=f"bsvm-fit-{self.id}", daemon=True,
@@ -402,9 +450,6 @@ class ProcessRun(Run):
         return False
 
 
-_IN_FORKSERVER = "BSVM_IN_FORKSERVER"
-
-
 def _warm_up() -> None:
     """In the forkserver, once: fit each method briefly (its quick settings, 40 points), so that the
     modules a fit imports lazily and any first-call set-up are paid here, not by each forked child
@@ -436,9 +481,5 @@ def _warm_up() -> None:
 
 if __name__ == "dashboard.procrun":  # imported by the forkserver's preload (and by the server: harmless)
     _adopt_main()
-    import os as _os
-    import sys as _sys
-
-    if (_os.environ.get(_IN_FORKSERVER) and _sys.argv[:1] == ["-c"]
-            and "multiprocessing.forkserver" in _sys.modules):
+    if _in_forkserver():
         _warm_up()

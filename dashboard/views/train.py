@@ -13,7 +13,7 @@ import streamlit as st
 from dashboard import figures, state, ui
 from dashboard.livechart import live_chart
 from dashboard.methods import SEED_HELP
-from dashboard.procrun import ProcessRun
+from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
 from dashboard.runner import (
     DONE,
     FAILED,
@@ -44,6 +44,7 @@ if method is None:
     st.stop()
 
 reg = state.registry()
+prewarm(0)  # the forkserver, now if not yet started: a Start click is likely
 note_slot = st.empty()  # filled once the method selectbox has taken the user's choice
 c = state.cfg()
 run: Run | None = reg.get(PAGE)
@@ -217,6 +218,7 @@ with right:
 
     @st.fragment(run_every=REDRAW_SECONDS if busy else None)
     def live_view():
+        yield_to_fits()  # a fragment rerun has its own thread
         r: Run | None = reg.get(PAGE)
         trace("fragment", status=r.status if r else None, busy=busy)
         if r is None:
@@ -299,6 +301,7 @@ with right:
         model, records = r.model, r.records
 
         def work():
+            yield_to_fits()
             t0 = time.perf_counter()
             try:
                 new = figures.model_map(model, data, grid, "Live map", truth=truth, max_points=LIVE_POINTS)
