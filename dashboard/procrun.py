@@ -165,21 +165,75 @@ def _snapshot_bytes(estimator) -> bytes:
     return pickle.dumps(view, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+class _Outbox:
+    """The child's messages to the parent, sent by a thread of their own: the fit never waits for the
+    server to read (a busy server drains the pipe late). What piles up meanwhile is coalesced into one
+    message: all new records, only the newest snapshot; control answers follow in order."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.cv = threading.Condition()
+        self.records: list = []
+        self.count, self.wall = 0, 0.0
+        self.snapshot = None
+        self.tail: list = []
+        self.closed = False
+        self.thread = threading.Thread(target=self._send_loop, daemon=True)
+        self.thread.start()
+
+    def put(self, records, count, wall, snapshot=None, tail=None) -> None:
+        with self.cv:
+            self.records.extend(records)
+            self.count, self.wall = count, wall
+            if snapshot is not None:
+                self.snapshot = snapshot
+            if tail is not None:
+                self.tail.append(tail)
+            self.cv.notify()
+
+    def close(self) -> None:
+        """Send what is left, then stop the thread."""
+        with self.cv:
+            self.closed = True
+            self.cv.notify()
+        self.thread.join()
+
+    def _send_loop(self) -> None:
+        while True:
+            with self.cv:
+                while not (self.records or self.snapshot is not None or self.tail or self.closed):
+                    self.cv.wait()
+                records, snapshot, tail = self.records, self.snapshot, self.tail
+                count, wall, closed = self.count, self.wall, self.closed
+                self.records, self.snapshot, self.tail = [], None, []
+            try:
+                if records or snapshot is not None:
+                    self.conn.send(("records", records, count, wall, snapshot))
+                for msg in tail:
+                    self.conn.send(msg)
+            except (OSError, ValueError):  # the server has gone
+                return
+            if closed and not (records or snapshot is not None or tail):
+                return
+
+
 def _child_main(conn, estimator, X, y, steps, interval) -> None:  # pragma: no cover - runs in a child
     """The child's loop (see the module docstring). Messages to the parent:
     ("records", [Progress...], records_so_far, wall, snapshot bytes or None), ("halted", seq),
-    ("done", bytes of the final estimator without history_), ("failed", message)."""
+    ("done", bytes of the final estimator without history_, records, wall), ("failed", message)."""
+    out = _Outbox(conn)
     try:
         gen = estimator.fit_iter(X, y)
     except Exception as exc:  # noqa: BLE001 - a refused fit ends the run with its message
-        conn.send(("failed", _message(exc)))
+        out.put([], 0, 0.0, tail=("failed", _message(exc)))
+        out.close()
         return
     running, seq = True, 0
     pending, count, wall = [], 0, 0.0
     last_rec = last_snap = -1e9
     snap_every = SNAPSHOT_SECONDS
 
-    def flush(snapshot: bool) -> None:
+    def flush(snapshot: bool, tail=None) -> None:
         nonlocal pending, last_rec, last_snap, snap_every
         blob = None
         now = time.perf_counter()
@@ -188,8 +242,7 @@ def _child_main(conn, estimator, X, y, steps, interval) -> None:  # pragma: no c
             done = time.perf_counter()
             snap_every = max(SNAPSHOT_SECONDS, 20 * (done - now))
             last_snap = done
-        if pending or blob is not None:
-            conn.send(("records", pending, count, wall, blob))
+        out.put(pending, count, wall, blob, tail)
         pending, last_rec = [], time.perf_counter()
 
     while True:
@@ -204,8 +257,7 @@ def _child_main(conn, estimator, X, y, steps, interval) -> None:  # pragma: no c
                 running, steps, seq = True, msg[1], msg[2]
             elif kind == "halt":
                 running, seq = False, msg[1]
-                flush(True)
-                conn.send(("halted", seq))
+                flush(True, ("halted", seq))
             elif kind == "interval":
                 interval = msg[1]
         t0 = time.perf_counter()
@@ -213,14 +265,14 @@ def _child_main(conn, estimator, X, y, steps, interval) -> None:  # pragma: no c
             rec = next(gen)
         except StopIteration:
             wall += time.perf_counter() - t0
-            flush(False)
             final = copy.copy(estimator)
             final.__dict__.pop("history_", None)
-            conn.send(("done", pickle.dumps(final, protocol=pickle.HIGHEST_PROTOCOL), count, wall))
+            flush(False, ("done", pickle.dumps(final, protocol=pickle.HIGHEST_PROTOCOL), count, wall))
+            out.close()
             return
         except Exception as exc:  # noqa: BLE001 - a failed fit ends the run, not the page
-            flush(False)
-            conn.send(("failed", _message(exc)))
+            flush(False, ("failed", _message(exc)))
+            out.close()
             return
         wall += time.perf_counter() - t0
         count += 1
@@ -230,8 +282,7 @@ def _child_main(conn, estimator, X, y, steps, interval) -> None:  # pragma: no c
             steps -= 1
             if steps <= 0:  # Step: this many records, then pause
                 running = False
-                flush(True)
-                conn.send(("halted", seq))
+                flush(True, ("halted", seq))
                 continue
         if interval > 0 or now - last_snap >= snap_every or now - last_rec >= RECORD_SECONDS:
             flush(interval > 0 or now - last_snap >= snap_every)
