@@ -217,7 +217,7 @@ class _Outbox:
                 return
 
 
-def _child_main(conn, estimator, X, y, steps, interval) -> None:  # pragma: no cover - runs in a child
+def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma: no cover - runs in a child
     """The child's loop (see the module docstring). Messages to the parent:
     ("records", [Progress...], records_so_far, wall, snapshot bytes or None), ("halted", seq),
     ("done", bytes of the final estimator without history_, records, wall), ("failed", message)."""
@@ -228,7 +228,7 @@ def _child_main(conn, estimator, X, y, steps, interval) -> None:  # pragma: no c
         out.put([], 0, 0.0, tail=("failed", _message(exc)))
         out.close()
         return
-    running, seq = True, 0
+    running = True
     pending, count, wall = [], 0, 0.0
     last_rec = last_snap = -1e9
     snap_every = SNAPSHOT_SECONDS
@@ -366,7 +366,7 @@ class ProcessRun(Run):
         ctx = context()
         parent, child = ctx.Pipe(duplex=True)
         proc = ctx.Process(target=_child_main, name=f"bsvm-fit-{self.id}", daemon=True,
-                           args=(child, self.estimator, self.X, self.y, steps, self.min_interval))
+                           args=(child, self.estimator, self.X, self.y, steps, self.min_interval, self._seq))
         try:
             proc.start()
         except Exception as exc:  # noqa: BLE001 - e.g. an estimator that cannot be pickled
@@ -429,7 +429,7 @@ class ProcessRun(Run):
             while not ended:
                 try:
                     msg = conn.recv()
-                except (EOFError, OSError):
+                except (EOFError, OSError, TypeError, ValueError):  # the pipe has ended or was closed
                     break
                 ended = self._handle(msg)
         finally:

@@ -44,11 +44,18 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright pac
 
 @pytest.fixture(scope="module")
 def server():
+    """The dashboard server; once the module's tests are done and the server is stopped, none of its
+    processes (the forkserver, a fit's child) may be left behind."""
+    psutil = pytest.importorskip("psutil")
+    left = []
     try:
-        with dashboard_server() as (url, _, _pid):
+        with dashboard_server() as (url, _, pid):
             yield url
+            left = psutil.Process(pid).children(recursive=True)
     except RuntimeError as err:
         pytest.fail(str(err))
+    gone, alive = psutil.wait_procs(left, timeout=10)
+    assert not alive, f"processes left behind by the stopped server: {[p.cmdline()[:3] for p in alive]}"
 
 
 @pytest.fixture(scope="module")
