@@ -198,7 +198,8 @@ with right:
         st.warning(warned, icon=":material/schedule:")
     status = run.status if run is not None else None
     can_resume = run is not None and run.can_resume and not stale
-    b = st.columns([1, 1, 1, 1, 1.4, 1], gap="small")  # "Continue" is the longest label: no "Con…" at 1280 px
+    # widths follow the labels ("Continue" is the longest), so none is cut short ("Con…") at 1280 px
+    b = st.columns([1, 1.05, 1, 1, 1.5, 1.05], gap="small")
     b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=busy or not fits,
                 on_click=on_start, help="Start a new run with the options on the left.")
     b[1].button("Pause", icon=":material/pause:", disabled=status != RUNNING, on_click=on_pause,
