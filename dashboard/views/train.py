@@ -201,18 +201,20 @@ with right:
     # widths follow the labels ("Continue" is the longest), so none is cut short ("Con…") at 1280 px
     b = st.columns([1, 1.05, 1, 1, 1.5, 1.05], gap="small")
     b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=busy or not fits,
-                on_click=on_start, help="Start a new run with the options on the left.")
+                on_click=on_start, width="stretch", help="Start a new run with the options on the left.")
     b[1].button("Pause", icon=":material/pause:", disabled=status != RUNNING, on_click=on_pause,
-                help="Pause after the current progress record; Continue or Step resume.")
+                width="stretch", help="Pause after the current progress record; Continue or Step resume.")
     b[2].button("Step", icon=":material/skip_next:", disabled=busy or not fits, on_click=on_step,
+                width="stretch",
                 help="Advance by one progress record, then pause (starts a run if there is none).")
     b[3].button("Stop", icon=":material/stop:", disabled=status not in (RUNNING, PAUSED), on_click=on_stop,
+                width="stretch",
                 help="Stop now; the model keeps the state it reached (usable on other pages), and "
                      "Continue can still resume it.")
     b[4].button("Continue", icon=":material/resume:", disabled=not can_resume or busy or status is None,
-                on_click=on_continue, help="Resume a paused or stopped run.")
+                on_click=on_continue, width="stretch", help="Resume a paused or stopped run.")
     b[5].button("Reset", icon=":material/restart_alt:", disabled=run is None, on_click=on_reset,
-                help="Forget the run and its model.")
+                width="stretch", help="Forget the run and its model.")
     st.toggle("Slow motion", key="slow_motion", on_change=on_slow,
               help="One progress record per redraw (about four a second), so a class can follow the run "
                    "step by step; off, the method runs at full speed while the page redraws.")
