@@ -198,7 +198,11 @@ with right:
         st.warning(warned, icon=":material/schedule:")
     status = run.status if run is not None else None
     can_resume = run is not None and run.can_resume and not stale
-    # widths follow the labels ("Continue" is the longest), so none is cut short ("Con…") at 1280 px
+    # widths follow the labels ("Continue" is the longest), so none is cut short ("Con…") at 1280 px; and
+    # a label Streamlit measures a pixel or two short ("Pause" became "Pa…") is drawn whole, not cut
+    st.html("<style>[data-testid='stButton'] [data-testid='stMarkdownContainer'],"
+            "[data-testid='stButton'] [data-testid='stMarkdownContainer'] p"
+            "{overflow: visible !important; text-overflow: clip !important;}</style>")
     b = st.columns([1, 1.05, 1, 1, 1.5, 1.05], gap="small")
     b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=busy or not fits,
                 on_click=on_start, width="stretch", help="Start a new run with the options on the left.")
