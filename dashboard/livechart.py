@@ -150,17 +150,33 @@ def preload() -> None:
         mount(key="bsvm_live_preload", data={"preload": True, "asset": asset_name()}, height=0)
 
 
+_SPECS: dict = {}
+
+
+def _spec(fig) -> str:
+    """The figure's JSON, made once per figure object: a live view passes the same figure again while
+    it has nothing newer (the map between two predictions), and serialising it is most of a redraw's
+    cost on the server."""
+    if not hasattr(fig, "to_json"):
+        return json.dumps(fig)
+    cached = _SPECS.get(id(fig))
+    if cached is not None and cached[0] is fig:
+        return cached[1]
+    fig.layout.template = _template()
+    spec = fig.to_json(validate=False)
+    if len(_SPECS) > 64:  # only the newest figures are passed again
+        _SPECS.clear()
+    _SPECS[id(fig)] = (fig, spec)
+    return spec
+
+
 def live_chart(fig, key: str) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``, updating the chart already shown with that key."""
     mount = _component()
     if mount is None:
         st.plotly_chart(fig, key=key)
         return
-    if hasattr(fig, "to_json"):
-        fig.layout.template = _template()
-        spec = fig.to_json(validate=False)
-    else:
-        spec = json.dumps(fig)
+    spec = _spec(fig)
     # The revision changes with the figure: the browser skips a figure it has already drawn in that
     # chart. The figure is always sent, because a chart remounted by a full rerun starts empty.
     last = st.session_state.get(f"_live:{key}")

@@ -254,17 +254,15 @@ with right:
         # While it runs: compute everything first, then emit the elements in one quick burst (an element
         # waiting for its new version while the page computes is shown faded, stale, by Streamlit).
         hist = list(r.history)  # a copy: the worker appends while we draw
-        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
-        objective = figures.objective_curve(hist)
-        if groups.get("hyper"):
-            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
-                                          feature_names=data.feature_names)
-        elif groups.get("sampler") or groups.get("other"):
-            names = groups.get("sampler") or groups.get("other")
-            stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
+        # the curves change only with new records: between two, the same figures are passed again (and
+        # livechart sends the JSON it made for them)
+        curves_key = (r.id, data.key, len(hist), hist[-1].iteration if hist else -1)
+        cached = st.session_state.get("_live_curves")
+        if cached is not None and cached[0] == curves_key:
+            objective, stats, traces = cached[1]
         else:
-            stats = figures.empty_figure(figures.no_stats_message(method.kind))
-        traces = figures.snapshot_traces(hist)
+            objective, stats, traces = live_curves(hist)
+            st.session_state["_live_curves"] = (curves_key, (objective, stats, traces))
         if data.n_features == 2:
             last = live_map(r, final=not moving)
             if last is None:
@@ -290,6 +288,20 @@ with right:
         if err := st.session_state.get("_live_map_box", {}).get("error"):
             st.error(f"Prediction failed: {err}")
         trace("fragment-drawn", status=status, records=r.records)
+
+    def live_curves(hist: list):
+        """The objective, the hyperparameter or sampler statistics, and the snapshot traces."""
+        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
+        objective = figures.objective_curve(hist)
+        if groups.get("hyper"):
+            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
+                                          feature_names=data.feature_names)
+        elif groups.get("sampler") or groups.get("other"):
+            names = groups.get("sampler") or groups.get("other")
+            stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
+        else:
+            stats = figures.empty_figure(figures.no_stats_message(method.kind))
+        return objective, stats, figures.snapshot_traces(hist)
 
     def live_map(r: Run, final: bool):
         """The probability map of the run's newest state. While the run goes on, a background thread
