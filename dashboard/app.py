@@ -44,7 +44,3 @@ try:
     page.run()
 finally:  # also when a page stops early (st.stop) or reruns
     state.sync_url()
-    # The Train page's fits run in processes forked from a forkserver that imports and warms up the
-    # estimators once: start it in the background, after the first page is drawn (its warm-up would
-    # otherwise delay that page by seconds), so the first Start click does not wait for it.
-    procrun.prewarm()

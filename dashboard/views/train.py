@@ -44,7 +44,10 @@ if method is None:
     st.stop()
 
 reg = state.registry()
-prewarm(0)  # the forkserver, now if not yet started: a Start click is likely
+# The fits run in processes forked from a forkserver that imports and warms up the estimators once per
+# server: start it when this page opens (a Start click is likely), not earlier: its seconds of imports
+# would slow the Data page a new user opens first.
+prewarm(0)
 note_slot = st.empty()  # filled once the method selectbox has taken the user's choice
 c = state.cfg()
 run: Run | None = reg.get(PAGE)
