@@ -108,11 +108,12 @@ def wait_plotly(pg, timeout: float = 60_000) -> None:
 def wait_status(pg, *words: str, timeout: float = 60_000) -> str:
     """Wait until the Train page's progress text starts with one of ``words``; returns the text."""
     pattern = "|".join(words)
-    pg.wait_for_function(
+    handle = pg.wait_for_function(  # returns the text it matched (read again later, it may be redrawn)
         f"""() => {{ const p = document.querySelector('{PROGRESS_SELECTOR}');
-                    return p && /^({pattern})/.test(p.innerText.trim()); }}""",
+                    const t = p ? p.innerText.trim() : '';
+                    return /^({pattern})/.test(t) ? t : false; }}""",
         timeout=timeout, polling=50)
-    return progress_text(pg)
+    return str(handle.json_value())
 
 
 def crawl(pg, url: str, methods, seed: int = 0, clicks: int = 6, shots=None, log=print) -> list[str]:
