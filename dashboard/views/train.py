@@ -241,7 +241,8 @@ with right:
         if busy and not (r.status == RUNNING or r.busy):
             # The run ended or paused since the page was drawn: show the new status at once, then
             # rerun the whole page (buttons, timer off) instead of building the figures twice.
-            st.progress(r.fraction, text=f"{r.status}: iteration {r.iteration}{total}")
+            st.progress(r.fraction, text=f"{r.status}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s - "
+                                         f"{r.wall:.1f} s")
             trace("fragment-saw-end", status=r.status)
             st.rerun(scope="app")
         if r.status == FAILED:
