@@ -1,17 +1,26 @@
 """Subgradient MCMC benchmark (issue 13): accuracy at defaults, speed beside NumPyro NUTS, parallel chains.
 
 ``python -m benchmarks subgradient [--tables accuracy,speed,parallel] [--sizes 1000x20,20000x20,100000x50]
-[--nuts-warmup 1000 --nuts-draws 1000] [--seed 0]``
+[--nuts-warmup 1000 --nuts-draws 1000] [--seed 0] [--nuts-cache FILE] [--ref-cache FILE] [--acc-seeds 0,1]
+[--data ripley,generated,linear] [--ref-draws 8000]``
 
 Table 1 (accuracy at defaults): on Ripley-like data (250 x 2), a 351 x 34 set (generated from the model:
 ionosphere's shape, which is not shipped) and 100k x 50 linear data, each subgradient sampler at its
-DEFAULT settings (n_samples="auto": run until R-hat <= 1.01 and ESS >= 400) against a long exact
-reference: GibbsSVM (4 chains x 4000 sweeps) for the two small sets, MH-corrected full-batch "hmc"
-(4 chains x 3000 transitions) at 100k x 50, whose R-hat is reported. Columns: max over parameters of
-|mean - ref mean| / ref sd and of the sd ratio (max(s/s_ref, s_ref/s)); targets 0.1 and 1.25.
+DEFAULT settings (``SubgradientHMC(sampler, random_state=s)``, n_samples="auto": run until R-hat <= 1.01
+and ESS >= 400) against a long exact reference: GibbsSVM (4 chains x ``--ref-draws`` = 8000 sweeps) for
+the two small sets, MH-corrected full-batch "hmc" (4 chains x ref-draws / 2 transitions) at 100k x 50;
+the reference's R-hat and minimum bulk ESS over parameters are reported (wanted: <= 1.01 and >= 2000, so
+its own MC error is ~0.02 sd). ``--ref-cache FILE`` keeps the references (means, sds, MC errors) in a
+JSON file, so the 100k x 50 one is computed once; ``--acc-seeds 0,1,2`` runs each sampler with several
+seeds and adds a row with their chains pooled (less Monte Carlo noise: what is left is mostly bias).
+Columns: max over parameters of |mean - ref mean| / ref sd (target 0.1), the same in units of the
+combined MC error (max|z|; noise alone gives ~2.5-3.5), the largest and smallest sd ratio (target: within
+[0.8, 1.25]), CPU s, and whether the run met its own stopping rule.
 Table 2 (speed): minimum bulk ESS over parameters per CPU second (whole fit: pilot, burn-in, sampling,
 convergence checks), one BLAS thread, beside NumPyro NUTS on the same posterior (../shared/PEERS.md:
-N(0, I) prior, hinge potential, 4 chains one after another, float64, JAX on CPU, compile time apart).
+N(0, I) prior, hinge potential, 4 chains one after another, float64, JAX on CPU, compile time apart:
+NumPyro's NUTS kernel compiled ahead of time once, see ``_nuts.py``). ``--nuts-cache FILE`` keeps the NUTS
+results in a JSON file across runs (development only: NUTS at 100k x 50 takes minutes).
 Table 3 (parallel chains): wall time of 4 chains with n_jobs=1 and n_jobs=2 (same draws), with the load
 average at the time (the machine is shared).
 """
@@ -19,9 +28,11 @@ average at the time (the machine is shared).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 import warnings
+from contextlib import contextmanager
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -31,6 +42,7 @@ from benchmarks._common import print_table
 from bsvm import diagnostics
 from bsvm.datasets import make_ripley
 from bsvm.subgradient import GibbsSVM, SubgradientHMC
+from bsvm.subgradient import samplers as S
 
 
 def model_data(n, d, seed=0, c=1.0, l=1.0):
@@ -40,6 +52,28 @@ def model_data(n, d, seed=0, c=1.0, l=1.0):
     f = X @ (2.0 * rng.normal(size=d) / np.sqrt(d)) + 0.3
     lp, lm = -c * np.maximum(0, l - f), -c * np.maximum(0, l + f)
     return X, (rng.uniform(size=n) < 1 / (1 + np.exp(lm - lp))).astype(int)
+
+
+@contextmanager
+def _gradient_counter():
+    """Counts the samplers' gradient evaluations (one per chain per call, full data or minibatch) while
+    the context is open, by wrapping ``samplers.Potential`` (the count costs nothing measurable)."""
+    count = [0]
+    call, update = S.Potential.__call__, S.Potential.update
+
+    def counted_call(self, rng, theta, cv=None):
+        count[0] += theta.shape[0]
+        return call(self, rng, theta, cv)
+
+    def counted_update(self, theta, prev):
+        count[0] += theta.shape[0]
+        return update(self, theta, prev)
+
+    S.Potential.__call__, S.Potential.update = counted_call, counted_update
+    try:
+        yield count
+    finally:
+        S.Potential.__call__, S.Potential.update = call, update
 
 
 def _fit(est, X, y):
@@ -62,80 +96,159 @@ def datasets(seed=0, big=(100_000, 50), small_only=False):
         yield f"linear {big[0]}x{big[1]}", *model_data(*big, seed + 2)
 
 
-def reference(X, y, seed, draws=4000):
-    """A long exact run: GibbsSVM for small n, MH-corrected hmc for large n (Gibbs sweeps cost n d^2)."""
+def reference(X, y, seed, draws=8000):
+    """A long exact run: GibbsSVM (``draws`` sweeps per chain) for small n, MH-corrected full-batch hmc
+    (``draws // 2`` transitions per chain; its draws are nearly independent) for large n, where a Gibbs
+    sweep costs n d^2. Returns a dict of what the accuracy table needs (means, sds, MC errors, R-hat, ESS,
+    CPU s), so it can be cached as JSON."""
     if X.shape[0] * X.shape[1] ** 2 <= 2e7:
-        est = GibbsSVM(n_samples=draws, n_burnin=200, random_state=seed + 100)
+        est = GibbsSVM(n_samples=draws, n_burnin=500, random_state=seed + 100)
         name = f"GibbsSVM 4x{draws}"
     else:
-        est = SubgradientHMC("hmc", n_samples=3 * draws // 4, random_state=seed + 100)
-        name = f"hmc (MH) 4x{3 * draws // 4}"
+        est = SubgradientHMC("hmc", n_samples=draws // 2, n_burnin=300, random_state=seed + 100)
+        name = f"hmc (MH) 4x{draws // 2}"
     est, cpu, _, _ = _fit(est, X, y)
-    return name, est.samples_, cpu
+    R = est.samples_
+    flat = R.reshape(-1, R.shape[-1])
+    return {"name": name, "mean": flat.mean(0).tolist(), "sd": flat.std(0).tolist(),
+            "mcse": np.asarray(diagnostics.mcse(R)).tolist(), "draws": int(R.shape[1]),
+            "max_rhat": float(np.max(diagnostics.rhat(R))), "min_ess": float(np.min(diagnostics.ess_bulk(R))),
+            "min_ess_tail": float(np.min(diagnostics.ess_tail(R))), "cpu_s": cpu}
 
 
-def accuracy_table(seed=0, big=(100_000, 50), samplers=("hmc", "sgld", "sgnht"), ref_draws=4000,
-                   small_only=False):
+def reference_key(name, X, seed, draws):
+    return f"{name}|{X.shape[0]}x{X.shape[1]}|seed={seed}|draws={draws}"
+
+
+def cached_reference(name, X, y, seed, draws, cache=None, wait=0.0):
+    """``reference`` read from / written to the JSON file ``cache`` (keyed by data set, shape, seed and
+    length), so the expensive 100k x 50 reference is computed once. ``wait``: seconds to wait for another
+    process to write the entry before computing it here."""
+    key = reference_key(name, X, seed, draws)
+    store = {}
+    deadline = time.perf_counter() + wait
+    while cache:
+        if os.path.exists(cache):
+            with open(cache) as fh:
+                store = json.load(fh)
+        if key in store or time.perf_counter() >= deadline:
+            break
+        time.sleep(10)
+    if key not in store:
+        store[key] = reference(X, y, seed, draws)
+        if cache:
+            with open(cache, "w") as fh:
+                json.dump(store, fh)
+    return store[key]
+
+
+def compare(D, ref):
+    """Accuracy of draws D (C, S, P) against a reference dict: max |mean - ref mean| / ref sd, the same
+    in units of the combined Monte Carlo error (|z| ~ 3.5 is noise's max over ~50 parameters), and the
+    largest and smallest sd ratio."""
+    m0, s0, e0 = (np.asarray(ref[k]) for k in ("mean", "sd", "mcse"))
+    f = D.reshape(-1, D.shape[-1])
+    dm = np.abs(f.mean(0) - m0)
+    ratio = f.std(0) / s0
+    mc = np.asarray(diagnostics.mcse(D))
+    return {"max|dm|/sd": float(np.max(dm / s0)), "max|z|": float(np.max(dm / np.sqrt(mc ** 2 + e0 ** 2))),
+            "rms MC/sd": float(np.sqrt(np.mean((mc / s0) ** 2))),
+            "sd ratio max": float(ratio.max()), "sd ratio min": float(ratio.min())}
+
+
+def accuracy_table(seed=0, big=(100_000, 50), samplers=("hmc", "sgld", "sgnht"), ref_draws=8000,
+                   small_only=False, ref_cache=None, seeds=None, data=None, ref_wait=0.0):
+    """``seeds``: the samplers' seeds (default: just ``seed``), each a row; the data and the reference
+    use ``seed``. ``data``: names of the sets to run (prefixes, e.g. ("ripley",)); default all. The
+    samplers run first, then the reference is read from ``ref_cache`` (waiting up to ``ref_wait`` s for
+    another process to write it) or computed."""
     rows = []
     for name, X, y in datasets(seed, big, small_only):
-        ref_name, R, ref_cpu = reference(X, y, seed, ref_draws)
-        flat = R.reshape(-1, R.shape[-1])
-        m0, s0 = flat.mean(0), flat.std(0)
-        rows.append({"data": name, "method": ref_name + " (reference)", "cpu_s": ref_cpu,
-                     "draws/chain": R.shape[1], "max_rhat": float(diagnostics.rhat(R).max()),
-                     "min_ess": float(diagnostics.ess_bulk(R).min()), "max|dm|/sd": 0.0, "max sd ratio": 1.0,
-                     "rms MC/sd": float(np.sqrt(np.mean((diagnostics.mcse(R) / s0) ** 2))),
-                     "converged": "-"})
+        if data and not any(name.startswith(d) for d in data):
+            continue
+        fits = {}
         for sampler in samplers:
-            est, cpu, _, warns = _fit(SubgradientHMC(sampler, random_state=seed), X, y)
-            D = est.samples_
-            f = D.reshape(-1, D.shape[-1])
-            ratio = f.std(0) / s0
-            rows.append({"data": name, "method": f"{sampler} (defaults)", "cpu_s": cpu,
-                         "draws/chain": D.shape[1],
-                         "max_rhat": float(diagnostics.rhat(D).max()),
-                         "min_ess": float(diagnostics.ess_bulk(D).min()),
-                         "max|dm|/sd": float(np.max(np.abs(f.mean(0) - m0) / s0)),
-                         "max sd ratio": float(np.max(np.maximum(ratio, 1.0 / ratio))),
-                         "rms MC/sd": float(np.sqrt(np.mean((diagnostics.mcse(D) / s0) ** 2))),
-                         "converged": str(est.converged_) + ("" if not warns else " (warned)")})
-    print(f"\nTable 1. Accuracy at default settings against a long exact reference (seed {seed}). Targets: "
-          "max|dm|/sd <= 0.1, max sd ratio <= 1.25.\n'rms MC/sd' = rms Monte Carlo error of the means in "
-          "reference sds (part of dm that is noise).")
+            for s in (seeds or (seed,)):
+                fits[sampler, s] = _fit(SubgradientHMC(sampler, random_state=s), X, y)
+        ref = cached_reference(name, X, y, seed, ref_draws, ref_cache, ref_wait)
+        ref_mc = np.asarray(ref["mcse"]) / np.asarray(ref["sd"])
+        rows.append({"data": name, "method": ref["name"] + " (reference)", "seed": seed + 100,
+                     "cpu_s": ref["cpu_s"], "draws/chain": ref["draws"], "max_rhat": ref["max_rhat"],
+                     "min_ess": ref["min_ess"], "max|dm|/sd": 0.0, "max|z|": 0.0,
+                     "rms MC/sd": float(np.sqrt(np.mean(ref_mc ** 2))),
+                     "sd ratio max": 1.0, "sd ratio min": 1.0, "converged": "-"})
+        for sampler in samplers:
+            runs = []
+            for s in (seeds or (seed,)):
+                est, cpu, _, warns = fits[sampler, s]
+                D = est.samples_
+                runs.append((D, cpu))
+                rows.append({"data": name, "method": f"{sampler} (defaults)", "seed": s, "cpu_s": cpu,
+                             "draws/chain": D.shape[1], "max_rhat": float(np.max(diagnostics.rhat(D))),
+                             "min_ess": float(np.min(diagnostics.ess_bulk(D))), **compare(D, ref),
+                             "converged": str(est.converged_) + ("" if not warns else " (warned)")})
+                print(rows[-1], flush=True)
+            if len(runs) > 1:
+                # every seed's chains side by side (same length: cut to the shortest), so the Monte Carlo
+                # error shrinks and what is left of |dm| is mostly the sampler's bias
+                k = min(D.shape[1] for D, _ in runs)
+                P = np.concatenate([D[:, D.shape[1] - k:] for D, _ in runs], axis=0)
+                rows.append({"data": name, "method": f"{sampler} (defaults, {len(runs)} seeds pooled)",
+                             "seed": "all", "cpu_s": float(np.mean([c for _, c in runs])), "draws/chain": k,
+                             "max_rhat": float(np.max(diagnostics.rhat(P))),
+                             "min_ess": float(np.min(diagnostics.ess_bulk(P))), **compare(P, ref),
+                             "converged": "-"})
+    print(f"\nTable 1. Accuracy at default settings against a long exact reference (data seed {seed}). "
+          "Targets: max|dm|/sd <= 0.1, sd ratios in [0.8, 1.25].\nmax|z| = max |dm| / combined Monte Carlo "
+          "error (noise alone gives ~2.5-3.5 over 3-51 parameters); 'rms MC/sd' = rms MC error of the means "
+          "in reference sds; reference: max_rhat / min bulk ESS over parameters.")
     print_table(rows, floatfmt="{:.3f}")
     return rows
 
 
+def _nuts_summary(r):
+    ess = diagnostics.ess_bulk(r["draws"])
+    return {"cpu_s": r["cpu_s"], "compile_s": r["compile_s"], "min_ess": float(ess.min()),
+            "max_rhat": float(diagnostics.rhat(r["draws"]).max()), "n_grad": r["n_grad"],
+            "draws/chain": int(r["draws"].shape[1])}
+
+
 def speed_table(sizes=((1000, 20), (20_000, 20), (100_000, 50)), nuts_warmup=1000, nuts_draws=1000, seed=0,
-                samplers=("hmc", "sgld", "sgnht", "gibbs")):
+                samplers=("hmc", "sgld", "sgnht", "gibbs"), nuts_cache=None):
+    """``nuts_cache``: a :class:`benchmarks._nuts.NutsCache` (JSON file of NUTS results, for development)."""
     rows = []
+    cache = nuts_cache or _nuts.NutsCache(None)
     for n, d in sizes:
         X, y = model_data(n, d, seed)
         base = None
         if nuts_draws > 0 and _nuts.available():
             with threadpool_limits(1):
-                r = _nuts.run_nuts(X, y, num_warmup=nuts_warmup, num_samples=nuts_draws, seed=seed)
-            ess = float(diagnostics.ess_bulk(r["draws"]).min())
-            base = ess / r["cpu_s"]
-            rows.append({"n x d": f"{n}x{d}", "method": f"NumPyro NUTS ({nuts_warmup}+{nuts_draws})",
-                         "cpu_s": r["cpu_s"], "compile_s": r["compile_s"], "draws/chain": nuts_draws,
-                         "min_ess": ess, "max_rhat": float(diagnostics.rhat(r["draws"]).max()),
+                r = cache.get(X, y, _nuts_summary, num_warmup=nuts_warmup, num_samples=nuts_draws, seed=seed)
+            base = r["min_ess"] / r["cpu_s"]
+            rows.append({"n x d": f"{n}x{d}", "method": f"NumPyro NUTS ({nuts_warmup}+{nuts_draws})"
+                         + (" [cached]" if r["cached"] else ""),
+                         "cpu_s": r["cpu_s"], "compile_s": r["compile_s"], "draws/chain": r["draws/chain"],
+                         "grads/chain": r["n_grad"] / 4, "min_ess": r["min_ess"], "max_rhat": r["max_rhat"],
                          "ess/cpu_s": base, "x NUTS": 1.0, "converged": "-"})
         elif nuts_draws > 0:
             print("(NumPyro/JAX not installed: NUTS rows skipped)")
         for sampler in samplers:
             est = (GibbsSVM(random_state=seed) if sampler == "gibbs"
                    else SubgradientHMC(sampler, random_state=seed))
-            est, cpu, _, warns = _fit(est, X, y)
+            with _gradient_counter() as grads:
+                est, cpu, _, warns = _fit(est, X, y)
             ess = float(diagnostics.ess_bulk(est.samples_).min())
+            grads = grads[0] if sampler != "gibbs" else None
             rows.append({"n x d": f"{n}x{d}", "method": f"{sampler} (defaults)", "cpu_s": cpu,
-                         "compile_s": 0.0,
-                         "draws/chain": est.samples_.shape[1], "min_ess": ess,
+                         "compile_s": 0.0, "draws/chain": est.samples_.shape[1],
+                         "grads/chain": float("nan") if grads is None else grads / est.samples_.shape[0],
+                         "min_ess": ess,
                          "max_rhat": float(diagnostics.rhat(est.samples_).max()), "ess/cpu_s": ess / cpu,
                          "x NUTS": (ess / cpu) / base if base else float("nan"),
                          "converged": str(est.converged_) + ("" if not warns else " (warned)")})
     print("\nTable 2. Minimum bulk ESS over parameters per CPU second (one thread), defaults vs NumPyro NUTS "
-          f"(compile time apart). Linear model data, seed {seed}.")
+          f"(compile time apart). Linear model data, seed {seed}. grads/chain: gradient evaluations per "
+          "chain (whole fit; sgld/sgnht: minibatch gradients).")
     print_table(rows, floatfmt="{:.2f}")
     return rows
 
@@ -169,23 +282,36 @@ def main(argv=None):
     ap.add_argument("--samplers", default="hmc,sgld,sgnht,gibbs")
     ap.add_argument("--nuts-warmup", type=int, default=1000)
     ap.add_argument("--nuts-draws", type=int, default=1000)
-    ap.add_argument("--ref-draws", type=int, default=4000, help="reference draws per chain (Gibbs; hmc: 3/4)")
+    ap.add_argument("--ref-draws", type=int, default=8000, help="reference draws per chain (Gibbs; hmc: 1/2)")
+    ap.add_argument("--ref-cache", default=None, help="JSON file caching the accuracy references")
+    ap.add_argument("--acc-seeds", default=None, help="comma-separated sampler seeds for the accuracy table")
+    ap.add_argument("--ref-wait", type=float, default=0.0,
+                    help="seconds to wait for another process to write the reference into --ref-cache")
+    ap.add_argument("--data", default=None, help="accuracy table: comma-separated data-set prefixes")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--nuts-cache", default=None,
+                    help="JSON file keeping NUTS results across runs (development: 100k x 50 takes minutes)")
     args = ap.parse_args(argv)
     tables = args.tables.split(",")
     print("(2-core machine shared with other jobs; speed is CPU seconds of this process, one BLAS thread)")
     big = None if args.big == "none" else tuple(int(v) for v in args.big.split("x"))
     samplers = tuple(args.samplers.split(","))
     if "accuracy" in tables:
-        accuracy_table(args.seed, big, tuple(s for s in samplers if s != "gibbs"), args.ref_draws)
+        seeds = None if args.acc_seeds is None else tuple(int(v) for v in args.acc_seeds.split(","))
+        accuracy_table(args.seed, big, tuple(s for s in samplers if s != "gibbs"), args.ref_draws,
+                       ref_cache=args.ref_cache, seeds=seeds,
+                       data=None if args.data is None else tuple(args.data.split(",")),
+                       ref_wait=args.ref_wait)
     if "speed" in tables:
         sizes = [tuple(int(v) for v in s.split("x")) for s in args.sizes.split(",")]
-        speed_table(sizes, args.nuts_warmup, args.nuts_draws, args.seed, samplers)
+        speed_table(sizes, args.nuts_warmup, args.nuts_draws, args.seed, samplers,
+                    _nuts.NutsCache(args.nuts_cache))
     if "parallel" in tables:
         parallel_table(seed=args.seed)
     return 0
 
 
 def smoke():
-    accuracy_table(big=None, samplers=("sgld",), ref_draws=300, small_only=True)
+    # hmc: a defaults sgld fit is ~10 CPU s even on 250 rows (its run to ESS 400 at the capped step)
+    accuracy_table(big=None, samplers=("hmc",), ref_draws=300, small_only=True, data=("ripley",))
     speed_table(((300, 3),), nuts_warmup=0, nuts_draws=0, samplers=("hmc",))  # NUTS: a compile alone is ~20 s

@@ -110,3 +110,37 @@ def test_skewed_wall_posterior_sgnht_agrees_with_gibbs():
     sd = G.std(0)
     assert np.all(np.abs(D.mean(0) - G.mean(0)) < 0.2 * sd), (D.mean(0), G.mean(0), sd)
     assert np.all(np.abs(D.std(0) / sd - 1) < 0.3), (D.std(0), sd)
+
+
+def test_default_sg_step_rule():
+    """The documented rule of SubgradientHMC._default_sg_step: the caps at no minibatch noise, smaller
+    steps as the noise V grows, SSGLD's unit-Gaussian variance inflation h^2 (V + 1) / 4 within 20%."""
+    rule = SubgradientHMC._default_sg_step
+    assert rule("sgld", 0.0) == 0.35 and rule("sgnht", 0.0) == 0.1
+    V = np.array([0.0, 1.0, 5.0, 30.0, 1e3, 1e6])
+    for name in ("sgld", "sgnht"):
+        h = np.array([rule(name, v) for v in V])
+        assert np.all(np.diff(h) <= 0) and h[-1] < 1e-2 and np.all(h > 0)
+    h = np.array([rule("sgld", v) for v in V])
+    assert np.all(h ** 2 * (V + 1) / 4 <= 0.2 + 1e-12)
+    np.testing.assert_allclose([rule("sgnht", v) for v in V[3:]], 2.0 / (V[3:] + 1))
+
+
+@pytest.mark.parametrize("name", ["sgld", "sgnht"])
+def test_full_batch_default_step_has_no_minibatch_noise(name, monkeypatch):
+    """With n <= the default batch (1000 rows) the engines use the exact full sum, so the step rule is
+    given no minibatch noise (V = 0) and the step is the cap; a real minibatch gives V > 0."""
+    seen = []
+    rule = SubgradientHMC._default_sg_step
+    monkeypatch.setattr(SubgradientHMC, "_default_sg_step",
+                        staticmethod(lambda s, V: seen.append(V) or rule(s, V)))
+    X, y = _paper_synthetic(n=300)
+    full = SubgradientHMC(name, n_samples=5, n_burnin=0, record_every=QUIET, random_state=0)
+    with pytest.warns(Warning):  # 5 draws: too few for the stopping rule, which says so
+        full.fit(X, y)
+    assert seen == [0.0] and np.all(full.step_size_ == rule(name, 0.0))
+    with pytest.warns(Warning):
+        SubgradientHMC(name, n_samples=5, n_burnin=0, batch_size=20, control_variates=False,
+                       record_every=QUIET, random_state=0).fit(X, y)
+    assert seen[1] > 0.1
+
