@@ -626,8 +626,14 @@ class SBSVM(BayesianClassifier):
         return self._latent(check_predict_data(self, X))
 
     def decision_function(self, X):
-        """Latent predictive mean m*; positive means ``classes_[1]``."""
-        return self.predict_latent(X)[0]
+        """Latent predictive mean m* (with ``predictive="calibrated"``, A m* + B of the fitted link, whose
+        sign is that of p(classes_[1]) - 1/2, so it agrees with ``predict``); positive means
+        ``classes_[1]``."""
+        mean = self.predict_latent(X)[0]
+        if self.predictive == "calibrated":
+            A, B = getattr(self, "link_", (1.0, 0.0))
+            return A * mean + B
+        return mean
 
     def _predict_proba(self, X):
         mean, var = self._latent(X)
