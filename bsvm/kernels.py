@@ -90,9 +90,10 @@ class RBF(Kernel):
     variance: float = 1.0
     param_names = ("lengthscale", "variance")
 
-    def __call__(self, X, Y=None):
+    def __call__(self, X, Y=None, sq=None):
+        """``sq``: sq_dist(X, Y) if the caller keeps it (fixed inputs, changing hyperparameters)."""
         Y = X if Y is None else Y
-        K = sq_dist(X, Y)
+        K = sq_dist(X, Y) if sq is None else sq.copy()
         K *= -0.5 / self.lengthscale**2
         np.exp(K, out=K)
         K *= self.variance
@@ -101,12 +102,14 @@ class RBF(Kernel):
     def diag(self, X):
         return np.full(X.shape[0], float(self.variance))
 
-    def grad_contract(self, X, Y, G, K=None):
+    def grad_contract(self, X, Y, G, K=None, sq=None):
         Y = X if Y is None else Y
         if K is None:
-            K = self(X, Y)
+            K = self(X, Y, sq=sq)
         GK = G * K
         d_var = GK.sum()
+        if sq is not None:  # dK/dlog l = K r^2 / l^2, with r^2 at hand
+            return np.array([np.sum(GK * sq) / self.lengthscale**2, d_var])
         # dK/dlog l = K * r^2 / l^2, and r^2 / l^2 = -2 log(K / s2): recovered from K instead of a second
         # pass over the distances. Where K underflows, K log K -> 0, so the floor changes nothing.
         d_len = -2.0 * np.sum(GK * np.log(np.maximum(K / self.variance, 1e-300)))
@@ -199,17 +202,28 @@ class SumKernel(Kernel):
         k = self.left.theta.size
         return SumKernel(self.left.with_theta(theta[:k]), self.right.with_theta(theta[k:]))
 
-    def __call__(self, X, Y=None):
-        return self.left(X, Y) + self.right(X, Y)
+    def __call__(self, X, Y=None, **kw):
+        # keyword options (an RBF's precomputed ``sq``) go to the left kernel only
+        K = self.left(X, Y, **kw)
+        if type(self.right) is Constant:
+            K += self.right.value
+            return K
+        return K + self.right(X, Y)
 
     def diag(self, X):
         return self.left.diag(X) + self.right.diag(X)
 
-    def grad_contract(self, X, Y, G, K=None):
+    def grad_contract(self, X, Y, G, K=None, **kw):
         # Given the sum's K, the left part is K minus the right part (cheap when the right part is a
         # Constant, the usual bias term), so the left kernel is not evaluated again.
-        KL = None if K is None else K - self.right(X, Y)
-        return np.concatenate([self.left.grad_contract(X, Y, G, K=KL), self.right.grad_contract(X, Y, G)])
+        if K is None:
+            KL = None
+        elif type(self.right) is Constant:
+            KL = K - self.right.value
+        else:
+            KL = K - self.right(X, Y)
+        return np.concatenate([self.left.grad_contract(X, Y, G, K=KL, **kw),
+                               self.right.grad_contract(X, Y, G)])
 
     def grad_diag_contract(self, X, g):
         return np.concatenate([self.left.grad_diag_contract(X, g), self.right.grad_diag_contract(X, g)])
@@ -217,6 +231,14 @@ class SumKernel(Kernel):
     def describe(self):
         return {**{f"k1.{k}": v for k, v in self.left.describe().items()},
                 **{f"k2.{k}": v for k, v in self.right.describe().items()}}
+
+
+def accepts_sq_dist(kernel: Kernel) -> bool:
+    """Whether ``kernel(X, Y, sq=...)`` and ``grad_contract(..., sq=...)`` take precomputed squared
+    distances: an RBF, alone or plus a Constant."""
+    if isinstance(kernel, SumKernel):
+        return isinstance(kernel.left, RBF) and type(kernel.right) is Constant
+    return type(kernel) is RBF
 
 
 def make_kernel(spec, n_features: int, lengthscale: float | None = None, variance: float = 1.0) -> Kernel:

@@ -74,7 +74,8 @@ def elbo(y, phi, t, post: Posterior, scale: float = 1.0, alpha=None) -> float:
 
 
 def hyper_gradient(geom: Geometry, X, y, phi, Knm, t, post: Posterior, scale: float = 1.0,
-                   marg: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+                   marg: tuple[np.ndarray, np.ndarray] | None = None,
+                   C: np.ndarray | None = None, sq: np.ndarray | None = None) -> np.ndarray:
     """d ELBO / d log-hyperparameters with q(u) = N(mu, Z) held fixed in the *unwhitened* coordinates
     (the paper's sec. 4.3 / appendix A.3; its printed gradient is garbled, this is derived afresh) and
     alpha at its optimum (so, by the envelope theorem, alpha's dependence on h drops out).
@@ -88,7 +89,9 @@ def hyper_gradient(geom: Geometry, X, y, phi, Knm, t, post: Posterior, scale: fl
     In whitened terms (Kmm = L L^T, mu = L m, Z = L S L^T) G_nm = H L^-1 and G_mm = L^-T J L^-1 with
         H = r m^T + 2 diag(g) phi (S - I),
         J = -(phi^T r) m^T - (C S + S C) + C + (S + m m^T - I) / 2, C = phi^T diag(g) phi.
-    ``marg`` = (a, c), the marginals of phi under ``post``, if the caller has them.
+    ``marg`` = (a, c), the marginals of phi under ``post``, and ``C``, if the caller has them (the
+    natural-gradient step's P_hat = I + s phi^T diag(B^-1/2) phi gives C = -(P_hat - I) / 2), and ``sq``,
+    the squared distances behind Knm, for kernels that take them.
     """
     a, c = marginals(phi, post) if marg is None else marg
     B = b_terms(y, a, c, t)
@@ -103,12 +106,14 @@ def hyper_gradient(geom: Geometry, X, y, phi, Knm, t, post: Posterior, scale: fl
     S_minus_I = S - np.eye(p)
     # G_nm = H L^-1 = r (L^-T m)^T + 2 diag(g) phi ((S - I) L^-1): one n x m x m product instead of two.
     G_nm = np.outer(r, Linv.T @ m) + 2.0 * (gphi @ (S_minus_I @ Linv))
-    C = phi.T @ gphi
+    if C is None:
+        C = phi.T @ gphi
     CS = C @ S
     J = -np.outer(phi.T @ r, m) - (CS + CS.T) + C + 0.5 * (S_minus_I + np.outer(m, m))
     G_mm = Linv.T @ J @ Linv
     kern, Z = geom.kernel, geom.inducing
-    return (kern.grad_contract(X, Z, G_nm, K=Knm) + kern.grad_contract(Z, Z, 0.5 * (G_mm + G_mm.T))
+    extra = {} if sq is None else {"sq": sq}
+    return (kern.grad_contract(X, Z, G_nm, K=Knm, **extra) + kern.grad_contract(Z, Z, 0.5 * (G_mm + G_mm.T))
             + kern.grad_diag_contract(X, g))
 
 

@@ -72,12 +72,14 @@ def with_bias(X: np.ndarray) -> np.ndarray:
     return np.hstack([X, np.ones((X.shape[0], 1))])
 
 
-def features(geom: Geometry, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def features(geom: Geometry, X: np.ndarray, sq: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Whitened features phi (n, m), residual variances t (n,), and the raw cross-kernel K(X, Z_ind)
-    (sparse only; reused by the hyperparameter gradient)."""
+    (sparse only; reused by the hyperparameter gradient). ``sq``: the squared distances from X to the
+    inducing inputs, for kernels that take them (``kernels.accepts_sq_dist``)."""
     if geom.kind == "linear":
         return with_bias(X) * geom.prior_std, np.zeros(X.shape[0]), None
-    Knm = geom.kernel(X, geom.inducing)
+    Knm = geom.kernel(X, geom.inducing) if sq is None else geom.kernel(X, geom.inducing, sq=sq)
     phi = Knm @ geom.Linv.T
     t = geom.kernel.diag(X) - np.einsum("ij,ij->i", phi, phi)
     np.maximum(t, 0.0, out=t)
