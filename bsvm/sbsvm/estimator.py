@@ -627,8 +627,13 @@ class SBSVM(BayesianClassifier):
         return self._latent(check_predict_data(self, X))
 
     def decision_function(self, X):
-        """Latent predictive mean m*; positive means ``classes_[1]``."""
-        return self.predict_latent(X)[0]
+        """Positive means ``classes_[1]``, consistent with ``predict``: the latent predictive mean m*, or
+        with ``predictive="calibrated"`` the link's argument (A m* + B) / sqrt(1 + A^2 v*)."""
+        mean, var = self.predict_latent(X)
+        if self.predictive != "calibrated":
+            return mean
+        A, B = getattr(self, "link_", (1.0, 0.0))
+        return (A * mean + B) / np.sqrt(1.0 + A * A * var)
 
     def _predict_proba(self, X):
         mean, var = self._latent(X)
