@@ -628,10 +628,10 @@ class SBSVM(BayesianClassifier):
 
     def decision_function(self, X):
         """Positive means ``classes_[1]``, consistent with ``predict``: the latent predictive mean m*, or
-        with ``predictive="calibrated"`` the link's argument (A m* + B) / sqrt(1 + A^2 v*)."""
+        with ``predictive="calibrated"`` (kernel variants) the link argument (A m* + B) / sqrt(1 + A^2 v*)."""
         mean, var = self.predict_latent(X)
-        if self.predictive != "calibrated":
-            return mean
+        if self.predictive != "calibrated" or self.geometry_.kind != "sparse":
+            return mean  # (the linear variant has no link: its probit is the plain one)
         A, B = getattr(self, "link_", (1.0, 0.0))
         return (A * mean + B) / np.sqrt(1.0 + A * A * var)
 
