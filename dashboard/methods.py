@@ -179,8 +179,9 @@ METHODS: dict[str, Method] = {m.key: m for m in [
             Option("variant", "Variant", "select", "svi", "svi: inducing points and minibatches (large n); "
                    "batch: every training point is an inducing point (n <= 4000); linear: a linear SVM.",
                    ("svi", "batch", "linear")),
-            Option("kernel", "Kernel", "select", "rbf", "rbf: one length scale; ard: one per feature; "
-                   "linear: a straight boundary.", ("rbf", "ard", "linear")),
+            Option("kernel", "Kernel", "select", "auto", "auto: rbf, and ard if it predicts left-out rows "
+                   "better; rbf: one length scale; ard: one per feature; linear: a straight boundary.",
+                   ("auto", "rbf", "ard", "linear")),
             Option("n_inducing", "Inducing points", "int", 100, "How many points summarise the data (k-means "
                    "centres). More is more accurate and slower; 20-100 is typical.", min=2, max=1000),
             Option("batch_size", "Minibatch size", "int", 256, "Rows per stochastic step; at least n means "
@@ -192,9 +193,10 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    ("auto", "robbins_monro", "adaptive")),
             Option("optimize_hyperparameters", "Tune kernel hyperparameters", "bool", True,
                    "Climb the ELBO in the kernel's length scale(s) and variance every few steps."),
-            Option("predictive", "Predictive", "select", "probit", "probit: Phi(m / sqrt(1 + v)); hinge: "
-                   "the normalised hinge likelihood averaged over q(f). The Calibration page shows which "
-                   "is better calibrated.", ("probit", "hinge")),
+            Option("predictive", "Predictive", "select", "calibrated", "calibrated: Phi(A f + B) with A, B "
+                   "fitted to left-out rows; probit: Phi(m / sqrt(1 + v)); hinge: the normalised hinge "
+                   "likelihood averaged over q(f). The Calibration page shows which is better calibrated.",
+                   ("calibrated", "probit", "hinge")),
             Option("progress_every", "Steps per record", "int", 10, "Steps between progress records (points "
                    "on the live curves).", min=1, max=1000),
             Option("tol", "Tolerance", "float", 1e-5, "Stop when the last few ELBO evaluations improve on "

@@ -626,14 +626,13 @@ class SBSVM(BayesianClassifier):
         return self._latent(check_predict_data(self, X))
 
     def decision_function(self, X):
-        """Latent predictive mean m* (with ``predictive="calibrated"``, A m* + B of the fitted link, whose
-        sign is that of p(classes_[1]) - 1/2, so it agrees with ``predict``); positive means
-        ``classes_[1]``."""
-        mean = self.predict_latent(X)[0]
-        if self.predictive == "calibrated":
-            A, B = getattr(self, "link_", (1.0, 0.0))
-            return A * mean + B
-        return mean
+        """Positive means ``classes_[1]``, consistent with ``predict``: the latent predictive mean m*, or
+        with ``predictive="calibrated"`` (kernel variants) the link argument (A m* + B) / sqrt(1 + A^2 v*)."""
+        mean, var = self.predict_latent(X)
+        if self.predictive != "calibrated" or self.geometry_.kind != "sparse":
+            return mean  # (the linear variant has no link: its probit is the plain one)
+        A, B = getattr(self, "link_", (1.0, 0.0))
+        return (A * mean + B) / np.sqrt(1.0 + A * A * var)
 
     def _predict_proba(self, X):
         mean, var = self._latent(X)
