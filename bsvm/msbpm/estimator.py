@@ -163,7 +163,7 @@ class _DrawStore:
 class MSBPM(BayesianClassifier):
     """Multi-class soft-margin Bayes point machine, sampled by exact line moves over a chain population.
 
-    Model (sec. 3): f_c(x) = sum_i beta_{c,i} k(x_i, x) + bias_scale * beta_{c,0} for classes
+    Model (sec. 3): f_c(x) = sum_i beta_{c,i} k(x_i, x) + bias_scale_ * beta_{c,0} for classes
     c = 1..K-1 (``classes_[c]``), f_0 = 0 for the anchor ``classes_[0]``; prediction argmax_c f_c;
     Dirichlet-multinomial likelihood of the confusion counts (eq. 4) with alpha_cc = 1 + N / nu; isotropic
     normal prior N(0, prior_scale^2 I) (eq. 5). Sampler: :mod:`bsvm.msbpm.engine`.
@@ -197,7 +197,26 @@ class MSBPM(BayesianClassifier):
         tried), not from the paper, which has no nugget; 0 gives the noise-free feature-space prior.
     prior_scale : sigma of the prior. The likelihood is scale invariant, so it only scales beta.
     bias_scale : the bias feature's value, i.e. the prior sd of the bias relative to the weights
-        (1 = the paper's isotropic prior).
+        (1 = the paper's isotropic prior). "auto" (default): with ``prior="rkhs"``, 0.1 times the kernel's
+        sd about its mean over the training inputs, sqrt(mean_i k(x_i, x_i) - mean_ij k(x_i, x_j)) (the
+        scale the nugget uses too, so the rule is free of the kernel's units); with
+        ``prior="coefficients"``, 1. The value used is ``bias_scale_``. Why small (issue 13): on 20-40
+        rows in up to 60 dimensions the Gram matrix is nearly the identity plus a constant (Splice, gamma
+        "scale": off-diagonal 0.15 +- 0.06), so the latent values at new inputs carry little of the data
+        (their spread over held-out rows was ~0.2) while a unit-sd bias absorbed the training sample's class
+        imbalance (posterior mean -0.6): every held-out row went to the training majority (Splice, Heart,
+        blobs60 repeats of the Table 1 protocol). A plain SVC does the same on those repeats; Platt's
+        cross-validated sigmoid moves its threshold back. The kernel width is not the cause: gamma / 10,
+        gamma / 3 and 3 gamma collapsed on the same repeat. With the centred kernel (``center_kernel``) and
+        bias 0.1 the posterior still learns the class balance from the data, as the bias prior's weight
+        falls with N (N bias^2 against the per-point variance), and the 10 % repeats no longer collapse;
+        0.1 was chosen over 0.3 and 1 on the small-data table of ``python -m benchmarks msbpm`` (0.3
+        still collapsed one BreastCancer repeat).
+    center_kernel : with ``prior="rkhs"``, centre the kernel on the training inputs
+        (:class:`bsvm.msbpm.centering.CenteredKernel`, k(x, x') - m(x) - m(x') + mean, m(x) = mean_j
+        k(x, x_j)), default True. The constant part of an uncentred kernel (for a wide RBF, or any isotropic
+        kernel in many dimensions, most of k) is a second bias outside ``bias_scale``'s control: a small
+        bias prior alone did not stop the collapse described under ``bias_scale``, the two together did.
     rank_tol : the sampler works in the principal subspace of the training features phi (N x (N+1)):
         a unit direction v whose squared singular value is below ``rank_tol * trace(phi phi^T)`` moves the
         training scores by ||phi v|| <= sqrt(rank_tol) ||phi||_F, so there the posterior is taken to be the
@@ -266,7 +285,8 @@ class MSBPM(BayesianClassifier):
         "always the majority class" and leave it very slowly.
     predictor : "vote" (class with the most votes of the sampled configurations) or "bayes_point"
         (argmax of the mean configuration). ``predict_proba`` always gives the vote fractions (sec. 5.2),
-        with ``prior="rkhs"`` averaged over each configuration's free part at x (see ``prior``).
+        with ``prior="rkhs"`` averaged over each configuration's free part at x (see ``prior``; with more
+        than two classes that part is symmetric over all classes, anchor included: ``_draw_votes``).
     record_every : sweeps between progress records.
     random_state : seed; the same seed gives the same samples.
 
@@ -278,9 +298,11 @@ class MSBPM(BayesianClassifier):
     log_posterior_, log_likelihood_, train_error_ : (n_chains, n_draws) traces of the kept draws (eq. 4
         plus the log prior of the sampled coordinates, up to a constant; eq. 4; training error of the
         configuration's classifier, without the nugget draws).
-    X_fit_ : training inputs (the kernel centres); kernel_ : the kernel (``Linear(bias=0)`` for "linear").
+    X_fit_ : training inputs (the kernel centres); kernel_ : the kernel (``Linear(bias=0)`` for "linear"),
+        wrapped in :class:`~bsvm.msbpm.centering.CenteredKernel` when ``center_kernel`` applies.
     basis_ : (N+1, r) orthonormal basis of the sampled subspace, or None (``rank_tol=0`` or ``prior="rkhs"``,
         where ``rank_tol`` stops the pivoted Cholesky factorisation of K instead).
+    bias_scale_ : the bias feature's value used (see ``bias_scale``).
     coef_map_ : (N, r) mapping the sampled rkhs coordinates to kernel weights (nonzero on the r pivot rows;
         None for "coefficients"); nugget_ : the absolute nugget used (0 for "coefficients").
     converged_ : whether the stopping rule was met. convergence_ : the last check
