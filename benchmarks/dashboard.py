@@ -10,7 +10,11 @@ driven by Playwright with Debian's /usr/bin/chromium (flags in benchmarks/_brows
    the Train page shows "done", against the wall time of ``fit()`` on the same rows and settings in this
    process (measured just before, while the browser is idle). Target: at most 1.3x. A fit of a few tens
    of milliseconds cannot meet a ratio: one click's round trip and one redraw period (0.2 s) are
-   already more, so the absolute overhead is printed too.
+   already more, so the absolute overhead is printed too. ``child_s`` is the compute time the page
+   shows at the end (the fit's own clock in its child process): ``child_s`` well above ``fit_s`` means
+   the fit was slowed by sharing the CPU with the drawing (server and browser), the rest of
+   ``overhead_s`` is the dashboard's own (click, start, noticing the end, drawing the final state).
+   A second table does the same on ``--n`` uploaded Ripley rows, where fits last longer.
 2. **Redraws per second with 2,000 points**: a Ripley CSV with 2,000 training rows is uploaded on the
    Data page, S-BSVM runs without end on the Train page, and the browser counts how often the live
    charts were redrawn (``Plotly.react`` calls, one per new figure) and how often a chart was blank
@@ -20,7 +24,11 @@ driven by Playwright with Debian's /usr/bin/chromium (flags in benchmarks/_brows
 4. ``--crawl``: every page x every method with the run controls clicked at random (seeded) moments,
    counting exception texts (should be 0).
 
-The machine's load average is printed with each table: the measurements are wall-clock times.
+The machine's load average is printed with each table: the measurements are wall-clock times. On a
+shared machine, start the benchmark in its own session with a raised group priority, e.g.
+``setsid sh -c 'echo -15 > /proc/self/autogroup; exec python -m benchmarks dashboard'`` (root): with
+``kernel.sched_autogroup_enabled=1`` other sessions' nice values do not lower their share, and the
+benchmark passes its priority on to the browser it starts (chromium opens a session of its own).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from ._browser import (
     go,
     live_revisions,
     progress_text,
+    share_priority,
     wait_plotly,
     wait_status,
 )
@@ -94,12 +103,34 @@ def _rss_mb(pid: int) -> float:
 
 
 def _browser(p):
-    return p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    share_priority()  # the browser starts its own session: give it this benchmark's CPU priority
+    return browser
 
 
-def watched_runs(url: str, methods, p, log=print) -> list[dict]:
-    """Table 1: Start-click to finished on the Train page against fit()."""
-    data = ripley_split()
+def upload_split(csv: Path):
+    """The Data page's default split of an uploaded CSV (label guessed, 30% test, standardised, seed 0)."""
+    from bsvm.data import load_csv
+
+    _, prepare, _, _ = _dashboard()
+    return prepare(load_csv(csv), None, True, 0.3, 0, truth=None, key="bench-upload")
+
+
+def _upload(pg, url: str, csv: Path, query: str) -> None:
+    """Open a session from a link (``query``), upload ``csv`` on the Data page, open the Train page."""
+    pg.goto(f"{url}/?{query}")
+    pg.locator('[data-testid="stSelectbox"]').first.click()
+    pg.get_by_role("option", name="Upload a CSV...").click()
+    pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
+    pg.get_by_text("Uploaded:").wait_for()
+    pg.locator('[data-testid="stMetric"]', has_text="training rows").wait_for()
+    go(pg, "Train")
+
+
+def watched_runs(url: str, methods, p, log=print, csv: Path | None = None) -> list[dict]:
+    """Table 1: Start-click to finished on the Train page against fit(); on the Ripley sample, or on
+    ``csv`` uploaded on the Data page."""
+    data = ripley_split() if csv is None else upload_split(csv)
     rows = []
     browser = _browser(p)
     try:
@@ -107,7 +138,10 @@ def watched_runs(url: str, methods, p, log=print) -> list[dict]:
             fit_s, fit_cpu = fit_wall(key, data)  # just before: same machine state
             pg = browser.new_page(viewport={"width": 1280, "height": 720})
             pg.set_default_timeout(120_000)
-            pg.goto(f"{url}/train?sample=ripley.csv&method={key}")
+            if csv is None:
+                pg.goto(f"{url}/train?sample=ripley.csv&method={key}")
+            else:
+                _upload(pg, url, csv, f"method={key}")
             pg.locator("h1", has_text="Train").wait_for()
             wait_plotly(pg)
             start = button(pg, "Start")
@@ -117,7 +151,11 @@ def watched_runs(url: str, methods, p, log=print) -> list[dict]:
             text = wait_status(pg, "done", "failed", timeout=600_000)
             watched = time.perf_counter() - t0
             errors = exception_texts(pg)
-            rows.append({"method": key, "fit_s": fit_s, "fit_cpu_s": fit_cpu, "watched_s": watched,
+            import re
+
+            m = re.search(r"- ([0-9.]+) s$", text.strip())  # the child's own compute time, as shown
+            rows.append({"method": key, "rows": len(data.y_train), "fit_s": fit_s, "fit_cpu_s": fit_cpu,
+                         "child_s": float(m.group(1)) if m else float("nan"), "watched_s": watched,
                          "ratio": watched / fit_s, "overhead_s": watched - fit_s,
                          "status": text.split(":")[0], "exceptions": len(errors)})
             log(f"  {key}: fit {fit_s:.2f} s, watched {watched:.2f} s ({text[:70]!r})")
@@ -146,13 +184,7 @@ def live_soak(url: str, pid: int, p, n_train: int = 2000, seconds: float = 10.0,
         pg = browser.new_page(viewport={"width": 1920, "height": 1080})
         pg.set_default_timeout(120_000)
         # a session opened from a link: S-BSVM with a run that does not stop by itself
-        pg.goto(f"{url}/?method=sbsvm&o.max_iter=1000000&o.tol=0&o.patience=1000000000")
-        pg.locator('[data-testid="stSelectbox"]').first.click()
-        pg.get_by_role("option", name="Upload a CSV...").click()
-        pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
-        pg.get_by_text("Uploaded:").wait_for()
-        pg.locator('[data-testid="stMetric"]', has_text="training rows").wait_for()
-        go(pg, "Train")
+        _upload(pg, url, csv, "method=sbsvm&o.max_iter=1000000&o.tol=0&o.patience=1000000000")
         wait_plotly(pg)
         button(pg, "Start").click()
         wait_status(pg, "running")
@@ -227,7 +259,11 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=2000, help="training points for the redraw/memory run")
     ap.add_argument("--crawl", action="store_true", help="also crawl every page x method (random clicks)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the crawl's clicks")
-    ap.add_argument("--skip", default="", help="comma-separated parts to skip: startup,watched,live")
+    ap.add_argument("--long-methods", default="sbsvm,subgradient_hmc,gibbs,msbpm",
+                    help="methods for the second watched table, on --n uploaded Ripley rows (where a fit "
+                         "lasts long enough for a ratio to mean something)")
+    ap.add_argument("--skip", default="",
+                    help="comma-separated parts to skip: startup,watched,long,live")
     args = ap.parse_args(argv)
     try:
         from playwright.sync_api import sync_playwright
@@ -248,6 +284,17 @@ def main(argv=None) -> int:
             print(f"\nStart-click to finished on the Train page vs fit(), dashboard defaults, Ripley sample "
                   f"({_load()} at start)")
             rows = watched_runs(url, methods, p)
+            print_table(rows, floatfmt="{:.2f}")
+            print(f"({_load()} at end) target ratio <= 1.3: met by "
+                  f"{sum(r['ratio'] <= 1.3 for r in rows)} of {len(rows)}")
+        if "long" not in skip and args.long_methods:
+            csv = _ripley_csv(args.n)
+            try:
+                print(f"\nStart-click to finished vs fit(), library defaults, {args.n} uploaded Ripley "
+                      f"training rows ({_load()} at start)")
+                rows = watched_runs(url, [m for m in args.long_methods.split(",") if m], p, csv=csv)
+            finally:
+                csv.unlink(missing_ok=True)
             print_table(rows, floatfmt="{:.2f}")
             print(f"({_load()} at end) target ratio <= 1.3: met by "
                   f"{sum(r['ratio'] <= 1.3 for r in rows)} of {len(rows)}")

@@ -13,12 +13,13 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only das
 
 import streamlit as st  # noqa: E402
 
-from dashboard import livechart, state, ui  # noqa: E402
+from dashboard import livechart, procrun, state, ui  # noqa: E402
 
-# The fits run in worker threads (dashboard/runner.py) and do many small NumPy calls, each releasing and
-# re-taking the GIL; while a page redraws (pure Python), every re-take waited up to the default 5 ms
-# switch interval. 0.5 ms cut a watched S-BSVM run's time by about a third on a loaded machine.
+# Jobs run in worker threads (dashboard/runner.py; the Train page's fits run in child processes,
+# dashboard/procrun.py) and do many small NumPy calls, each releasing and re-taking the GIL; while a page
+# redraws (pure Python), every re-take waited up to the default 5 ms switch interval.
 sys.setswitchinterval(0.0005)
+procrun.yield_to_fits()  # this script run's thread: a fit's child process goes first
 st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
 state.init()
 

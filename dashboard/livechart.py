@@ -38,32 +38,45 @@ function loadPlotly(url) {
   return loading[url];
 }
 // One draw per animation frame, over all live charts, each drawing only its newest figure: when figures
-// arrive faster than the browser can draw them, the older ones are skipped instead of queueing up, and
-// the page (buttons, progress text) stays responsive between draws.
+// arrive faster than the browser can draw them, the older ones are skipped instead of queueing up. A
+// chart rests for REST x its last draw's time before it is drawn again, and after each draw the page
+// gets about half that time to itself: a costly chart (the map: a heatmap, contours and the points)
+// then redraws less often than the cheap curves, and Streamlit's own work (messages, the fragment's
+// timer, the progress text) is never stuck behind a queue of Plotly draws on a busy machine.
+const REST = 2.0;
 const live = window.__bsvmLive = window.__bsvmLive || {dirty: new Set(), scheduled: false, ms: []};
-function schedule() {
+function schedule(delay) {
   if (live.scheduled || !live.dirty.size) return;
   live.scheduled = true;
-  requestAnimationFrame(() => setTimeout(drawOne, 0));
+  setTimeout(() => requestAnimationFrame(() => setTimeout(drawOne, 0)), Math.max(0, delay || 0));
 }
 function drawOne() {
   live.scheduled = false;
-  const div = live.dirty.values().next().value;
-  if (!div) return;
+  const now = performance.now();
+  let div = null, wait = Infinity;
+  for (const d of live.dirty) {  // the chart that has rested longest past its own rest time
+    if (!d.isConnected || !d._bsvmPending) { live.dirty.delete(d); continue; }
+    const due = (d._bsvmReady || 0) - now;
+    if (due <= 0 && (div === null || (d._bsvmReady || 0) < (div._bsvmReady || 0))) div = d;
+    else if (due > 0) wait = Math.min(wait, due);
+  }
+  if (div === null) { if (wait < Infinity) schedule(wait); return; }
   live.dirty.delete(div);
   const job = div._bsvmPending;
   div._bsvmPending = null;
-  if (!job || !div.isConnected) { schedule(); return; }
   const fig = JSON.parse(job.spec);
   const layout = fig.layout || {};
   layout.autosize = true;
   delete layout.width;
   const t0 = performance.now();
   window.Plotly.react(div, fig.data || [], layout, {displaylogo: false, responsive: true}).then(() => {
-    live.ms.push(performance.now() - t0);  // browser-side cost of a redraw, read by the benchmark
+    const ms = performance.now() - t0;
+    live.ms.push(ms);  // browser-side cost of a redraw, read by the benchmark
     if (live.ms.length > 1000) live.ms.splice(0, 500);
     div.dataset.drawn = String(job.rev);
-  }).finally(schedule);
+    div._bsvmReady = performance.now() + REST * ms;
+    live.pause = ms / 2;
+  }).catch(() => {}).finally(() => schedule(live.pause || 0));
 }
 export default function (component) {
   const { data, parentElement } = component;
@@ -84,7 +97,7 @@ export default function (component) {
   if (div.dataset.drawn === String(data.rev)) return;  // this figure is already shown here
   div.dataset.revision = String(data.rev);
   div._bsvmPending = {spec: data.fig, rev: data.rev};
-  loadPlotly(url).then(() => { live.dirty.add(div); schedule(); })
+  loadPlotly(url).then(() => { live.dirty.add(div); schedule(0); })
     .catch((err) => { div.textContent = String(err); });
 }
 """
@@ -137,17 +150,33 @@ def preload() -> None:
         mount(key="bsvm_live_preload", data={"preload": True, "asset": asset_name()}, height=0)
 
 
+_SPECS: dict = {}
+
+
+def _spec(fig) -> str:
+    """The figure's JSON, made once per figure object: a live view passes the same figure again while
+    it has nothing newer (the map between two predictions), and serialising it is most of a redraw's
+    cost on the server."""
+    if not hasattr(fig, "to_json"):
+        return json.dumps(fig)
+    cached = _SPECS.get(id(fig))
+    if cached is not None and cached[0] is fig:
+        return cached[1]
+    fig.layout.template = _template()
+    spec = fig.to_json(validate=False)
+    if len(_SPECS) > 64:  # only the newest figures are passed again
+        _SPECS.clear()
+    _SPECS[id(fig)] = (fig, spec)
+    return spec
+
+
 def live_chart(fig, key: str) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``, updating the chart already shown with that key."""
     mount = _component()
     if mount is None:
         st.plotly_chart(fig, key=key)
         return
-    if hasattr(fig, "to_json"):
-        fig.layout.template = _template()
-        spec = fig.to_json(validate=False)
-    else:
-        spec = json.dumps(fig)
+    spec = _spec(fig)
     # The revision changes with the figure: the browser skips a figure it has already drawn in that
     # chart. The figure is always sent, because a chart remounted by a full rerun starts empty.
     last = st.session_state.get(f"_live:{key}")

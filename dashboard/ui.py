@@ -174,16 +174,7 @@ def import_problems(load: bool = False) -> None:
                    icon=":material/error:")
 
 
-@st.cache_resource(max_entries=4, show_spinner=False)
-def _fitted(data_key: str, method_key: str, options_key: str, seed: int, _data: Prepared, _method: Method,
-            _options: dict):
-    """A model fitted to the end on the training rows, kept per (data, method, options, seed)."""
-    import warnings
-
-    est = _method.make(dict(_options), seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the page reports the fit, not the library's warnings
-        return est.fit(_data.X_train, _data.y_train)
+PLAYGROUND_JOB = "playground_refit"
 
 
 def playground_refit(data: Prepared) -> None:
@@ -199,9 +190,20 @@ def playground_refit(data: Prepared) -> None:
         return
     opts = dict(state.method_options(method.key))
     seed = int(state.cfg()["seed"])
-    with st.spinner(f"Fitting {method.label}..."):
-        model = safe(_fitted, data.key, method.key, repr(sorted(opts.items())), seed, data, method, opts,
-                     what=f"Fitting {method.label}")
+    # The refit is a registry job (progress, Cancel; cancelled when the user leaves the page or edits
+    # the points again), never a fit inside this script run.
+    from .runner import Job, fit_in_job
+
+    key = f"{data.key}|{method.key}|{sorted(opts.items())!r}|{seed}"
+    job = state.registry().get(PLAYGROUND_JOB)
+    if job is None or job.meta.get("key") != key:
+        est = safe(method.make, opts, seed, what=f"Setting up {method.label}")
+        if est is None:
+            return
+        state.start_job(PLAYGROUND_JOB, Job(fit_in_job, est, data.X_train, data.y_train, method.cap(opts),
+                                            method.label, label=f"Fitting {method.label}", page="data",
+                                            meta={"key": key, "data_key": data.key}))
+    model = state.job_view(PLAYGROUND_JOB, key)
     if model is not None:
         from .playground import click_grid
 

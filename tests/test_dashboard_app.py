@@ -1,9 +1,11 @@
 """The dashboard through Streamlit's AppTest: every page loads, samples load, runs and errors behave.
 
-Fits run in background threads (dashboard/runner.py), so a test waits on the run's own state, never on
-a fixed number of script reruns.
+The Train page's fits run in child processes (dashboard/procrun.py), other work in background threads
+(dashboard/runner.py), so a test waits on the run's own state, never on a fixed number of script reruns.
 """
 
+import gc
+import os
 import sys
 import threading
 import time
@@ -18,9 +20,11 @@ sys.path.insert(0, str(ROOT))
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from bsvm.base import Progress  # noqa: E402
+from bsvm.datasets import make_ripley  # noqa: E402
 from bsvm.metrics import classification_report  # noqa: E402
 from bsvm.samples import SAMPLES  # noqa: E402
 from dashboard.methods import METHODS  # noqa: E402
+from dashboard.procrun import ProcessRun  # noqa: E402
 from dashboard.runner import Job, Registry, Run  # noqa: E402
 
 APP = str(ROOT / "dashboard" / "app.py")
@@ -472,3 +476,83 @@ def test_a_big_upload_is_parsed_by_a_background_job():
     _ok(at)
     assert int({m.label: m.value for m in at.metric}["features"]) == 2
     assert not _workers()
+
+
+def _gone(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_train_run_computes_in_a_child_process_that_never_outlives_its_run():
+    """Stop keeps the child (idle, holding the generator for Continue); Reset, the session's end and a
+    server that goes away all end it: no child is ever left behind."""
+    psutil = pytest.importorskip("psutil")
+    pytest.importorskip("bsvm.sbsvm")
+    at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "1000000", "o.tol": "0",
+                                                       "o.patience": "1000000"})
+    run = _start_and_run(at, records=2)
+    assert isinstance(run, ProcessRun) and run.pid not in (None, os.getpid())
+    child = psutil.Process(run.pid)
+    _button(at, "Stop").click().run()
+    assert run.join(0.5) and run.status == "stopped"
+    assert not _gone(child.pid)  # kept for Continue ...
+    assert child.cpu_percent(interval=0.3) < 20  # ... idle
+    _button(at, "Reset").click().run()
+    _ok(at)
+    _until(lambda: _gone(child.pid), 3)
+
+    X, y = make_ripley(80, random_state=0)
+    from bsvm import SBSVM
+
+    reg = Registry()  # a session's registry: its finaliser cancels what still runs
+    r = reg.put("fit", ProcessRun(SBSVM(max_iter=10**6, tol=0.0, patience=10**9, random_state=0), X, y))
+    _until(lambda: r.records >= 1, 30)
+    pid = r.pid
+    del reg
+    gc.collect()
+    _until(lambda: _gone(pid), 3)
+    assert r.status == "cancelled"
+
+    r = ProcessRun(SBSVM(max_iter=10**6, tol=0.0, patience=10**9, random_state=0), X, y)
+    r.start()
+    _until(lambda: r.records >= 1, 30)
+    r._conn.close()  # the server's end of the pipe goes away (as when the server dies)
+    _until(lambda: _gone(r.pid), 3)
+    _until(lambda: r.status == "failed", 5)
+    assert "ended unexpectedly" in r.error and not r.busy
+
+
+def test_a_process_run_steps_pauses_and_hands_back_a_model_that_predicts():
+    pytest.importorskip("bsvm.sbsvm")
+    from bsvm import SBSVM
+
+    X, y = make_ripley(80, random_state=0)
+    r = ProcessRun(SBSVM(random_state=0), X, y)
+    r.step(2, wait=30)
+    assert r.join(30)
+    assert r.status == "paused" and not r.busy and r.records == 2 and r.fitted
+    assert r.model.predict_proba(X[:3]).shape == (3, 2)
+    r.resume()
+    assert r.wait(60) and r.status == "done" and r.join(5)
+    ref = SBSVM(random_state=0).fit(X, y)  # the same seed gives the same fit in the child
+    np.testing.assert_allclose(r.estimator.predict_proba(X), ref.predict_proba(X), rtol=1e-6, atol=1e-9)
+    assert len(r.history) == len(ref.history_) and r.estimator.history_ is r.history
+    bad = ProcessRun(SBSVM(tau=-1.0), X, y)
+    bad.start()
+    assert bad.join(30) and bad.status == "failed" and "tau" in bad.error
+
+
+def test_the_playground_refit_is_a_registry_job_and_draws_its_map():
+    at = _app()
+    at.selectbox(key="w:cfg:sample").set_value("playground").run()
+    _ok(at)
+    job = at.session_state["_registry"].get("playground_refit")
+    assert job is not None and job.page == "data"
+    _until(lambda: job.status in ("done", "failed"), 60)
+    assert job.status == "done", job.error
+    _until(lambda: "pg_map" in [getattr(c, "key", None) for c in at.get("plotly_chart")], 30, at=at)
+    _ok(at)

@@ -3,14 +3,17 @@ standardisation and the split."""
 
 import hashlib
 
-import numpy as np
 import streamlit as st
 
-from bsvm.data import guess_label, numeric_columns, read_csv_table
-from bsvm.samples import SAMPLES, sample_path
-from dashboard import figures, playground, state, ui
-from dashboard.analysis import pca2
-from dashboard.runner import Job
+st.title("Data")  # first, before the heavier imports: a new session sees the page at once
+
+import numpy as np  # noqa: E402
+
+from bsvm.data import guess_label, numeric_columns, read_csv_table  # noqa: E402
+from bsvm.samples import SAMPLES, sample_path  # noqa: E402
+from dashboard import figures, playground, state, ui  # noqa: E402
+from dashboard.analysis import pca2  # noqa: E402
+from dashboard.runner import Job  # noqa: E402
 
 #: uploads above this size are parsed in a background job (smaller ones take well under a second)
 BIG_UPLOAD = 2 * 2**20
@@ -22,7 +25,6 @@ def _parse_job(token, raw: bytes):
     return read_csv_table(raw, notes), notes
 
 
-st.title("Data")
 st.markdown("Pick a data set to explore. The **samples** marked *true p(y|x) known* were generated from a "
             "known model, so the Calibration page can show how far each method's probabilities are from "
             "the truth. The **playground** generates 2-D points with the noise you choose; click on it to "

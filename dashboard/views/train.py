@@ -5,6 +5,7 @@ flags through callbacks and return at once, and a fragment redraws the newest pr
 ``REDRAW_SECONDS``, updating its charts in place (dashboard/livechart.py).
 """
 
+import threading
 import time
 
 import streamlit as st
@@ -12,6 +13,7 @@ import streamlit as st
 from dashboard import figures, state, ui
 from dashboard.livechart import live_chart
 from dashboard.methods import SEED_HELP
+from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
 from dashboard.runner import (
     DONE,
     FAILED,
@@ -21,12 +23,17 @@ from dashboard.runner import (
     RUNNING,
     STOPPED,
     Run,
+    trace,
 )
 
 PAGE = "train"
 #: the live map waits this many times its own computing time before it is recomputed
 MAP_SHARE = 5.0
+#: training points drawn on the live map (a fixed random subset beyond): each is an SVG element that the
+#: browser redraws with every new map
+LIVE_POINTS = 400
 
+trace("script-start")
 st.title("Train")
 data = state.require_data()
 if data is None:
@@ -37,6 +44,10 @@ if method is None:
     st.stop()
 
 reg = state.registry()
+# The fits run in processes forked from a forkserver that imports and warms up the estimators once per
+# server: start it when this page opens (a Start click is likely), not earlier: its seconds of imports
+# would slow the Data page a new user opens first.
+prewarm(0)
 note_slot = st.empty()  # filled once the method selectbox has taken the user's choice
 c = state.cfg()
 run: Run | None = reg.get(PAGE)
@@ -113,8 +124,9 @@ def _new_run() -> Run | None:
         st.session_state["train_msg"] = f"Setting up {method.label} failed: {exc}"
         return None
     meta = {"method": method.key, "label": method.label, "options": dict(opts), "data_key": data.key}
-    r = Run(est, data.X_train, data.y_train, max_iter=method.cap(opts), label=method.label, page=PAGE,
-            meta=meta)
+    # the fit runs in a child process (dashboard/procrun.py): the page's redraws cannot slow it down
+    r = ProcessRun(est, data.X_train, data.y_train, max_iter=method.cap(opts), label=method.label,
+                   page=PAGE, meta=meta)
     r.min_interval = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
     st.session_state["run"], st.session_state["run_meta"] = r, meta  # what the other pages read
     return r
@@ -122,6 +134,7 @@ def _new_run() -> Run | None:
 
 @_safe
 def on_start():
+    trace("on_start")
     r = _new_run()
     if r is not None:
         reg.put(PAGE, r)
@@ -166,7 +179,11 @@ def on_reset():
 @_safe
 def on_slow():
     if (r := reg.get(PAGE)) is not None:
-        r.min_interval = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
+        seconds = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
+        if hasattr(r, "set_interval"):
+            r.set_interval(seconds)
+        else:
+            r.min_interval = seconds
 
 
 with right:
@@ -184,54 +201,74 @@ with right:
         st.warning(warned, icon=":material/schedule:")
     status = run.status if run is not None else None
     can_resume = run is not None and run.can_resume and not stale
-    b = st.columns(6)
+    # widths follow the labels ("Continue" is the longest), so none is cut short ("Con…") at 1280 px; and
+    # a label Streamlit measures a pixel or two short ("Pause" became "Pa…") is drawn whole, not cut
+    st.html("<style>[data-testid='stButton'] [data-testid='stMarkdownContainer'],"
+            "[data-testid='stButton'] [data-testid='stMarkdownContainer'] p"
+            "{overflow: visible !important; text-overflow: clip !important;}</style>")
+    b = st.columns([1, 1.05, 1, 1, 1.5, 1.05], gap="small")
     b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=busy or not fits,
-                on_click=on_start, help="Start a new run with the options on the left.")
+                on_click=on_start, width="stretch", help="Start a new run with the options on the left.")
     b[1].button("Pause", icon=":material/pause:", disabled=status != RUNNING, on_click=on_pause,
-                help="Pause after the current progress record; Continue or Step resume.")
+                width="stretch", help="Pause after the current progress record; Continue or Step resume.")
     b[2].button("Step", icon=":material/skip_next:", disabled=busy or not fits, on_click=on_step,
+                width="stretch",
                 help="Advance by one progress record, then pause (starts a run if there is none).")
     b[3].button("Stop", icon=":material/stop:", disabled=status not in (RUNNING, PAUSED), on_click=on_stop,
+                width="stretch",
                 help="Stop now; the model keeps the state it reached (usable on other pages), and "
                      "Continue can still resume it.")
     b[4].button("Continue", icon=":material/resume:", disabled=not can_resume or busy or status is None,
-                on_click=on_continue, help="Resume a paused or stopped run.")
+                on_click=on_continue, width="stretch", help="Resume a paused or stopped run.")
     b[5].button("Reset", icon=":material/restart_alt:", disabled=run is None, on_click=on_reset,
-                help="Forget the run and its model.")
+                width="stretch", help="Forget the run and its model.")
     st.toggle("Slow motion", key="slow_motion", on_change=on_slow,
               help="One progress record per redraw (about four a second), so a class can follow the run "
                    "step by step; off, the method runs at full speed while the page redraws.")
 
     @st.fragment(run_every=REDRAW_SECONDS if busy else None)
     def live_view():
+        yield_to_fits()  # a fragment rerun has its own thread
         r: Run | None = reg.get(PAGE)
+        trace("fragment", status=r.status if r else None, busy=busy)
         if r is None:
             st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
             return
         if r.meta.get("data_key") != data.key:
             st.warning("This run was made for other data (the data changed since it started): press "
                        "**Start** for a new run on the current data.")
+        total = f" / {r.max_iter}" if r.max_iter else ""
+        if busy and not (r.status == RUNNING or r.busy):
+            # The run ended or paused since the page was drawn: show the new status at once, then
+            # rerun the whole page (buttons, timer off) instead of building the figures twice.
+            st.progress(r.fraction, text=f"{r.status}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s - "
+                                         f"{r.wall:.1f} s")
+            trace("fragment-saw-end", status=r.status)
+            st.rerun(scope="app")
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
             st.info(f"Stopped because {r.note}. **Continue** resumes it.", icon=":material/stop_circle:")
-        # Compute everything first, then emit the elements in one quick burst: an element still waiting
-        # for its new version while the page computes is shown faded (stale) by Streamlit.
         status, iteration, fraction, rate, wall = r.status, r.iteration, r.fraction, r.rate, r.wall
+        shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
+        text = f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s"
+        moving = status == RUNNING or r.busy
+        if not moving:  # a finished run: its status first, then the final figures (computed once)
+            st.progress(fraction, text=text)
+        # While it runs: compute everything first, then emit the elements in one quick burst (an element
+        # waiting for its new version while the page computes is shown faded, stale, by Streamlit).
         hist = list(r.history)  # a copy: the worker appends while we draw
-        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
-        objective = figures.objective_curve(hist)
-        if groups.get("hyper"):
-            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
-                                          feature_names=data.feature_names)
-        elif groups.get("sampler") or groups.get("other"):
-            names = groups.get("sampler") or groups.get("other")
-            stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
+        # the curves change only with new records: between two, the same figures are passed again (and
+        # livechart sends the JSON it made for them)
+        curves_key = (r.id, data.key, len(hist), hist[-1].iteration if hist else -1)
+        cached = st.session_state.get("_live_curves")
+        if cached is not None and cached[0] == curves_key:
+            objective, stats, traces = cached[1]
         else:
-            stats = figures.empty_figure(figures.no_stats_message(method.kind))
-        traces = figures.snapshot_traces(hist)
+            objective, stats, traces = live_curves(hist)
+            st.session_state["_live_curves"] = (curves_key, (objective, stats, traces))
         if data.n_features == 2:
-            last = live_map(r)
+            last = live_map(r, final=not moving)
             if last is None:
                 last = figures.empty_figure("The map appears with the first progress record.")
         else:  # with many inputs, which of them the kernel uses is the live view
@@ -240,10 +277,8 @@ with right:
                 last = figures.empty_figure("The live probability map needs exactly two features: choose "
                                             "two on the Data page (or use the Calibration page's "
                                             "two-feature option).")
-
-        total = f" / {r.max_iter}" if r.max_iter else ""
-        shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
-        st.progress(fraction, text=f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s")
+        if moving:
+            st.progress(fraction, text=text)
         g1, g2 = st.columns(2)
         with g1:
             live_chart(objective, key="live_objective")
@@ -254,25 +289,60 @@ with right:
             live_chart(traces, key="live_traces")
         with g4:
             live_chart(last, key="live_map" if data.n_features == 2 else "live_ard")
-        if busy and not (r.status == RUNNING or r.busy):
-            st.rerun(scope="app")  # the run ended or paused: redraw the buttons, stop the timer
+        if err := st.session_state.get("_live_map_box", {}).get("error"):
+            st.error(f"Prediction failed: {err}")
+        trace("fragment-drawn", status=status, records=r.records)
 
-    def live_map(r: Run):
-        """The probability map of the run's newest state: recomputed only after a new record, and no
-        sooner than MAP_SHARE x its own cost after the last one, so that predicting on the grid (costly
-        for samplers: every draw votes) takes at most a fifth of the CPU from the fit it shows."""
-        cached = st.session_state.get("_live_map")
-        now = time.perf_counter()
-        if cached is not None and cached[0][:2] == (r.id, data.key):
-            if cached[0][2] == r.records:
-                return cached[1]
-            if r.status == RUNNING and now - cached[2] < MAP_SHARE * cached[3]:
-                return cached[1]
-        if not r.fitted:
-            return None
-        fig = ui.proba_map(r.model, data, "Live map", n=MAP_GRID)
-        cost = time.perf_counter() - now
-        st.session_state["_live_map"] = ((r.id, data.key, r.records), fig, now, cost)
+    def live_curves(hist: list):
+        """The objective, the hyperparameter or sampler statistics, and the snapshot traces."""
+        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
+        objective = figures.objective_curve(hist)
+        if groups.get("hyper"):
+            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
+                                          feature_names=data.feature_names)
+        elif groups.get("sampler") or groups.get("other"):
+            names = groups.get("sampler") or groups.get("other")
+            stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
+        else:
+            stats = figures.empty_figure(figures.no_stats_message(method.kind))
+        return objective, stats, figures.snapshot_traces(hist)
+
+    def live_map(r: Run, final: bool):
+        """The probability map of the run's newest state. While the run goes on, a background thread
+        predicts on the grid (the redraws never wait for it: they show the newest finished map), no
+        sooner than MAP_SHARE x its own cost after the last one, so that predicting (costly for
+        samplers: every draw votes) takes at most a sixth of a CPU. A finished run's map is computed
+        here, once."""
+        key = (r.id, data.key)
+        box = st.session_state.get("_live_map_box")
+        if box is None or box.get("key") != key:
+            box = st.session_state["_live_map_box"] = {"key": key}  # a plain dict: the thread writes it
+        fig = box.get("fig")
+        if not r.fitted or box.get("records") == r.records:
+            return fig
+        grid, truth = ui.map_grid(data, MAP_GRID)
+        model, records = r.model, r.records
+
+        def work():
+            yield_to_fits()
+            t0 = time.perf_counter()
+            try:
+                new = figures.model_map(model, data, grid, "Live map", truth=truth, max_points=LIVE_POINTS)
+                error = ""
+            except Exception as exc:  # noqa: BLE001 - shown under the charts, never as a traceback
+                error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+                new = None
+            t1 = time.perf_counter()
+            box.update(fig=new if new is not None else box.get("fig"), records=records, error=error,
+                       cost=t1 - t0, end=t1, busy=False)
+
+        if final:
+            work()
+            return box.get("fig")
+        rested = time.perf_counter() - box.get("end", -1e9) >= MAP_SHARE * box.get("cost", 0)
+        if not box.get("busy") and rested:
+            box["busy"] = True
+            threading.Thread(target=work, name="bsvm-map", daemon=True).start()
         return fig
 
     live_view()
