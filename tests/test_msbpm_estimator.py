@@ -1,8 +1,11 @@
 """MSBPM as an estimator: iris accuracy, reproducibility, early stopping, outputs, bad input."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 
 from bsvm.datasets import make_ripley
@@ -115,3 +118,31 @@ def test_discarded_directions_are_drawn_from_the_prior():
     n = z.size
     assert abs(z.mean()) < 4 * 2.0 / np.sqrt(n)
     assert abs(z.var() / 4.0 - 1) < 4 * np.sqrt(2.0 / n)
+
+
+def _imbalanced_60d(seed=0, d=60, a=1.0):
+    """30 training rows in 60 dimensions, 20 of class 0 and 10 of class 1, the classes shifted by +-a
+    along a 5-coordinate direction (Bayes accuracy Phi(1) = 84 %); 200 balanced test rows."""
+    rng = np.random.default_rng(seed)
+    u = np.zeros(d)
+    u[:5] = 1 / np.sqrt(5)
+    y = np.r_[np.zeros(20, int), np.ones(10, int)]
+    X = rng.normal(size=(30, d)) + np.outer(2 * y - 1, a * u)
+    yt = np.arange(200) % 2
+    Xt = rng.normal(size=(200, d)) + np.outer(2 * yt - 1, a * u)
+    return X, y, Xt, yt
+
+
+def test_small_high_dimensional_imbalanced_data_does_not_collapse_to_the_majority():
+    """Issue 13: at 20-40 rows in 60 dimensions the RBF Gram matrix is nearly I plus a constant, so the
+    latent values at new inputs carry little of the data; with the kernel's constant part and a unit bias
+    prior, the bias soaked up the training imbalance and every test row went to the majority class. The
+    defaults (centred kernel, bias prior 0.1 of the kernel's sd) predict both classes."""
+    X, y, Xt, yt = _imbalanced_60d()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        new = MSBPM(random_state=0).fit(X, y).predict(Xt)
+        old = MSBPM(random_state=0, center_kernel=False, bias_scale=1.0).fit(X, y).predict(Xt)
+    assert old.mean() < 0.05  # the old default: (almost) every test row to class 0
+    assert 0.15 <= new.mean() <= 0.85, new.mean()
+    assert np.mean(new == yt) >= 0.6

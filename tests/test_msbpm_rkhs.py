@@ -13,10 +13,10 @@ from bsvm.msbpm.likelihood import confusion_counts, log_likelihood
 FAST = dict(n_chains=16, burn_in=30, n_samples=10, thin=2, record_every=10)
 
 
-def _fitted(nugget, rank_tol=1e-10, n=60):
+def _fitted(nugget, rank_tol=1e-10, n=60, **kw):
     X, y = make_ripley(n, random_state=5)
     return X, y, MSBPM(prior="rkhs", nugget=nugget, rank_tol=rank_tol, gamma=2.0, bias_scale=0.7,
-                       random_state=0, **FAST).fit(X, y)
+                       random_state=0, **FAST, **kw).fit(X, y)
 
 
 @pytest.mark.parametrize("nugget", [0.0, 0.3])
@@ -71,8 +71,16 @@ def test_rkhs_mean_at_training_points_reproduces_the_sampled_latent_values():
     np.testing.assert_allclose(Ft, F, atol=1e-6)
     # and the free part of f there is (nearly) nothing
     assert m.conditional_sd(X).max() < 1e-3
-    # far from the data the prior variance comes back: k(x, x) = 1
-    np.testing.assert_allclose(m.conditional_sd(np.array([[50.0, 50.0]])), 1.0, atol=1e-9)
+    # far from the data the centred kernel's prior variance comes back: k_c(x, x) - k_c(x, X) K_c^+ k_c(X, x)
+    # with k(x, .) = 0 there, by the pseudo-inverse of the centred Gram matrix (rank N - 1)
+    far = np.array([[50.0, 50.0]])
+    kc = m.kernel_(far, X)
+    expect = m.kernel_.diag(far) - kc @ np.linalg.pinv(m.kernel_(X), rcond=1e-10) @ kc.T
+    # (the pivoted Cholesky and pinv truncate K_c's near-null space, eigenvalues ~1e-10 here, differently)
+    np.testing.assert_allclose(m.conditional_sd(far) ** 2, expect.ravel(), atol=5e-3)
+    # without centring it is k(x, x) = 1
+    _, _, raw = _fitted(0.0, center_kernel=False)
+    np.testing.assert_allclose(raw.conditional_sd(far), 1.0, atol=1e-9)
 
 
 def test_nugget_is_a_fresh_draw_at_every_input():
@@ -98,8 +106,8 @@ def test_multiclass_vote_fractions_match_monte_carlo():
     s[..., 0] = 0.0
     sd = np.array([0.3, 1.0, 2.5, 0.0])
     p = _vote_fractions(s, sd)
-    e = rng.standard_normal((100_000, 1, 1, 3))
-    e[..., 0] = 0.0
+    # the free part is symmetric over the classes, anchor included: each class N(0, sd^2 / 2)
+    e = rng.standard_normal((100_000, 1, 1, 3)) / np.sqrt(2.0)
     votes = np.argmax(s[None] + sd[None, :, None, None] * e, axis=-1)
     mc = (votes[..., None] == np.arange(3)).mean(axis=(0, 2))
     np.testing.assert_allclose(p, mc, atol=5e-3)
