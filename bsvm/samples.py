@@ -47,10 +47,7 @@ def sample_path(file: str) -> Path:
     if file not in SAMPLES:
         raise ValueError(f"Unknown sample {file!r}; the samples are {sorted(SAMPLES)}.")
     # the wheel installs the package as files (not zipped), so the resource is a real path
-    try:
-        return Path(str(resources.files("bsvm.sample_data") / file))
-    except ModuleNotFoundError:  # a checkout whose editable install maps the package elsewhere
-        return Path(__file__).resolve().parents[1] / "sample_data" / file
+    return Path(str(resources.files("bsvm.sample_data") / file))
 
 
 def load_sample(file: str) -> LoadedCSV:
