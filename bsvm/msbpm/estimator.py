@@ -24,6 +24,7 @@ from ..params import (
     positive,
     positive_int,
 )
+from ..quadrature import gauss_hermite
 from ..subgradient.samplers import dual_averaging_init, dual_averaging_update
 from . import engine, hmc
 from .centering import CenteredKernel
@@ -36,8 +37,7 @@ def _rng(random_state) -> np.random.Generator:
 
 
 # probabilists' Gauss-Hermite rule: E[g(Z)], Z ~ N(0, 1), as sum_q w_q g(x_q)
-_GH_NODES, _GH_W = np.polynomial.hermite_e.hermegauss(40)
-_GH_WEIGHTS = _GH_W / np.sqrt(2.0 * np.pi)
+_GH_NODES, _GH_WEIGHTS = gauss_hermite(40)
 
 
 def _draw_votes(scores, sd):
