@@ -80,7 +80,24 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class Run:
+class _Worker:
+    """What Run and Job share: a status and the worker thread that advances it."""
+
+    status: str
+    _thread: threading.Thread | None
+
+    @property
+    def busy(self) -> bool:
+        """A worker thread is alive (computing a record, or about to stop after it)."""
+        t = self._thread
+        return t is not None and t.is_alive()
+
+    @property
+    def active(self) -> bool:
+        return self.status not in FINISHED
+
+
+class Run(_Worker):
     """One fit: ``estimator.fit_iter(X, y)`` consumed by a worker thread.
 
     Controls (each returns at once; safe to call from any thread, in any state):
@@ -157,16 +174,6 @@ class Run:
         if not self.max_iter:
             return 0.0
         return min(1.0, self.iteration / self.max_iter)
-
-    @property
-    def busy(self) -> bool:
-        """A worker thread is alive (computing a record, or about to stop after it)."""
-        t = self._thread
-        return t is not None and t.is_alive()
-
-    @property
-    def active(self) -> bool:
-        return self.status not in FINISHED
 
     @property
     def can_resume(self) -> bool:
@@ -337,7 +344,7 @@ def _child(conn, fn, args):  # runs in the child process of a process job
         conn.close()
 
 
-class Job:
+class Job(_Worker):
     """Any long piece of work: ``fn(token, *args)`` in a thread (or ``fn(*args)`` in a child process when
     ``process=True``: for one uninterruptible call, which Cancel then terminates)."""
 
@@ -371,15 +378,6 @@ class Job:
         if self.started_at is None:
             return 0.0
         return (self.finished_at or time.perf_counter()) - self.started_at
-
-    @property
-    def busy(self) -> bool:
-        t = self._thread
-        return t is not None and t.is_alive()
-
-    @property
-    def active(self) -> bool:
-        return self.status not in FINISHED
 
     def start(self) -> Job:
         if self.status == IDLE:

@@ -17,6 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _apptest import _app, _ok  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from bsvm.base import Progress  # noqa: E402
@@ -27,19 +28,8 @@ from dashboard.methods import METHODS  # noqa: E402
 from dashboard.procrun import ProcessRun  # noqa: E402
 from dashboard.runner import Job, Registry, Run  # noqa: E402
 
-APP = str(ROOT / "dashboard" / "app.py")
 PAGES = [f"views/{p}.py" for p in ("data", "train", "calibration", "diagnostics", "compare")]
 
-
-def _app(**query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in query.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def _button(at: AppTest, label: str):

@@ -20,25 +20,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _apptest import _app, _ok  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from bsvm.datasets import ripley_proba  # noqa: E402
 from bsvm.metrics import classification_report  # noqa: E402
 from dashboard import methods as M  # noqa: E402
 from dashboard.runner import Run  # noqa: E402
-
-APP = str(ROOT / "dashboard" / "app.py")
-
-
-def _app(**query) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=60)
-    for k, v in query.items():
-        at.query_params[k] = v
-    return at.run()
-
-
-def _ok(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def _until(cond, at: AppTest, timeout: float = 90.0) -> None:

@@ -431,7 +431,8 @@ _RUN_DOC = """
 """
 
 
-# The posterior and run-length entries both samplers of this module share (bsvm/params.py tables)
+# The posterior, run-length, feature-map and recording entries both samplers of this module share
+# (bsvm/params.py tables)
 _RUN_CONSTRAINTS = {
         "c": [non_negative()],
         "l": [Interval(Real, None, None, closed="neither")],
@@ -443,6 +444,12 @@ _RUN_CONSTRAINTS = {
         "max_time": [None, non_negative()],
         "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
                    Interval(Integral, None, -1, closed="right")],
+        "features": [None, StrOptions({"nystroem", "rff"})],
+        "n_components": [positive_int()],
+        "gamma": [None, positive()],
+        "record_every": [None, positive_int()],
+        "n_trace": [non_negative_int()],
+        "random_state": RANDOM_STATE,
 }
 
 
@@ -516,12 +523,6 @@ class SubgradientHMC(_HingeSampler):
         "diffusion": [positive()],
         "preconditioner": [None, StrOptions({"laplace", "adagrad"})],
         "control_variates": ["boolean"],
-        "features": [None, StrOptions({"nystroem", "rff"})],
-        "n_components": [positive_int()],
-        "gamma": [None, positive()],
-        "record_every": [None, positive_int()],
-        "n_trace": [non_negative_int()],
-        "random_state": RANDOM_STATE,
     }
 
     def __init__(self, sampler="hmc", c=1.0, l=1.0, n_samples="auto", n_burnin=None, thin=1, n_chains=4,
@@ -731,12 +732,6 @@ class GibbsSVM(_HingeSampler):
     _parameter_constraints = {
         **_RUN_CONSTRAINTS,
         "init": [StrOptions({"laplace", "prior"})],
-        "features": [None, StrOptions({"nystroem", "rff"})],
-        "n_components": [positive_int()],
-        "gamma": [None, positive()],
-        "record_every": [None, positive_int()],
-        "n_trace": [non_negative_int()],
-        "random_state": RANDOM_STATE,
     }
 
     def __init__(self, c=1.0, l=1.0, n_samples="auto", n_burnin=100, thin=1, n_chains=4, max_iter=None,
