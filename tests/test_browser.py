@@ -28,6 +28,7 @@ from benchmarks._browser import (
     exception_texts,
     go,
     progress_text,
+    screenshot,
     wait_plotly,
     wait_status,
 )
@@ -73,7 +74,7 @@ def page(browser, request):
     pg.set_default_timeout(90_000)  # a slow, shared machine: conditions, not sleeps, decide
     sync_api.expect.set_options(timeout=90_000)
     yield pg
-    pg.screenshot(path=str(SHOTS / f"last_{request.node.name}.png"))  # where it ended (or failed)
+    screenshot(pg, SHOTS / f"last_{request.node.name}.png")  # where it ended (or failed)
     pg.close()
 
 
@@ -87,7 +88,7 @@ def _shots(pg, name: str) -> None:
     for label, (w, h) in SIZES.items():
         pg.set_viewport_size({"width": w, "height": h})
         pg.wait_for_function(DRAWN)  # the charts have been (re)drawn at this size
-        pg.screenshot(path=str(SHOTS / f"{name}_{label}.png"))
+        screenshot(pg, SHOTS / f"{name}_{label}.png")
     pg.set_viewport_size({"width": 1280, "height": 720})
 
 
@@ -169,7 +170,7 @@ def test_tour_with_every_control(server, page):
     button(pg, "Run all methods").click()
     cancel = pg.get_by_role("button", name="Cancel")
     cancel.wait_for()
-    pg.screenshot(path=str(SHOTS / "6_compare_running_1280x720.png"))
+    screenshot(pg, SHOTS / "6_compare_running_1280x720.png")
     try:  # with its quick settings the comparison may end before the click lands: then it shows results
         cancel.click(timeout=5_000)
         cancelled = True
@@ -230,7 +231,7 @@ def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):
         seen[name] = (loaded, alerts)
         # a clear outcome: the data loaded (its rows counted), or a message says what is wrong
         assert loaded or any(len(a) > 20 for a in alerts), (name, alerts)
-        pg.screenshot(path=str(SHOTS / f"8_upload_{name.removesuffix('.csv')}.png"))
+        screenshot(pg, SHOTS / f"8_upload_{name.removesuffix('.csv')}.png")
     print({k: (v[0], [a[:120] for a in v[1]]) for k, v in seen.items()})
     # the label column is not called "label": the page says so and offers the right one
     assert any("target" in a for a in seen["target_column.csv"][1]) or seen["target_column.csv"][0]
