@@ -30,7 +30,7 @@ def test_update_along_a_path_equals_the_full_recomputation():
         U0, g0 = binary_full(model, theta, Z)
         np.testing.assert_allclose(U, U0, rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-9)
-        assert np.array_equal(active.gzc[:, -1], np.count_nonzero(active.A, axis=0))  # exact count
+        assert np.array_equal(active.gzc[:, -1], np.count_nonzero(active.A, axis=1))  # exact count
 
 
 def test_hmc_with_the_update_keeps_the_draws_of_each_chain_whatever_the_grouping():

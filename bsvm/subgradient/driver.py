@@ -125,7 +125,7 @@ def _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path
             if not sg:
                 U = info.potential
             elif Z is not None:
-                U = binary_full(spec.model, state.theta, Z, layout)[0]
+                U = binary_full(spec.model, state.theta, Z)[0]
             else:
                 U = potential(spec.model, state.theta, X, y, layout)
             quants.append(monitored(spec, state.theta, U, X_rows, y_index_rows, layout))

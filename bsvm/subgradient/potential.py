@@ -171,15 +171,17 @@ def control_variate(model: HingeModel, theta_hat: np.ndarray, X: np.ndarray, y: 
 
 
 # ----------------------------------------------------------------- the binary model on the signed design
-def signed_design(X: np.ndarray, y: np.ndarray) -> np.ndarray:
+def signed_design(X: np.ndarray, y: np.ndarray, order: str = "C") -> np.ndarray:
     """Z = [y [X, 1], 1] (n, d + 2): the signed design y [X, 1], so the binary margins are y_d f(x_d) =
     Z[:, :p] theta (p = d + 1), and a last column of ones. Built once per fit: every full-data potential is
     then two BLAS products and a comparison, with no bias or label arithmetic per call (3-4x fewer passes
     over the data than the general path). The ones column makes the second product also count the active
-    hinges (``binary_full``), which a separate count over the (n, chains) mask would cost as much as a
-    product."""
+    hinges (``binary_full``), which a separate count over the (chains, n) mask would cost as much as a
+    product. ``order="F"`` (column-major) suits full-data use (HMC): each chain's two matrix-vector
+    products in ``binary_full`` then stream contiguous columns (at 100,000 x 51 about 1.6x faster than
+    row-major, measured); minibatches gather rows and want the default row-major layout."""
     n, d = X.shape
-    Z = np.empty((n, d + 2))
+    Z = np.empty((n, d + 2), order=order)
     np.multiply(X, y[:, None], out=Z[:, :d])
     Z[:, d] = y
     Z[:, d + 1] = 1.0
@@ -191,41 +193,59 @@ def _margin_design(Z: np.ndarray, p: int) -> np.ndarray:
     return Z if Z.shape[-1] == p else Z[..., :p]
 
 
-def binary_full(model: HingeModel, theta: np.ndarray, Z: np.ndarray, layout: ChainLayout | None = None):
+def _chain_products(Z: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """Margins S (C, n), S[c] = Z[:, :p] theta[c]: one matrix-vector product per chain (numpy's stacked
+    matmul calls BLAS gemv per chain). Each chain's values therefore do not depend on which other chains
+    share the call, so a seed gives bit-identical draws whatever ``n_jobs``, with no padding to the full
+    chain count; and a process running half the chains does half the work. (A joint (n, C) product is not
+    cheaper at these widths: BLAS gemm copies Z into its packed panels on every call, so at n = 20,000 a
+    2-column gemm costs as much as a 4-column one, measured; see ``bsvm/chains.py``.)"""
+    p = theta.shape[1]
+    return np.matmul(_margin_design(Z, p), np.ascontiguousarray(theta)[:, :, None])[..., 0]
+
+
+def _chain_sums(A: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """(Z^T A[c])_c (C, Z.shape[1]) for a (C, n) mask: one vector-matrix product per chain (as above)."""
+    return np.matmul(A.astype(float)[:, None, :], Z)[:, 0, :]
+
+
+def binary_full(model: HingeModel, theta: np.ndarray, Z: np.ndarray):
     """U and a subgradient on the full data (eq. 15): with margins s = Z theta^T and A = [s < l] (the
     hinge active; inactive at the kink), the data term is c sum_A (l - s) = c (l |A| - theta . Z^T A) and
     its subgradient -c Z^T A. ``Z`` is ``signed_design``'s (with its column of ones, Z^T A also gives |A|,
-    as a float sum of ones: exact) or the bare (n, p) signed design. |A| is an exact count, so per-chain
-    values do not depend on the chain count."""
+    as a float sum of ones: exact) or the bare (n, p) signed design, row- or column-major. Every product
+    is per chain (``_chain_products``), so a chain's values do not depend on the chain count."""
     p = theta.shape[1]
-    S = _unpad_cols(_margin_design(Z, p) @ _pad(theta.T, layout), layout, 1)  # (n, C)
-    A = (S < model.l).astype(float)
+    A = _chain_products(Z, theta) < model.l  # (C, n)
     # (C, p [+ 1]), contiguous: einsum's summation order differs for strided rows, which would make a
     # chain's U depend on how many chains share the call
-    gz = np.ascontiguousarray(_unpad_cols(Z.T @ _pad(A, layout), layout, 1).T)
+    gz = np.ascontiguousarray(_chain_sums(A, Z))
     if Z.shape[1] > p:
         count, gz = gz[:, p], np.ascontiguousarray(gz[:, :p])
     else:
-        count = np.count_nonzero(A, axis=0)
+        count = np.count_nonzero(A, axis=1)
     U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
                                                                 - np.einsum("cp,cp->c", theta, gz))
     return U, theta - model.c * gz
 
 
 class ActiveSet(NamedTuple):
-    """The hinge activity at a state, for :func:`binary_full_update`: A (n, C) bool, True where
+    """The hinge activity at a state, for :func:`binary_full_update`: A (C, n) bool, True where
     l - s > 0, and gzc = (Z^T A)^T (C, p + 1) (the last column: the count |A|)."""
 
     A: np.ndarray
     gzc: np.ndarray
 
+    def take(self, idx) -> ActiveSet:
+        """The active sets of the chains ``idx``."""
+        return ActiveSet(self.A[idx], self.gzc[idx])
 
-def binary_full_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: ActiveSet | None,
-                       layout: ChainLayout | None = None):
+
+def binary_full_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: ActiveSet | None):
     """``binary_full`` from a previous state's :class:`ActiveSet`: returns (U, subgradient, ActiveSet).
 
-    The margins s = Z theta^T are one BLAS product as before; Z^T A, the second, is updated instead of
-    recomputed: Z^T A_new = Z^T A_old + the rows whose hinge switched on - those switched off. Along a
+    The margins s = Z theta^T are one product per chain as before; Z^T A, the second, is updated instead
+    of recomputed: Z^T A_new = Z^T A_old + the rows whose hinge switched on - those switched off. Along a
     leapfrog path only the points whose margin crosses l switch (~0.5 % of them per step at n = 20,000:
     the posterior sd of a margin shrinks like 1 / sqrt(n)), so the update reads a few rows instead of all
     of Z: a third of a gradient's cost at 100,000 x 50, nothing at 20,000 x 20 (on smaller data the
@@ -235,22 +255,18 @@ def binary_full_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev
     sharing the call. A chain whose switches exceed n / 8 (a far jump, e.g. early in burn-in) is recomputed
     in full. ``Z`` must carry ``signed_design``'s column of ones."""
     p = theta.shape[1]
-    S = _unpad_cols(_margin_design(Z, p) @ _pad(theta.T, layout), layout, 1)  # (n, C)
-    A = S < model.l
+    A = _chain_products(Z, theta) < model.l  # (C, n)
     if prev is None:
-        gzc = np.ascontiguousarray(_unpad_cols(Z.T @ _pad(A.astype(float), layout), layout, 1).T)
+        gzc = np.ascontiguousarray(_chain_sums(A, Z))
     else:
         gzc = prev.gzc.copy()
-        rows, cols = np.nonzero(A != prev.A)  # row-major: each chain's switches in row order
-        if rows.size:
-            sign = np.where(A[rows, cols], 1.0, -1.0)
-            n = Z.shape[0]
-            for c in np.unique(cols):
-                sel = cols == c
-                if np.count_nonzero(sel) > n // 8:
-                    gzc[c] = A[:, c].astype(float) @ Z
-                else:
-                    gzc[c] += sign[sel] @ Z[rows[sel]]
+        n = Z.shape[0]
+        for c in range(A.shape[0]):
+            rows = np.flatnonzero(A[c] != prev.A[c])  # in row order
+            if rows.size > n // 8:
+                gzc[c] = _chain_sums(A[c:c + 1], Z)[0]
+            elif rows.size:
+                gzc[c] += np.where(A[c, rows], 1.0, -1.0) @ Z[rows]
     count, gz = gzc[:, p], np.ascontiguousarray(gzc[:, :p])
     U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
                                                                 - np.einsum("cp,cp->c", theta, gz))

@@ -34,8 +34,6 @@ from .potential import (
     ChainLayout,
     HingeModel,
     _margin_design,
-    _pad,
-    _unpad_cols,
     binary_batch,
     binary_full,
     binary_full_update,
@@ -50,19 +48,19 @@ class Diagonal(NamedTuple):
     d: np.ndarray
 
 
-def apply_factor(L, v: np.ndarray, layout: ChainLayout | None = None) -> np.ndarray:
-    """Rows of ``v`` mapped by L (z-space -> theta-space). Dense: L @ v^T with the chains as the
-    product's columns, padded to the full chain count (see ``potential.ChainLayout``)."""
+def apply_factor(L, v: np.ndarray) -> np.ndarray:
+    """Rows of ``v`` mapped by L (z-space -> theta-space). Dense: one matrix-vector product per chain
+    (stacked matmul), so a chain's values do not depend on the chains sharing the call."""
     if L is None:
         return v
     if isinstance(L, Diagonal):
         return L.d * v
     if np.ndim(L) == 1:
         return L * v
-    return _unpad_cols(L @ _pad(v.T, layout), layout, 1).T
+    return np.matmul(L, np.ascontiguousarray(v)[:, :, None])[..., 0]
 
 
-def apply_factor_t(L, g: np.ndarray, layout: ChainLayout | None = None) -> np.ndarray:
+def apply_factor_t(L, g: np.ndarray) -> np.ndarray:
     """Rows of ``g`` mapped by L^T (theta-space gradient -> z-space gradient)."""
     if L is None:
         return g
@@ -70,7 +68,14 @@ def apply_factor_t(L, g: np.ndarray, layout: ChainLayout | None = None) -> np.nd
         return L.d * g
     if np.ndim(L) == 1:
         return L * g
-    return _unpad_cols(L.T @ _pad(g.T, layout), layout, 1).T
+    return np.matmul(L.T, np.ascontiguousarray(g)[:, :, None])[..., 0]
+
+
+def _take_factor(L, idx):
+    """The factor for the chains ``idx`` (only a per-chain diagonal has a chain axis)."""
+    if isinstance(L, Diagonal) and np.ndim(L.d) == 2:
+        return Diagonal(L.d[idx])
+    return L
 
 
 def _col(x, n_chains: int) -> np.ndarray:
@@ -131,12 +136,20 @@ class Potential:
 
     def update(self, theta, prev: ActiveSet | None):
         """(U, subgradient, ActiveSet) from the previous state's active set (``binary_full_update``)."""
-        return binary_full_update(self.model, theta, self.Z, prev, self.layout)
+        return binary_full_update(self.model, theta, self.Z, prev)
+
+    def subset(self, idx) -> Potential:
+        """The same potential for the chains ``idx`` of this group (full data only: HMC's chains whose
+        trajectories are still running). Per-chain values are unchanged (see ``ChainLayout``)."""
+        if self.layout is None or self.Z is not None:  # the binary path's products are per chain already
+            return self
+        return Potential(self.model, self.X, self.y, self.batch_size,
+                         self.layout._replace(positions=self.layout.positions[idx]), self.Z)
 
     def __call__(self, rng, theta, cv=None):
         if self.Z is not None:
             if self.batch_size is None:
-                return binary_full(self.model, theta, self.Z, self.layout)
+                return binary_full(self.model, theta, self.Z)
             n, m = self.Z.shape[0], self.batch_size
             idx = rng.integers(0, n, size=(theta.shape[0], m))
             return binary_batch(self.model, theta, self.Z_rows[idx], n / m, cv, idx)
@@ -185,16 +198,17 @@ class HMC:
         U, g = self.potential(rng, theta0)
         return HMCState(theta0, U, g)
 
-    def _evaluate(self, rng, theta, active):
+    def _evaluate(self, rng, theta, active, potential=None):
         """(U, grad, active set) at theta; the active set is updated from the previous point's when the
         potential supports it (``potential.binary_full_update``), else None."""
+        potential = self.potential if potential is None else potential
         if active is not None:
-            return self.potential.update(theta, active)
-        U, g = self.potential(rng, theta)
+            return potential.update(theta, active)
+        U, g = potential(rng, theta)
         return U, g, None
 
     def step(self, rng, state: HMCState, tuning: Tuning):
-        L, lay = tuning.factor, self.potential.layout
+        L = tuning.factor
         C = state.theta.shape[0]
         h0 = _col(tuning.step_size, C)
         h = h0 * rng.uniform(1.0 - self.jitter, 1.0 + self.jitter, size=(C, 1))
@@ -211,23 +225,29 @@ class HMC:
         if active is None and getattr(self.potential, "incremental", False):  # a state made elsewhere
             active = self.potential.update(theta, None)[2]
         path = [theta[0]] if self.record_path else None
-        r = r - 0.5 * h * apply_factor_t(L, g, lay)
+        r = r - 0.5 * h * apply_factor_t(L, g)
         uniform = bool(np.all(steps == n))
         with np.errstate(over="ignore", invalid="ignore"):
             for i in range(n):
                 if uniform:
-                    theta = theta + h * apply_factor(L, r, lay)
+                    theta = theta + h * apply_factor(L, r)
                     U, g, active = self._evaluate(rng, theta, active)
-                    r = r - (h if i < n - 1 else 0.5 * h) * apply_factor_t(L, g, lay)
-                else:  # chains whose trajectory has ended keep their end point
-                    live = (i < steps)[:, None]
-                    theta = np.where(live, theta + h * apply_factor(L, r, lay), theta)
-                    # a finished chain's theta is unchanged, so its active set is too
-                    U_new, g_new, active = self._evaluate(rng, theta, active)
-                    U, g = np.where(live[:, 0], U_new, U), np.where(live, g_new, g)
-                    last = (i == steps - 1)[:, None]
-                    kick = np.where(last, 0.5 * h, h) * live
-                    r = r - kick * apply_factor_t(L, g, lay)
+                    r = r - (h if i < n - 1 else 0.5 * h) * apply_factor_t(L, g)
+                else:  # chains whose trajectory has ended keep their end point and are not evaluated
+                    idx = np.flatnonzero(i < steps)
+                    h_l, L_l = h[idx], _take_factor(L, idx)
+                    theta, U, g, r = theta.copy(), U.copy(), g.copy(), r.copy()
+                    theta[idx] = theta[idx] + h_l * apply_factor(L_l, r[idx])
+                    sub = self.potential.subset(idx) if hasattr(self.potential, "subset") else self.potential
+                    U_l, g_l, act_l = self._evaluate(rng, theta[idx], None if active is None else
+                                                     active.take(idx), sub)
+                    U[idx], g[idx] = U_l, g_l
+                    if act_l is not None:
+                        A, gzc = active.A.copy(), active.gzc.copy()
+                        A[idx], gzc[idx] = act_l.A, act_l.gzc
+                        active = ActiveSet(A, gzc)
+                    kick = np.where(i == steps[idx] - 1, 0.5 * h_l[:, 0], h_l[:, 0])[:, None]
+                    r[idx] = r[idx] - kick * apply_factor_t(L_l, g_l)
                 if path is not None and i < steps[0]:
                     path.append(theta[0])
             H1 = U + 0.5 * np.einsum("cp,cp->c", r, r)
@@ -238,7 +258,7 @@ class HMC:
         kept_active = None
         if active is not None:
             old = state.active if state.active is not None else self.potential.update(state.theta, None)[2]
-            kept_active = ActiveSet(np.where(accepted[None, :], active.A, old.A),
+            kept_active = ActiveSet(np.where(a, active.A, old.A),
                                     np.where(a, active.gzc, old.gzc))
         new = HMCState(np.where(a, theta, state.theta), np.where(accepted, U, state.U),
                        np.where(a, g, state.grad), kept_active)
@@ -287,9 +307,8 @@ class SGLD:
         U, g = self.potential(rng, state.theta, tuning.cv)
         C = g.shape[0]
         h = _col(tuning.step_size, C)
-        lay = self.potential.layout
-        z_move = -0.5 * h * h * apply_factor_t(tuning.factor, g, lay) + h * rng.standard_normal(g.shape)
-        new = SGLDState(state.theta + apply_factor(tuning.factor, z_move, lay))
+        z_move = -0.5 * h * h * apply_factor_t(tuning.factor, g) + h * rng.standard_normal(g.shape)
+        new = SGLDState(state.theta + apply_factor(tuning.factor, z_move))
         return new, StepInfo(U, _nan(C), _nan(C), ~np.isfinite(U), _nan(C), h[:, 0], _nan(C), None, g * g)
 
 
@@ -319,10 +338,9 @@ class SGNHT:
         U, g = self.potential(rng, state.theta, tuning.cv)
         C, n = state.theta.shape
         h = _col(tuning.step_size, C)
-        lay = self.potential.layout
-        r = (state.r - h * state.xi[:, None] * state.r - h * apply_factor_t(tuning.factor, g, lay)
+        r = (state.r - h * state.xi[:, None] * state.r - h * apply_factor_t(tuning.factor, g)
              + np.sqrt(2.0 * self.diffusion * h) * rng.standard_normal(g.shape))
-        theta = state.theta + h * apply_factor(tuning.factor, r, lay)
+        theta = state.theta + h * apply_factor(tuning.factor, r)
         xi = state.xi + h[:, 0] * (np.einsum("cp,cp->c", r, r) / n - 1.0)
         info = StepInfo(U, _nan(C), _nan(C), ~np.isfinite(U), _nan(C), h[:, 0], xi, None, g * g)
         return SGNHTState(theta, r, xi), info
