@@ -145,7 +145,7 @@ class ChainPool:
         if self._tmp is None:
             self._tmp = tempfile.mkdtemp(prefix="bsvm-chains-")
         path = os.path.join(self._tmp, f"a{len(os.listdir(self._tmp))}.npy")
-        np.save(path, np.ascontiguousarray(array))
+        np.save(path, array)  # keeps a column-major array column-major (np.load maps it so)
         return np.load(path, mmap_mode="r")
 
     def map(self, fn, args_list):

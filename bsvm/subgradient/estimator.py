@@ -175,7 +175,11 @@ class _HingeSampler(BayesianClassifier):
         acc_since = []
         parallel = len(groups) > 1
         with ChainPool(len(groups)) as pool:
-            Z = signed_design(Phi, y) if self.model_.n_classes == 2 and spec.kind != "gibbs" else None
+            Z = None
+            if self.model_.n_classes == 2 and spec.kind != "gibbs":
+                # column-major for full-data HMC (per-chain matrix-vector products stream columns),
+                # row-major for minibatches (they gather rows)
+                Z = signed_design(Phi, y, order="F" if spec.kind == "hmc" else "C")
             data = (pool.share(Phi), y, None if Z is None else pool.share(Z))
             y_rows = np.asarray(y_index)[rows]
             while True:

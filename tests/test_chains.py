@@ -1,0 +1,96 @@
+"""Parallel chains (bsvm/chains.py): a chain's draws do not depend on which chains share its process, and
+a process running half the chains does half the data work (issue 13 §4)."""
+
+import numpy as np
+import pytest
+
+from bsvm.chains import ChainPool, ChainRNG
+from bsvm.subgradient import samplers as S
+from bsvm.subgradient.potential import ChainLayout, HingeModel, binary_full, signed_design
+
+GROUPINGS = ([[0, 1, 2, 3]], [[0, 1], [2, 3]], [[0], [1, 2], [3]])
+
+
+def _problem(n, d, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    return HingeModel(1.0, 1.0, 2, d), X, y
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_binary_full_per_chain_values_do_not_depend_on_the_chains_sharing_the_call(order):
+    model, X, y = _problem(3001, 20)
+    Z = signed_design(X, y, order)
+    theta = np.random.default_rng(1).normal(size=(4, model.n_params)) * 0.2
+    U, g = binary_full(model, theta, Z)
+    for group in ([0], [1, 3], [2, 3], [3, 0, 1]):
+        Ug, gg = binary_full(model, theta[group], Z)
+        np.testing.assert_array_equal(Ug, U[group])
+        np.testing.assert_array_equal(gg, g[group])
+    # the fast path is the potential (against a plain evaluation)
+    S_ = (X @ theta[:, :-1].T + theta[:, -1]) * y[:, None]
+    U0 = 0.5 * (theta ** 2).sum(1) + np.maximum(0.0, 1.0 - S_).sum(0)
+    np.testing.assert_allclose(U, U0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("incremental", [False, True])
+def test_hmc_draws_of_each_chain_whatever_the_grouping(incremental):
+    """Per-chain step sizes differ, so trajectories have different lengths (the branch that evaluates only
+    the chains still moving); dense metric; each chain's path is bit-identical in every grouping, and the
+    gradient count is the sum of the chains' own step counts (a finished chain costs nothing)."""
+    model, X, y = _problem(700, 6)
+    Z = signed_design(X, y, "F")
+    C, P = 4, model.n_params
+    seeds = np.random.SeedSequence(11).spawn(C)
+    theta0 = np.random.default_rng(2).normal(size=(C, P)) * 0.3
+    L = np.linalg.cholesky(np.eye(P) * 0.05 + 0.01)
+    steps = np.array([0.11, 0.23, 0.17, 0.3])  # ceil(pi / 2 / h): 15, 7, 10, 6 leapfrog steps
+
+    class Counting(S.Potential):
+        n_grads = 0  # chain-gradients evaluated
+
+        def __call__(self, rng, theta, cv=None):
+            Counting.n_grads += theta.shape[0]
+            return super().__call__(rng, theta, cv)
+
+        def update(self, theta, prev):
+            Counting.n_grads += theta.shape[0]
+            return super().update(theta, prev)
+
+    def run(groups):
+        out = np.empty((C, 12, P))
+        Counting.n_grads = 0
+        for g in groups:
+            pot = Counting(model, X, y, None, ChainLayout(np.asarray(g), C), Z)
+            pot.incremental_min_size = 0 if incremental else 10 ** 12
+            assert pot.incremental == incremental
+            eng = S.HMC(pot, None)
+            rng = ChainRNG.from_seeds([seeds[i] for i in g])
+            state = eng.init(rng, theta0[g])
+            for t in range(12):
+                state, info = eng.step(rng, state, S.Tuning(steps[g], L))
+                out[g, t] = state.theta
+            assert np.all(info.n_leapfrog == [15, 7, 10, 6][g[0]:g[-1] + 1])
+        return out, Counting.n_grads
+
+    ref, n_grads = run(GROUPINGS[0])
+    assert n_grads == C + 12 * (15 + 7 + 10 + 6)  # not C * 15 per transition
+    for groups in GROUPINGS[1:]:
+        out, n = run(groups)
+        np.testing.assert_array_equal(out, ref)
+        assert n == n_grads
+
+
+def _sum_rows(a, shared):
+    return np.asarray(shared).sum(axis=0)[: len(a)] + a
+
+
+def test_chain_pool_shares_column_major_arrays_column_major():
+    F = np.asfortranarray(np.arange(300_000.0).reshape(50_000, 6))
+    with ChainPool(2) as pool:
+        s = pool.share(F)
+        assert s.flags.f_contiguous and not s.flags.c_contiguous
+        out = pool.map(_sum_rows, [(np.zeros(2), s), (np.ones(3), s)])
+    np.testing.assert_array_equal(out[0], F.sum(0)[:2])
+    np.testing.assert_array_equal(out[1], F.sum(0)[:3] + 1)
