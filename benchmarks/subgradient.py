@@ -2,7 +2,8 @@
 
 ``python -m benchmarks subgradient [--tables accuracy,speed,parallel] [--sizes 1000x20,20000x20,100000x50]
 [--nuts-warmup 1000 --nuts-draws 1000] [--seed 0] [--nuts-cache FILE] [--ref-cache FILE] [--acc-seeds 0,1]
-[--data ripley,generated,linear] [--ref-draws 8000]``
+[--data ripley,generated,linear] [--ref-draws 8000]
+[--par-sizes 20000x20] [--par-samplers hmc] [--par-draws 400] [--par-jobs 1,2] [--par-repeats 1]``
 
 Table 1 (accuracy at defaults): on Ripley-like data (250 x 2), a 351 x 34 set (generated from the model:
 ionosphere's shape, which is not shipped) and 100k x 50 linear data, each subgradient sampler at its
@@ -21,8 +22,9 @@ convergence checks), one BLAS thread, beside NumPyro NUTS on the same posterior 
 N(0, I) prior, hinge potential, 4 chains one after another, float64, JAX on CPU, compile time apart:
 NumPyro's NUTS kernel compiled ahead of time once, see ``_nuts.py``). ``--nuts-cache FILE`` keeps the NUTS
 results in a JSON file across runs (development only: NUTS at 100k x 50 takes minutes).
-Table 3 (parallel chains): wall time of 4 chains with n_jobs=1 and n_jobs=2 (same draws), with the load
-average at the time (the machine is shared).
+Table 3 (parallel chains, ``--par-sizes 20000x20 --par-samplers hmc --par-jobs 1,2 --par-repeats 1``): wall
+time of 4 chains with n_jobs=1 and n_jobs=2 (same draws), at defaults and at a fixed length, with the CPU
+seconds of the main process and of each worker, and the load average (the machine is shared).
 """
 
 from __future__ import annotations
@@ -253,23 +255,83 @@ def speed_table(sizes=((1000, 20), (20_000, 20), (100_000, 50)), nuts_warmup=100
     return rows
 
 
-def parallel_table(n=20_000, d=20, seed=0, sampler="hmc", n_samples=400):
-    X, y = model_data(n, d, seed)
-    rows, draws = [], []
-    # warm the joblib workers first (their start-up is paid once per session)
-    _fit(SubgradientHMC(sampler, n_samples=5, n_burnin=5, n_jobs=2, random_state=seed), X[:200], y[:200])
-    for n_jobs in (1, 2):
-        load = os.getloadavg()[0]
-        est, cpu, wall, _ = _fit(SubgradientHMC(sampler, n_samples=n_samples, n_chains=4, n_jobs=n_jobs,
-                                                random_state=seed), X, y)
-        draws.append(est.samples_)
-        rows.append({"n_jobs": n_jobs, "wall_s": wall, "main-process cpu_s": cpu, "load avg (1 min)": load})
-    same = bool(np.array_equal(draws[0], draws[1]))
-    for r in rows:
-        r["wall / 1-job wall"] = r["wall_s"] / rows[0]["wall_s"]
-        r["same draws"] = str(same)
-    print(f"\nTable 3. Parallel chains: {sampler}, {n}x{d}, 4 chains x (200 burn-in + {n_samples}), on "
-          f"{os.cpu_count()} cores shared with other jobs (load average shown). Target: 2 jobs <= 0.65x.")
+def _cpu_now():
+    """(this process's CPU s, {pid: CPU s} of its child processes: the joblib/loky workers)."""
+    import psutil
+
+    kids = {}
+    for child in psutil.Process().children(recursive=True):
+        try:
+            t = child.cpu_times()
+            kids[child.pid] = t.user + t.system
+        except psutil.Error:
+            pass
+    return time.process_time(), kids
+
+
+def _timed_fit(est, X, y):
+    """Fit with one BLAS thread in every process; returns (est, wall s, main CPU s, [worker CPU s])."""
+    with threadpool_limits(1), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c0, k0 = _cpu_now()
+        t0 = time.perf_counter()
+        est.fit(X, y)
+        wall = time.perf_counter() - t0
+        c1, k1 = _cpu_now()
+    workers = sorted((k1[p] - k0.get(p, 0.0) for p in k1 if k1[p] - k0.get(p, 0.0) > 0.05), reverse=True)
+    return est, wall, c1 - c0, workers
+
+
+def _parallel_estimator(sampler, n_jobs, seed, n_samples):
+    kw = dict(n_jobs=n_jobs, random_state=seed, n_chains=4)
+    if n_samples is not None:
+        kw["n_samples"] = n_samples
+    return GibbsSVM(**kw) if sampler == "gibbs" else SubgradientHMC(sampler, **kw)
+
+
+def parallel_table(sizes=((20_000, 20),), samplers=("hmc",), seed=0, n_samples=400, jobs=(1, 2), repeats=1):
+    """Wall time of 4 chains with n_jobs = 1 and 2 (joblib's default loky processes), same draws.
+
+    For each size and sampler: a defaults row (n_samples="auto", the run length decided by the stopping
+    rule over all chains) and a fixed-length row (``n_samples`` draws after the default burn-in); each
+    n_jobs in ``jobs``, interleaved, ``repeats`` times. Columns: wall s; CPU s of the main process and of
+    each worker process (psutil), so the work per process can be compared with the one-job run; draws per
+    chain; whether the draws equal the one-job run's (bit-identical); the 1-minute load average before and
+    after the fit (the machine is shared: wall times mean little when the load exceeds the core count);
+    and wall / one-job wall (the mean over repeats of the one-job walls). Worker start-up (first use of the
+    loky processes) and the first fit's imports are paid in a warm-up fit before any timed one."""
+    rows = []
+    _timed_fit(_parallel_estimator("hmc", max(jobs), seed, 20), *model_data(300, 3, seed))  # warm-up
+    _timed_fit(_parallel_estimator("hmc", 1, seed, 20), *model_data(300, 3, seed))
+    for n, d in sizes:
+        X, y = model_data(n, d, seed)
+        for sampler in samplers:
+            for length in ("auto", n_samples):
+                label = f"{sampler} (defaults)" if length == "auto" else f"{sampler}, n_samples={length}"
+                ref, block = None, []
+                for _ in range(repeats):
+                    for nj in jobs:
+                        load0 = os.getloadavg()[0]
+                        fixed = None if length == "auto" else length
+                        est = _parallel_estimator(sampler, nj, seed, fixed)
+                        est, wall, cpu, workers = _timed_fit(est, X, y)
+                        if ref is None:
+                            ref = est.samples_
+                        block.append({"n x d": f"{n}x{d}", "method": label, "n_jobs": nj, "wall_s": wall,
+                                      "main cpu_s": cpu,
+                                      "worker cpu_s": " ".join(f"{w:.2f}" for w in workers) or "-",
+                                      "draws/chain": est.samples_.shape[1],
+                                      "same draws": str(bool(np.array_equal(est.samples_, ref))),
+                                      "load before": load0, "load after": os.getloadavg()[0]})
+                        print(block[-1], flush=True)
+                one = [r["wall_s"] for r in block if r["n_jobs"] == 1]
+                for r in block:
+                    r["wall / 1-job"] = r["wall_s"] / np.mean(one) if one else float("nan")
+                rows.extend(block)
+    print(f"\nTable 3. Parallel chains: 4 chains, n_jobs = {', '.join(map(str, jobs))} (joblib loky "
+          f"processes, one BLAS thread each), seed {seed}, on {os.cpu_count()} cores shared with other jobs "
+          "(1-min load average before/after each fit).\nTarget: n_jobs=2 wall <= 0.65x the one-job wall. "
+          "worker cpu_s: CPU s of each worker process during the fit.")
     print_table(rows, floatfmt="{:.2f}")
     return rows
 
@@ -291,6 +353,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--nuts-cache", default=None,
                     help="JSON file keeping NUTS results across runs (development: 100k x 50 takes minutes)")
+    ap.add_argument("--par-sizes", default="20000x20", help="parallel table: n x d sizes")
+    ap.add_argument("--par-samplers", default="hmc", help="parallel table: hmc, sgld, sgnht, gibbs")
+    ap.add_argument("--par-draws", type=int, default=400, help="parallel table: fixed-length draws")
+    ap.add_argument("--par-jobs", default="1,2", help="parallel table: n_jobs values (interleaved)")
+    ap.add_argument("--par-repeats", type=int, default=1, help="parallel table: repeats of each n_jobs")
     args = ap.parse_args(argv)
     tables = args.tables.split(",")
     print("(2-core machine shared with other jobs; speed is CPU seconds of this process, one BLAS thread)")
@@ -307,7 +374,9 @@ def main(argv=None):
         speed_table(sizes, args.nuts_warmup, args.nuts_draws, args.seed, samplers,
                     _nuts.NutsCache(args.nuts_cache))
     if "parallel" in tables:
-        parallel_table(seed=args.seed)
+        parallel_table(tuple(tuple(int(v) for v in z.split("x")) for z in args.par_sizes.split(",")),
+                       tuple(args.par_samplers.split(",")), args.seed, args.par_draws,
+                       tuple(int(v) for v in args.par_jobs.split(",")), args.par_repeats)
     return 0
 
 
