@@ -88,3 +88,21 @@ def test_chain_pool_shares_column_major_arrays_column_major():
         s = pool.share(F)
         assert isinstance(s, np.memmap) and s.flags.f_contiguous and not s.flags.c_contiguous
         np.testing.assert_array_equal(s, F)
+
+
+def test_run_length_does_not_depend_on_where_segments_end():
+    """sgld monitors every monitor_every-th draw (here ceil(100 / (5 * 5)) = 4) and the stopping rule is
+    checked only at its scheduled draw counts (multiples of 4 draws), even when segments end elsewhere
+    (records every 3 iterations here; with n_jobs > 1, the workers' time slices). Before, such a run
+    stopped up to 3 draws early (4567 draws here, 4568 with the default records), so the run length
+    depended on n_jobs and timing."""
+    import warnings
+
+    from bsvm.datasets import make_ripley
+    from bsvm.subgradient import SubgradientHMC
+
+    X, y = make_ripley(100, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SubgradientHMC("sgld", batch_size=5, random_state=0, record_every=3).fit(X, y)
+    assert est.converged_ and est.samples_.shape[1] % 4 == 0

@@ -233,7 +233,12 @@ class _HingeSampler(BayesianClassifier):
                 checked = False
                 if not diverged:
                     Q = store.view("quantities")
-                    if auto and Q is not None and monitor.due(Q.shape[1]):
+                    # only at the scheduled draw count: with monitor_every > 1 the quantities reach
+                    # next_check up to monitor_every - 1 draws earlier, and a segment ending there (a
+                    # record, a worker's time slice) would stop the run at a length that depends on
+                    # the segmentation, i.e. on n_jobs and timing
+                    if auto and Q is not None and monitor.due(Q.shape[1]) and \
+                            self.samples_.shape[1] >= monitor.next_check * monitor_every:
                         status = monitor.check(Q, self._quantity_names(rows))
                         checked = True
                         if status.converged or (C == 1 and not [f for f in status.failed if "ESS" in f]
