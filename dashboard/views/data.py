@@ -177,7 +177,7 @@ with right:
             X2, var = pca2(X_all)
             axes = (f"PC1 ({var[0]:.0%} of variance)", f"PC2 ({var[1]:.0%})")
         title = "All rows" + (" (first two principal components)" if d > 2 else "")
-        ui.chart(figures.data_scatter(X2, y_all, data.classes, axes, title), key="data_scatter")
+        ui.chart(figures.data_scatter(X2, y_all, data.classes, axes, title), key="data_scatter", light=True)
     if data is not None:
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("training rows", len(data.y_train))
@@ -186,7 +186,7 @@ with right:
         m4.metric("classes", len(data.classes))
         if c["sample"] != state.PLAYGROUND:
             ui.chart(figures.class_balance(data.y_train, data.classes, "Class balance (training rows)"),
-                     key="data_balance")
+                     key="data_balance", light=True)
         if data.truth:
             st.success("True p(y|x) known for this data: the Calibration page draws its contours and "
                        "measures each method's deviation from it.")
