@@ -45,7 +45,7 @@ function loadPlotly(url) {
 // 1 / (1 + DUTY) of one core. A costly chart (the map: a heatmap and the points) then redraws less often
 // than the cheap curves, and Streamlit's own work (messages, the fragment's timer, the status text) is
 // never stuck behind a queue of Plotly draws.
-const REST = 2.0, DUTY = 1.5;
+const REST = 2.0, DUTY = 1.5, MAX_MS = 400;
 const live = window.__bsvmLive = window.__bsvmLive ||
   {dirty: new Set(), scheduled: false, ms: [], count: 0, total: 0, specs: new Map(), divs: new Map(),
    pause: 0};
@@ -99,8 +99,12 @@ function drawOne() {
     live.total += ms;
     live.last = [div.dataset.key, Math.round(ms)];
     div.dataset.drawn = String(job.rev);
-    div._bsvmReady = performance.now() + REST * ms;
-    live.pause = DUTY * ms;
+    div._bsvmShown = job.spec;
+    // a draw's wall time, capped: one slow draw (the first in a tab, or a browser starved of CPU for a
+    // moment) must not keep its chart, or every chart, still for seconds
+    const cost = Math.min(ms, MAX_MS);
+    div._bsvmReady = performance.now() + REST * cost;
+    live.pause = DUTY * cost;
   }).catch(() => {}).finally(() => schedule(live.pause || 0));
 }
 export default function (component) {
@@ -131,7 +135,9 @@ export default function (component) {
   }
   div.style.height = (data.height || 450) + "px";
   div.dataset.key = data.key;
-  if (div.dataset.drawn === String(data.rev)) return;  // this figure is already shown here
+  // this figure is already shown here (the same revision of the same figure: a server restarted
+  // with this tab open counts revisions from 1 again)
+  if (div.dataset.drawn === String(data.rev) && div._bsvmShown === known.spec) return;
   div.dataset.revision = String(data.rev);
   div._bsvmPending = {spec: known.spec, rev: data.rev};
   const start = () => loadPlotly(url).then(() => { live.dirty.add(div); schedule(0); })
