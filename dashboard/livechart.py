@@ -107,6 +107,40 @@ function drawOne() {
     live.pause = DUTY * cost;
   }).catch(() => {}).finally(() => schedule(live.pause || 0));
 }
+// Show chart ``c`` ({key, rev, fig?, height}) in ``slot``.
+function showChart(slot, c, url) {
+  // The server sends a figure only when it is new (or on a full page run); between two, only its
+  // revision, and the figure is taken from this tab's cache (a chart remounted by a rerun starts empty).
+  if (c.fig) live.specs.set(c.key, {rev: c.rev, spec: c.fig});
+  const known = live.specs.get(c.key);
+  if (!known || known.rev !== c.rev) return;  // not received yet: keep what is shown
+  let div = slot.querySelector("div.bsvm-live");
+  if (div && div.dataset.key !== c.key) { div.remove(); div = null; }  // another chart in this place
+  if (!div) {
+    // A full page run remounts the component: move this key's chart into the new place instead of
+    // drawing a new one, so that Plotly updates it (a first draw in a new div costs 2-3 redraws).
+    div = live.divs.get(c.key);
+    if (!div) {
+      div = document.createElement("div");
+      div.className = "bsvm-live";
+    }
+    slot.appendChild(div);
+    live.divs.set(c.key, div);
+  }
+  div.style.height = (c.height || 450) + "px";
+  div.dataset.key = c.key;
+  // this figure is already shown here (the same revision of the same figure: a server restarted
+  // with this tab open counts revisions from 1 again)
+  if (div.dataset.drawn === String(c.rev) && div._bsvmShown === known.spec) return;
+  div.dataset.revision = String(c.rev);
+  div._bsvmPending = {spec: known.spec, rev: c.rev};
+  const start = () => loadPlotly(url).then(() => { live.dirty.add(div); schedule(0); })
+    .catch((err) => { div.textContent = String(err); });
+  // plotly.js not loaded yet (a first page): load it once the page's widgets are drawn and usable
+  if (window.Plotly) start();
+  else if (window.requestIdleCallback) window.requestIdleCallback(start, {timeout: 1500});
+  else setTimeout(start, 300);
+}
 export default function (component) {
   const { data, parentElement } = component;
   const base = window.location.pathname.replace(/\/[^\/]*$/, "");
@@ -115,37 +149,29 @@ export default function (component) {
     setTimeout(() => loadPlotly(url).then(warmUp).catch(() => {}), 2500);
     return;
   }
-  if (!data || data.rev === undefined) return;
-  // The server sends a figure only when it is new (or on a full page run); between two, only its
-  // revision, and the figure is taken from this tab's cache (a chart remounted by a rerun starts empty).
-  if (data.fig) live.specs.set(data.key, {rev: data.rev, spec: data.fig});
-  const known = live.specs.get(data.key);
-  if (!known || known.rev !== data.rev) return;  // not received yet: keep what is shown
-  let div = parentElement.querySelector("div.bsvm-live");
-  if (!div) {
-    // A full page run remounts the component: move this key's chart into the new place instead of
-    // drawing a new one, so that Plotly updates it (a first draw in a new div costs 2-3 redraws).
-    div = live.divs.get(data.key);
-    if (!div) {
-      div = document.createElement("div");
-      div.className = "bsvm-live";
+  if (!data) return;
+  if (data.charts) {  // several charts in a grid: one element for the page to update, not one each
+    let grid = parentElement.querySelector("div.bsvm-grid");
+    if (!grid) {
+      grid = document.createElement("div");
+      grid.className = "bsvm-grid";
+      grid.style.cssText = "display:grid;gap:1rem;grid-template-columns:repeat(" + (data.columns || 2) +
+        ",minmax(0,1fr));";
+      parentElement.appendChild(grid);
     }
-    parentElement.appendChild(div);
-    live.divs.set(data.key, div);
+    data.charts.forEach((c, i) => {
+      let slot = grid.children[i];
+      if (!slot) {
+        slot = document.createElement("div");
+        slot.style.minWidth = "0";
+        grid.appendChild(slot);
+      }
+      showChart(slot, c, url);
+    });
+    while (grid.children.length > data.charts.length) grid.lastChild.remove();
+    return;
   }
-  div.style.height = (data.height || 450) + "px";
-  div.dataset.key = data.key;
-  // this figure is already shown here (the same revision of the same figure: a server restarted
-  // with this tab open counts revisions from 1 again)
-  if (div.dataset.drawn === String(data.rev) && div._bsvmShown === known.spec) return;
-  div.dataset.revision = String(data.rev);
-  div._bsvmPending = {spec: known.spec, rev: data.rev};
-  const start = () => loadPlotly(url).then(() => { live.dirty.add(div); schedule(0); })
-    .catch((err) => { div.textContent = String(err); });
-  // plotly.js not loaded yet (a first page): load it once the page's widgets are drawn and usable
-  if (window.Plotly) start();
-  else if (window.requestIdleCallback) window.requestIdleCallback(start, {timeout: 1500});
-  else setTimeout(start, 300);
+  if (data.rev !== undefined) showChart(parentElement, data, url);
 }
 """
 
@@ -217,6 +243,20 @@ def _spec(fig) -> str:
     return spec
 
 
+def _entry(fig, key: str, full: bool) -> tuple[dict, tuple]:
+    """The payload for one chart (its figure only when new or ``full``) and its new (rev, digest)."""
+    spec = _spec(fig)
+    last = st.session_state.get(f"_live:{key}")
+    digest = hash(spec)
+    same = last is not None and last[1] == digest
+    rev = last[0] if same else (last[0] if last else 0) + 1
+    height = getattr(getattr(fig, "layout", None), "height", None) or 450
+    entry = {"key": key, "rev": rev, "height": height}
+    if full or not same:
+        entry["fig"] = spec
+    return entry, (rev, digest)
+
+
 def live_chart(fig, key: str, full: bool = False) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``, updating the chart already shown with that key.
 
@@ -229,16 +269,26 @@ def live_chart(fig, key: str, full: bool = False) -> None:
     if mount is None:
         st.plotly_chart(fig, key=key)
         return
-    spec = _spec(fig)
-    state_key = f"_live:{key}"
-    last = st.session_state.get(state_key)
-    digest = hash(spec)
-    same = last is not None and last[1] == digest
-    rev = last[0] if same else (last[0] if last else 0) + 1
-    height = getattr(getattr(fig, "layout", None), "height", None) or 450
-    payload = {"key": key, "rev": rev, "asset": asset_name(), "height": height}
-    if full or not same:
-        payload["fig"] = spec
-    mount(key=key, data=payload, height="content")
+    entry, state = _entry(fig, key, full)
+    mount(key=key, data={**entry, "asset": asset_name()}, height="content")
     # recorded once the element has been queued: a run interrupted before then sends the figure again
-    st.session_state[state_key] = (rev, digest)
+    st.session_state[f"_live:{key}"] = state
+
+
+def live_charts(charts, key: str, full: bool = False, columns: int = 2) -> None:
+    """Several live charts (``(fig, chart_key)`` pairs) in a grid of ``columns``, as one page element:
+    a live view's redraw then updates one element instead of one per chart and its layout columns
+    (each update costs the browser a render of the page's element tree). Each chart is sent as
+    :func:`live_chart` sends it."""
+    mount = _component()
+    if mount is None:
+        cols = st.columns(columns)
+        for i, (fig, k) in enumerate(charts):
+            with cols[i % columns]:
+                st.plotly_chart(fig, key=k)
+        return
+    made = [_entry(fig, k, full) for fig, k in charts]
+    mount(key=key, data={"charts": [e for e, _ in made], "columns": columns, "asset": asset_name()},
+          height="content")
+    for (_, k), (_, state) in zip(charts, made):
+        st.session_state[f"_live:{k}"] = state

@@ -617,3 +617,20 @@ def test_light_live_map_leaves_out_contour_labels_and_point_rims():
         points = [t for t in fig["data"] if t.get("mode") == "markers"]
         assert contour["contours"]["showlabels"] is (not light)
         assert all(("line" in t["marker"]) is (not light) for t in points) and len(points) == 2
+
+
+def test_live_charts_send_one_element_with_only_the_new_figures(monkeypatch):
+    from types import SimpleNamespace
+
+    from dashboard import figures, livechart
+
+    sent = []
+    monkeypatch.setattr(livechart, "_component", lambda: (lambda **kw: sent.append(kw)))
+    monkeypatch.setattr(livechart, "st", SimpleNamespace(session_state={}))
+    a, b = figures.empty_figure("a"), figures.empty_figure("b")
+    livechart.live_charts([(a, "x"), (b, "y")], key="grid")
+    livechart.live_charts([(a, "x"), (a, "y")], key="grid")
+    assert [s["key"] for s in sent] == ["grid", "grid"]
+    first, second = (s["data"]["charts"] for s in sent)
+    assert [("fig" in c, c["rev"]) for c in first] == [(True, 1), (True, 1)]
+    assert [("fig" in c, c["rev"]) for c in second] == [(False, 1), (True, 2)]

@@ -11,7 +11,7 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.livechart import live_chart
+from dashboard.livechart import live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
 from dashboard.runner import (
@@ -302,16 +302,8 @@ with right:
             st.progress(fraction, text=text)
         # a full page run remounts the charts: send every figure; a fragment run sends only new ones
         full = st.session_state.pop("_live_full", False)
-        g1, g2 = st.columns(2)
-        with g1:
-            live_chart(objective, key="live_objective", full=full)
-        with g2:
-            live_chart(stats, key="live_stats", full=full)
-        g3, g4 = st.columns(2)
-        with g3:
-            live_chart(traces, key="live_traces", full=full)
-        with g4:
-            live_chart(last, key="live_map" if data.n_features == 2 else "live_ard", full=full)
+        live_charts([(objective, "live_objective"), (stats, "live_stats"), (traces, "live_traces"),
+                     (last, "live_map" if data.n_features == 2 else "live_ard")], key="live_grid", full=full)
         if err := st.session_state.get("_live_map_box", {}).get("error"):
             st.error(f"Prediction failed: {err}")
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
