@@ -202,7 +202,9 @@ def on_slow():
 with right:
     if msg := st.session_state.pop("train_msg", None):
         st.error(msg)
-    cost, refused, warned = (None, "", "") if locked else cost_estimate()
+    # no estimate while the child still computes (a Stop's own rerun stays quick): the options have not
+    # changed since the run started, so it fits
+    cost, refused, warned = (None, "", "") if busy else cost_estimate()
     fits = not refused
     if refused:
         st.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
