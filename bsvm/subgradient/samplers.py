@@ -36,9 +36,13 @@ from .potential import (
     _margin_design,
     _pad,
     _unpad_cols,
+    binary_active_update,
     binary_batch,
+    binary_energy,
     binary_full,
     binary_full_update,
+    binary_hinge_sums,
+    binary_subgradient,
     potential_and_grad,
     potential_and_grad_cv,
 )
@@ -71,6 +75,20 @@ def apply_factor_t(L, g: np.ndarray, layout: ChainLayout | None = None) -> np.nd
     if np.ndim(L) == 1:
         return L * g
     return _unpad_cols(L.T @ _pad(g.T, layout), layout, 1).T
+
+
+def _factor_maps(L, layout: ChainLayout | None = None):
+    """(v -> rows of v mapped by L, g -> rows of g mapped by L^T), bound once per transition (the
+    leapfrog loop calls them at every step): the same products as ``apply_factor`` / ``apply_factor_t``."""
+    if L is None:
+        return (lambda v: v), (lambda g: g)
+    if isinstance(L, Diagonal) or np.ndim(L) == 1:
+        d = L.d if isinstance(L, Diagonal) else L
+        return (lambda v: d * v), (lambda g: d * g)
+    if layout is None or len(layout.positions) == layout.n_total:
+        Lt = L.T
+        return (lambda v: (L @ v.T).T), (lambda g: (Lt @ g.T).T)
+    return (lambda v: apply_factor(L, v, layout)), (lambda g: apply_factor_t(L, g, layout))
 
 
 def _col(x, n_chains: int) -> np.ndarray:
@@ -110,7 +128,7 @@ class Potential:
     (eq. 7; with ``tuning.cv`` the control-variate estimate of Baker et al. 2019)."""
 
     #: entries of Z from which HMC updates the active set instead of recomputing Z^T A (see ``incremental``)
-    incremental_min_size = 1_000_000
+    incremental_min_size = 300_000
 
     def __init__(self, model: HingeModel, X: np.ndarray, y: np.ndarray, batch_size: int | None = None,
                  layout: ChainLayout | None = None, Z: np.ndarray | None = None):
@@ -124,10 +142,25 @@ class Potential:
     @property
     def incremental(self) -> bool:
         """Whether :meth:`update` is available (binary, full data, ``signed_design``'s Z)."""
-        # below ~1e6 entries in Z the update's bookkeeping costs more than the product it saves
-        # (measured: 1,000 x 21 2x slower, 20,000 x 21 even, 100,000 x 51 a third faster)
+        # below ~3e5 entries in Z the update's bookkeeping costs more than the product it saves
+        # (measured per HMC transition: 1,000 x 22 1.8x slower, 5,000 x 22 1.2x slower, 20,000 x 22
+        # 1.3x faster)
         return (self.Z is not None and self.batch_size is None
                 and self.Z.shape[1] == self.model.n_params + 1 and self.Z.size >= self.incremental_min_size)
+
+    @property
+    def hinge_sums_available(self) -> bool:
+        """Whether :meth:`hinge_sums` is (binary, full data, ``signed_design``'s Z with its ones)."""
+        return (self.Z is not None and self.batch_size is None
+                and self.Z.shape[1] == self.model.n_params + 1)
+
+    def hinge_sums(self, theta, active: ActiveSet | None):
+        """(gzc, ActiveSet or None): ``potential.binary_hinge_sums`` at theta, updated from ``active``
+        when given (``binary_active_update``); ``binary_energy`` / ``binary_subgradient`` finish it."""
+        if active is not None:
+            active = binary_active_update(self.model, theta, self.Z, active, self.layout)
+            return active.gzc, active
+        return binary_hinge_sums(self.model, theta, self.Z, self.layout), None
 
     def update(self, theta, prev: ActiveSet | None):
         """(U, subgradient, ActiveSet) from the previous state's active set (``binary_full_update``)."""
@@ -169,7 +202,7 @@ class HMC:
     h ~ 0.65 is close to a full orbit, 2 pi, and gave 5-20x fewer effective draws; pi gives antithetic
     draws whose log posterior hardly moves.) In burn-in the count follows ``Tuning.count_step`` (the step
     each dual-averaging stage started from) instead of the averaging's current probe. An integer fixes the
-    step count. On binary data with >= 1e6 entries in the signed design, each gradient updates the
+    step count. On binary data with >= 3e5 entries in the signed design, each gradient updates the
     previous point's active set (``potential.binary_full_update``) instead of recomputing Z^T A."""
 
     def __init__(self, potential: Potential, n_leapfrog: int | None, jitter: float = 0.2,
@@ -211,25 +244,37 @@ class HMC:
         if active is None and getattr(self.potential, "incremental", False):  # a state made elsewhere
             active = self.potential.update(theta, None)[2]
         path = [theta[0]] if self.record_path else None
-        r = r - 0.5 * h * apply_factor_t(L, g, lay)
-        uniform = bool(np.all(steps == n))
+        fwd, bwd = _factor_maps(L, lay)
+        r = r - 0.5 * h * bwd(g)
+        # per-step coefficients, made once per transition: a chain whose trajectory has ended (i >= its
+        # step count) gets 0, so it keeps its end point (theta + 0 * v = theta exactly) and, evaluated at
+        # the same theta, the same U and subgradient; the last step's kick is a half step
+        i_step = np.arange(n)[:, None]
+        live = i_step < steps[None, :]  # (n, C)
+        pos = (h[:, 0] * live)[..., None]  # (n, C, 1)
+        kick = (np.where(i_step == steps[None, :] - 1, 0.5 * h[:, 0], h[:, 0]) * live)[..., None]
+        pot = self.potential
         with np.errstate(over="ignore", invalid="ignore"):
-            for i in range(n):
-                if uniform:
-                    theta = theta + h * apply_factor(L, r, lay)
+            if getattr(pot, "hinge_sums_available", False):
+                # binary full data: the inner points need only the subgradient; U (the same formula as
+                # binary_full's) is formed once, at the end point
+                model, gzc = pot.model, None
+                for i in range(n):
+                    theta = theta + pos[i] * fwd(r)
+                    gzc, active = pot.hinge_sums(theta, active)
+                    g = binary_subgradient(model, theta, gzc)
+                    r = r - kick[i] * bwd(g)
+                    if path is not None and i < steps[0]:
+                        path.append(theta[0])
+                if gzc is not None:
+                    U = binary_energy(model, theta, gzc)[0]
+            else:
+                for i in range(n):
+                    theta = theta + pos[i] * fwd(r)
                     U, g, active = self._evaluate(rng, theta, active)
-                    r = r - (h if i < n - 1 else 0.5 * h) * apply_factor_t(L, g, lay)
-                else:  # chains whose trajectory has ended keep their end point
-                    live = (i < steps)[:, None]
-                    theta = np.where(live, theta + h * apply_factor(L, r, lay), theta)
-                    # a finished chain's theta is unchanged, so its active set is too
-                    U_new, g_new, active = self._evaluate(rng, theta, active)
-                    U, g = np.where(live[:, 0], U_new, U), np.where(live, g_new, g)
-                    last = (i == steps - 1)[:, None]
-                    kick = np.where(last, 0.5 * h, h) * live
-                    r = r - kick * apply_factor_t(L, g, lay)
-                if path is not None and i < steps[0]:
-                    path.append(theta[0])
+                    r = r - kick[i] * bwd(g)
+                    if path is not None and i < steps[0]:
+                        path.append(theta[0])
             H1 = U + 0.5 * np.einsum("cp,cp->c", r, r)
         dH = np.where(np.isfinite(H1), H1 - H0, np.inf)
         accept_prob = np.exp(np.minimum(0.0, -dH))
