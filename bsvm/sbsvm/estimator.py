@@ -472,9 +472,11 @@ class SBSVM(BayesianClassifier):
         if self.predictive == "calibrated" and state.geom.kind == "sparse":
             self.defaults_["loo_log_lik"], self.link_ = self._loo_score(state, X, y)
 
-    def _trial_fit(self, name, engine, state, kernel, theta0, it, rng, stage, budget, group=None):
-        """A trial fit on the engine's rows and inducing inputs with another kernel, from its own start
-        ``theta0``, under the same kind of prior (centred on ``theta0``) and bounds as the first fit."""
+    def _trial_fit(self, name, engine, state, kernel, theta0, it, rng, stage, budget, group=None,
+                   inducing=None):
+        """A trial fit on the engine's rows and inducing inputs (or ``inducing``) with another kernel, from
+        its own start ``theta0``, under the same kind of prior (centred on ``theta0``) and bounds as the
+        first fit."""
         cfg = engine.config
         kw = {"theta_bounds": (theta0 + np.log(1e-3), theta0 + np.log(1e4)), "group_idx": None,
               "group_std": np.inf}
@@ -482,8 +484,8 @@ class SBSVM(BayesianClassifier):
             kw["prior_mean"] = theta0
         if group is not None and self.ard_shrinkage is not None:
             kw.update(group_idx=group, group_std=float(self.ard_shrinkage))
-        eng = SVIEngine(engine.X, engine.y, sparse_geometry(kernel, state.geom.inducing), replace(cfg, **kw),
-                        rng)
+        Z = state.geom.inducing if inducing is None else inducing
+        eng = SVIEngine(engine.X, engine.y, sparse_geometry(kernel, Z), replace(cfg, **kw), rng)
         self._trial_engines[name] = eng
         return (yield from self._run(eng, eng.init(rng), it, stage, rng, budget=budget, trial=True))
 
@@ -491,7 +493,8 @@ class SBSVM(BayesianClassifier):
         """kernel="auto": two more fits on the engine's rows from their own starts, one with one length scale
         per feature (all starting at the isotropic initial value; the same prior on each
         log-hyperparameter plus the ``ard_shrinkage`` prior towards their mean) and one with the linear
-        kernel s2 x.x' + b2 (s2 = ``variance``, b2 = 1 to start); the fit kept is the one whose
+        kernel s2 x.x' + b2 (s2 = ``variance``, b2 = 1 to start; inducing inputs the origin and the d unit
+        vectors, which make it exact, when d + 1 is at most m); the fit kept is the one whose
         leave-one-out log predictive, summed over (up to 2000 of) the engine's rows, is highest after
         Akaike's charge of one nat per hyperparameter beyond the isotropic kernel's (the ARD fit pays
         d - 1 nats, the linear kernel, one hyperparameter fewer than RBF + bias, gains one).
@@ -510,8 +513,13 @@ class SBSVM(BayesianClassifier):
                                                      "one length scale per feature", budget,
                                                      group=np.arange(d))
         lin = Linear(float(self.variance), 1.0)
+        # The origin and the d unit vectors span the linear kernel's feature space (x, 1): as inducing
+        # inputs they make the sparse fit exact (t_i = 0) with d + 1 columns and a well-conditioned Kmm.
+        Z = state.geom.inducing
+        if d + 1 <= Z.shape[0]:
+            Z = np.vstack([np.zeros(d), np.eye(d)])
         fits["linear"], it = yield from self._trial_fit("linear", engine, state, lin, lin.theta, it, rng,
-                                                        "linear kernel", budget)
+                                                        "linear kernel", budget, inducing=Z)
         rows = self._loo_rows(engine.n, rng)
         X, y = engine.X[rows], engine.y[rows]
         n_theta = kern.theta.size
