@@ -34,7 +34,7 @@ AUTO_INDUCING_FRACTION = 0.2
 AUTO_BATCH = 2000           # batch_size='auto' cap (and the hyperparameter stage's subset)
 HYPER_TOL = 0.05            # stopping rule: largest log-hyperparameter move over the patience window
 HYPER_STAGE_STEPS = 20      # steps of the hyperparameter stage when n > AUTO_BATCH (rule in the docstring)
-ARD_STAGE_STEPS = 20        # ... and of kernel='auto''s ARD fit (from the same start): 40 steps in all
+ARD_STAGE_STEPS = 20        # ... and of each of kernel='auto''s ARD and linear trials: 60 steps in all
 FULL_BATCH_CELLS = 10**7   # stage 2 is full-batch while the n x m features take at most 80 MB
 THETA_SPAN = np.log(1e4)    # log-hyperparameters stay within this of their initial values
 LOO_ROWS = 2000             # rows the leave-one-out check and the link fit use (a fixed random subset)
@@ -83,14 +83,17 @@ class SBSVM(BayesianClassifier):
       GP's constant mean: the latent function does not have to return to 0 away from the data). Initial
       length scale: the median pairwise distance of (up to 1000) standardised rows; initial kernel and
       bias variances 1 (the hinge's margin is 1, so f is on that scale). After the isotropic fit (on the
-      hyperparameter subset when n > 2000), a second fit from the same start learns one length scale
-      per feature under the same prior plus the ``ard_shrinkage`` prior; it is kept only if its
-      leave-one-out log predictive, summed over
-      (up to 2000 of) those rows, beats the isotropic fit's by more than d - 1 nats (the cavity
-      predictive of ``bsvm.sbsvm.loo`` leaves each row out of q, not out of the hyperparameters, so the
-      extra length scales pay Akaike's one nat each). Features of unequal relevance (Splice's DNA
-      positions, Ripley's two axes) keep ARD; isotropic problems (ringnorm, twonorm) keep the RBF.
-      ``defaults_`` records the choice and both scores.
+      hyperparameter subset when n > 2000), two more fits are tried on the same rows, each from its own
+      start: one length scale per feature (starting at the isotropic value, under the same prior plus
+      the ``ard_shrinkage`` prior), and the linear kernel s2 x.x' + b2 (s2 = ``variance``, b2 = 1 to
+      start; inducing inputs the origin and the d unit vectors, which make the sparse fit exact, when
+      d + 1 <= m). The fit kept is the one with the highest leave-one-out log predictive, summed over
+      (up to 2000 of) those rows, less Akaike's one nat per hyperparameter beyond the isotropic kernel's
+      (ARD pays d - 1 nats, the linear kernel, one hyperparameter fewer, gains one; ties keep the RBF):
+      the cavity predictive of ``bsvm.sbsvm.loo`` leaves each row out of q, not out of the
+      hyperparameters. Features of unequal relevance (Splice's DNA positions) keep ARD; isotropic
+      problems (ringnorm) keep the RBF; a linear boundary or categorical codes (Flare) keep the linear
+      kernel. ``defaults_`` records the choice and the three scores.
     * Hyperparameters are learned by default (sec. 4.3): an Adam step (rate ``hyper_lr`` = 0.1 on the
       log scale) up the gradient of ELBO + log p(theta) after every natural-gradient step. p(theta) is a
       normal prior on each log-hyperparameter centred on its initial value with standard deviation
@@ -107,8 +110,8 @@ class SBSVM(BayesianClassifier):
     * Minibatch (``batch_size="auto"``): min(n, 2000) rows. When that is all of the data, every step is
       exact coordinate ascent (rho = 1, sec. 4.1 updates with inducing points). When n > 2000 the fit has
       two stages. Stage 1 learns the hyperparameters with full-batch steps on a random subset of 2000
-      rows, for a budget of 20 steps per kernel (isotropic, then with ``kernel="auto"`` the ARD fit from
-      the same start: 40 steps in all). The budget is not a convergence failure: beyond it the log-
+      rows, for a budget of 20 steps per kernel (isotropic, then with ``kernel="auto"`` the ARD and the
+      linear trials: 60 steps in all). The budget is not a convergence failure: beyond it the log-
       hyperparameters drift along ridges of the ELBO that do not lower held-out error (twonorm 2k, 3000
       test rows: error .0237 at step 20, .0267 at step 150); ``stages_`` records when the budget ended a
       stage. Stage 2 freezes them and fits q(u) on all rows from the subset's solution scaled up to n
@@ -136,7 +139,7 @@ class SBSVM(BayesianClassifier):
     variant : "svi" (sec. 4.2, inducing points and minibatches), "batch" (sec. 4.1, every training point
         is an inducing point, full-data coordinate ascent; n <= 4000) or "linear" (sec. 4.5, primal
         weights and bias, O(d^3) per step).
-    kernel : "auto" (rule above), "rbf", "ard" (one length scale per feature), "linear", or a
+    kernel : "auto" (rule above), "rbf", "ard" (one length scale per feature), "linear" (s2 x.x' + b2), or a
         ``bsvm.kernels.Kernel`` (used as given, on the standardised features if ``standardize``).
         With a Dask input or ``partial_fit``, "auto" is "rbf".
     bias : add a learned constant kernel (a random offset with prior variance 1 to start) to "rbf" and
