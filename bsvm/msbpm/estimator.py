@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 
@@ -236,7 +237,8 @@ class MSBPM(BayesianClassifier):
         Measured on Ripley-like data, N = 2000: the line/nugget sampler needs ~100 sweeps per effective
         draw of p(y|x) at training points, the collapsed move about one.
     n_chains : population size; None: 8 for "hmc", 16 for "lines" (ADS splits the population in halves, so
-        it needs at least 4).
+        it needs at least 4). With one chain R-hat is undefined: an adaptive run stops once the ESS targets
+        are met and warns (``ConvergenceWarning``) that convergence could not be checked.
     n_samples : None (default): the run length is decided by the shared stopping rule
         (:mod:`bsvm.convergence`): after ``burn_in`` sweeps every ``thin``-th sweep is kept, and at
         geometrically spaced numbers of kept draws the rule is checked on the log posterior of each chain
@@ -410,10 +412,8 @@ class MSBPM(BayesianClassifier):
             raise ValueError(f"bias_scale must be 'auto' or a positive number, got {self.bias_scale!r}.")
         if not (0.0 <= self.ads_prob <= 1.0):
             raise ValueError(f"ads_prob is a probability in [0, 1], got {self.ads_prob!r}.")
-        min_chains = 4 if self.direction == "ads" and self.sampler != "hmc" else 1
-        if self.n_chains is not None and not (_is_int(self.n_chains) and self.n_chains >= min_chains):
-            raise ValueError(f"n_chains must be at least {min_chains} for direction={self.direction!r} "
-                             f"(ADS moves one half of the population along differences of the other half).")
+        if self.n_chains is not None and not (_is_int(self.n_chains) and self.n_chains >= 1):
+            raise ValueError(f"n_chains must be None or an integer >= 1, got {self.n_chains!r}.")
         if self.n_samples is not None and not (_is_int(self.n_samples) and self.n_samples >= 1):
             raise ValueError(f"n_samples must be None (run until the stopping rule is met) or an integer "
                              f">= 1 (a fixed-length run), got {self.n_samples!r}.")
@@ -486,6 +486,11 @@ class MSBPM(BayesianClassifier):
                                       point_scale=float(np.sqrt(self.nugget_)))
         self.basis_ = basis
         sampler = self._sampler(n_classes)
+        if sampler == "lines" and self.direction == "ads" and self.n_chains is not None and self.n_chains < 4:
+            # checked once the sampler is known: sampler="auto" resolves to "hmc" for two classes
+            raise ValueError(f"n_chains must be at least 4 for sampler='lines' with direction='ads' (ADS "
+                             f"moves one half of the population along differences of the other half), got "
+                             f"{self.n_chains!r}.")
         self.sampler_ = sampler
         hmc_run = sampler == "hmc"
         n_chains = int(self.n_chains) if self.n_chains is not None else (8 if hmc_run else 16)
@@ -549,14 +554,23 @@ class MSBPM(BayesianClassifier):
                 p_rows = votes[np.arange(len(rows)), :, y_index[rows]].T  # (chains, rows)
                 store.add(beta, self._chain_values(problem, state), p_rows)
             kept = store.n
+            # draws at the base thinning so far: the store keeps at most _max_stored per chain (it thins
+            # itself as it grows), so run lengths and the check schedule count these, not the stored ones
+            equiv = max(0, sweep - burn) // thin
             elapsed = busy + time.process_time() - clock
             status = None
-            if fixed and kept >= n_keep:
+            if fixed and equiv >= n_keep:
                 budget = f"n_samples={n_keep} (fixed length)"
-            elif not fixed and kept and monitor.due(kept):
+            elif not fixed and kept and monitor.due(equiv):
                 status = monitor.check(store.monitored(), names)
+                # the monitor schedules the next check in stored draws: rescale to base-thinning draws
+                monitor.next_check = max(equiv + 1, math.ceil(monitor.next_check * equiv / status.draws))
                 if status.converged:
                     self.converged_, budget = True, "converged"
+                elif status.n_chains == 1 and not status.failed:
+                    # every ESS target is met and R-hat cannot be computed from one chain: running on
+                    # cannot make the rule pass, so stop here and say so (the warning below)
+                    budget = "n_chains=1 (ESS targets met; R-hat needs >= 2 chains)"
             if budget is None and max_iter is not None and sweep >= max_iter:
                 budget = f"max_iter={max_iter} sweeps"
             if budget is None and max_time is not None and elapsed >= max_time:
