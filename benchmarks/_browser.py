@@ -101,8 +101,10 @@ def live_revisions(pg) -> dict:
 
 
 def wait_plotly(pg, timeout: float = 60_000) -> None:
-    """Wait until the browser has loaded plotly.js for the live charts (preloaded by every page)."""
-    pg.wait_for_function("() => typeof window.Plotly === 'object'", timeout=timeout)
+    """Wait until the browser has loaded plotly.js for the live charts (preloaded by every page) and
+    warmed it up (livechart draws two charts off screen once per tab, a second or so after loading)."""
+    pg.wait_for_function("() => typeof window.Plotly === 'object' && "
+                         "!!(window.__bsvmLive && window.__bsvmLive.warmed)", timeout=timeout)
 
 
 def wait_status(pg, *words: str, timeout: float = 60_000) -> str:
@@ -168,6 +170,42 @@ def crawl(pg, url: str, methods, seed: int = 0, clicks: int = 6, shots=None, log
             if shots is not None:
                 screenshot(pg, shots / f"crawl_{m}_{title.lower()}.png")
     return problems
+
+
+_SHIFTED: dict = {}
+
+
+def shift_browser_priority() -> int:
+    """Shift the nice value of every thread of this process's chromium descendants by this process's
+    own nice value; returns how many threads were changed (0 where not permitted, or at nice 0).
+
+    Chromium sets its own threads' priorities (the browser's main thread -8, a renderer 0, a renderer it
+    deems in the background +5), ignoring the nice value it was started with. A benchmark started with
+    ``nice -n -10`` on a shared machine then measured a browser that ran at the others' priority: a
+    live-chart draw of 0.9 CPU seconds took 5.4 s. Shifting keeps chromium's own order and gives the
+    browser the benchmark's priority, as the server and the fit's child have. Call it after opening a
+    page (renderers start with their pages); threads already shifted are left alone."""
+    import psutil
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    if base == 0:
+        return 0
+    changed = 0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" not in proc.name():
+                continue
+            for t in proc.threads():
+                now = os.getpriority(os.PRIO_PROCESS, t.id)
+                if _SHIFTED.get(t.id) == now:
+                    continue
+                want = max(-20, min(19, now + base))
+                os.setpriority(os.PRIO_PROCESS, t.id, want)
+                _SHIFTED[t.id] = want
+                changed += 1
+        except (psutil.Error, OSError):
+            continue
+    return changed
 
 
 def share_priority() -> int:

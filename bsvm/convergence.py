@@ -7,8 +7,9 @@ localization: an improved R-hat", sec. 4-5): a run has converged when, on every 
 
 (ESS summed over chains, as arviz-stats reports it). The monitored quantities are the log posterior
 (minus the potential) and p(y | x) at a fixed set of training rows (:func:`monitor_rows`), one column each
-of a (chain, draw, quantity) array. Quantities that do not vary at all (p(y|x) = 1 far from the boundary)
-carry no information and are skipped.
+of a (chain, draw, quantity) array; SubgradientHMC and GibbsSVM add every model parameter (their weights
+can mix more slowly than those summaries). Quantities that do not vary at all (p(y|x) = 1 far from the
+boundary) carry no information and are skipped.
 
 Checks are made at geometrically spaced draw counts (:class:`ConvergenceMonitor`), so their total cost is
 a constant multiple of the last one. A sampler stops at the first check that passes, or when its
@@ -45,12 +46,15 @@ class StoppingRule:
     ess_bulk: float = 400.0
     ess_tail: float = 400.0
 
-    def describe(self, n_rows: int | None = None) -> str:
+    def describe(self, n_rows: int | None = None, n_params: int | None = None) -> str:
+        """The rule in words; ``n_params``: the model's parameters are monitored too (SubgradientHMC,
+        GibbsSVM)."""
         where = "p(y|x) at a fixed set of training rows" if n_rows is None else \
             f"p(y|x) at {n_rows} fixed training rows"
+        what = f"the log posterior and {where}" if n_params is None else \
+            f"the log posterior, {where} and the {n_params} model parameters"
         return (f"stop when rank-normalised split R-hat <= {self.rhat:g} and bulk and tail ESS >= "
-                f"{self.ess_bulk:g}/{self.ess_tail:g} on the log posterior and {where} "
-                "(Vehtari et al. 2021)")
+                f"{self.ess_bulk:g}/{self.ess_tail:g} on {what} (Vehtari et al. 2021)")
 
     def metrics(self) -> dict:
         """The thresholds as progress-record metrics, so the dashboard can draw them."""

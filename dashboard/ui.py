@@ -145,9 +145,18 @@ def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
     return fig.to_image(format="png", width=width, height=h, scale=1)
 
 
-def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
-    """``st.plotly_chart`` with presentation styling and, under it, a PNG download made on click."""
-    st.plotly_chart(styled(fig), key=key, **kw)
+def chart(fig, key: str, *, png: bool = True, name: str | None = None, light: bool = False, **kw):
+    """``st.plotly_chart`` with presentation styling and, under it, a PNG download made on click.
+
+    ``light``: drawn by the live-chart component instead (dashboard/livechart.py), which loads plotly.js
+    on its own after the page's widgets are shown; ``st.plotly_chart`` makes the browser compile its
+    Plotly bundle before the page can be used (the Data page, the first a user opens, took seconds)."""
+    if light:
+        from .livechart import live_chart
+
+        live_chart(styled(fig), key=key, full=True)
+    else:
+        st.plotly_chart(styled(fig), key=key, **kw)
     if png:
         st.download_button("PNG", data=lambda: _png_or_message(fig), file_name=f"{name or key}.png",
                            mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",

@@ -129,6 +129,9 @@ def test_stop_and_reset_act_within_half_a_second_mid_run():
     t0 = time.perf_counter()
     _button(at, "Stop").click().run()
     assert run.status == "stopped"
+    # the buttons follow the request at once, whether or not the child has acknowledged the halt yet
+    assert not _button(at, "Continue").disabled and not _button(at, "Step").disabled
+    assert _button(at, "Stop").disabled and _button(at, "Pause").disabled
     assert run.join(0.5), "the worker was still running 0.5 s after Stop"
     assert time.perf_counter() - t0 < 0.5 + 2.0  # the click's own script run included
     _ok(at)

@@ -585,3 +585,52 @@ def test_playground_map_lines_up_with_the_raw_canvas():
     np.testing.assert_allclose(np.asarray(truth.z), grid.reshape(GENERATORS["ripley"].proba(grid.points)))
     (sv,) = [t for t in fig.data if t.name == "support vectors"]
     np.testing.assert_allclose(sv.x, est.support_vectors_[:, 0] * data.scale[0] + data.center[0])
+
+
+def test_live_chart_sends_a_figure_only_when_it_is_new(monkeypatch):
+    """Between two new figures a live chart sends only its revision (the browser keeps the figure);
+    a full page run (``full``) sends it again, since the chart is remounted."""
+    from types import SimpleNamespace
+
+    from dashboard import figures, livechart
+
+    sent = []
+    monkeypatch.setattr(livechart, "_component", lambda: (lambda **kw: sent.append(kw["data"])))
+    monkeypatch.setattr(livechart, "st", SimpleNamespace(session_state={}))
+    a, b = figures.empty_figure("a"), figures.empty_figure("b")
+    for fig, full in ((a, False), (a, False), (a, True), (b, False), (b, False)):
+        livechart.live_chart(fig, key="k", full=full)
+    assert ["fig" in d for d in sent] == [True, False, True, True, False]
+    assert [d["rev"] for d in sent] == [1, 1, 1, 2, 2]
+    assert sent[3]["fig"] != sent[0]["fig"] and all(d["key"] == "k" for d in sent)
+
+
+def test_light_live_map_leaves_out_contour_labels_and_point_rims():
+    from dashboard.analysis import Grid
+
+    g = Grid(np.linspace(-1, 1, 5), np.linspace(-1, 1, 5))
+    p = np.full(25, 0.5)
+    X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    for light in (False, True):
+        fig = figures.proba_heatmap(g, p, X, y, (0, 1), truth=p, light=light).to_dict()
+        contour = next(t for t in fig["data"] if t["type"] == "contour")
+        points = [t for t in fig["data"] if t.get("mode") == "markers"]
+        assert contour["contours"]["showlabels"] is (not light)
+        assert all(("line" in t["marker"]) is (not light) for t in points) and len(points) == 2
+
+
+def test_live_charts_send_one_element_with_only_the_new_figures(monkeypatch):
+    from types import SimpleNamespace
+
+    from dashboard import figures, livechart
+
+    sent = []
+    monkeypatch.setattr(livechart, "_component", lambda: (lambda **kw: sent.append(kw)))
+    monkeypatch.setattr(livechart, "st", SimpleNamespace(session_state={}))
+    a, b = figures.empty_figure("a"), figures.empty_figure("b")
+    livechart.live_charts([(a, "x"), (b, "y")], key="grid")
+    livechart.live_charts([(a, "x"), (a, "y")], key="grid")
+    assert [s["key"] for s in sent] == ["grid", "grid"]
+    first, second = (s["data"]["charts"] for s in sent)
+    assert [("fig" in c, c["rev"]) for c in first] == [(True, 1), (True, 1)]
+    assert [("fig" in c, c["rev"]) for c in second] == [(False, 1), (True, 2)]

@@ -35,6 +35,10 @@ def test_auto_run_stops_when_the_rule_holds_and_records_say_so():
     from bsvm import diagnostics
     Q = est.log_posterior_quantities_
     assert Q.shape[:2] == (4, est.samples_.shape[1]) and np.all(diagnostics.rhat(Q) <= 1.01)
+    # ... and on every model parameter (hmc: at every kept draw)
+    assert "3 model parameters" in est.stopping_rule_ and "theta[2]" in st.per_quantity["names"]
+    D = est.samples_
+    assert np.all(diagnostics.rhat(D) <= 1.01) and np.all(diagnostics.ess_bulk(D) >= 400)
     # hmc in 3 dimensions: the leapfrog path of chain 0's last transition, for the teaching view
     path = records[-1].snapshot["leapfrog_path"]
     n_steps = est.to_arviz()["sample_stats"]["n_steps"].values[0, -1]

@@ -343,14 +343,34 @@ class SGNHTState(NamedTuple):
     theta: np.ndarray  # (C, p)
     r: np.ndarray  # (C, p) momentum (z-space)
     xi: np.ndarray  # (C,) thermostat
+    grad: np.ndarray | None = None  # (C, p) stochastic subgradient at theta (theta-space), carried
+    U: np.ndarray | None = None  # (C,) the potential estimate that came with it
+
+
+def _ou_variance(xi: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """(1 - exp(-2 xi h)) / xi, the variance factor of an exact OU step (-> 2 h as xi -> 0; positive for
+    xi < 0 too)."""
+    x = 2.0 * xi * h
+    small = np.abs(x) < 1e-8
+    return np.where(small, 2.0 * h, -np.expm1(-x) / np.where(small, 1.0, xi))
 
 
 class SGNHT:
-    """r' = r - h xi r - h L^T dU~(theta) + sqrt(2 A h) nu;  theta' = theta + h L r';
-    xi' = xi + h (r'^T r' / n - 1).
+    """The SDE of eq. 14 (Ding et al. 2014's thermostat; z-space with theta = L z):
 
-    The thermostat uses the updated momentum r', as in Ding et al. (2014) / the paper's eq. 8 (eq. 14
-    prints r_t there; with r_t the thermostat lags one step and the same invariant law is targeted).
+        dz = r dt,  dr = -L^T dU~(theta) dt - xi r dt + sqrt(2 A) dW,  dxi = (r^T r / n - 1) dt,
+
+    integrated by the symmetric splitting "BADODAB" of Leimkuhler & Shang (2016, SIAM J. Sci. Comput.
+    38, A712) instead of the paper's Euler scheme: half kick B (r -= h/2 L^T dU~), half drift A
+    (theta += h/2 L r), half thermostat D (xi += h/2 (r^T r / n - 1)), the friction and noise O solved
+    exactly for fixed xi (r <- e^{-xi h} r + sqrt(A (1 - e^{-2 xi h}) / xi) nu), then D, A, B in reverse.
+    One stochastic subgradient per step: the last half kick's is carried to the next step's first.
+    Why not eq. 14's Euler update: its invariant law is off by O(h), and on the hinge's skewed posteriors
+    that moves the MEANS: on the 351 x 34 accuracy benchmark (full batch, h = 0.1, three 4 x 24,000-step
+    runs pooled) Euler's means were 0.097 posterior sd off the exact Gibbs reference (rms 0.048 after
+    removing the Monte Carlo error; z^2 averaged 7.8 over the 35 parameters, 1 for no bias), the splitting's
+    0.036 (z^2 0.78: no bias detectable), with one subgradient per step as before (12-15 vs 11-12 CPU s
+    for 24,000 steps of 4 chains on a loaded machine).
     ``init``: r_0 ~ N(0, I) and xi_0 = A, as in the paper (sec. 2.4)."""
 
     def __init__(self, potential: Potential, diffusion: float):
@@ -361,16 +381,25 @@ class SGNHT:
         return SGNHTState(theta, rng.standard_normal(theta.shape), np.full(theta.shape[0], self.diffusion))
 
     def step(self, rng, state: SGNHTState, tuning: Tuning):
-        U, g = self.potential(rng, state.theta, tuning.cv)
-        C, n = state.theta.shape
+        L, lay = tuning.factor, self.potential.layout
+        theta, r, xi, g, U0 = state
+        if g is None:  # first step, or the state was reset (a new metric)
+            U0, g = self.potential(rng, theta, tuning.cv)
+        C, n = theta.shape
         h = _col(tuning.step_size, C)
-        lay = self.potential.layout
-        r = (state.r - h * state.xi[:, None] * state.r - h * apply_factor_t(tuning.factor, g, lay)
-             + np.sqrt(2.0 * self.diffusion * h) * rng.standard_normal(g.shape))
-        theta = state.theta + h * apply_factor(tuning.factor, r, lay)
-        xi = state.xi + h[:, 0] * (np.einsum("cp,cp->c", r, r) / n - 1.0)
-        info = StepInfo(U, _nan(C), _nan(C), ~np.isfinite(U), _nan(C), h[:, 0], xi, None, g * g)
-        return SGNHTState(theta, r, xi), info
+        half = 0.5 * h
+        r = r - half * apply_factor_t(L, g, lay)
+        r_a = r
+        xi = xi + half[:, 0] * (np.einsum("cp,cp->c", r, r) / n - 1.0)
+        r = np.exp(-xi[:, None] * h) * r + np.sqrt(self.diffusion * _ou_variance(xi[:, None], h)) \
+            * rng.standard_normal(r.shape)
+        xi = xi + half[:, 0] * (np.einsum("cp,cp->c", r, r) / n - 1.0)
+        # the two half drifts (with the momentum before and after O) in one product
+        theta = theta + apply_factor(L, half * (r_a + r), lay)
+        U, g = self.potential(rng, theta, tuning.cv)
+        r = r - half * apply_factor_t(L, g, lay)
+        info = StepInfo(U0, _nan(C), _nan(C), ~np.isfinite(U0), _nan(C), h[:, 0], xi, None, g * g)
+        return SGNHTState(theta, r, xi, g, U), info
 
 
 # --------------------------------------------------------------------------- exact Gibbs (Polson & Scott)

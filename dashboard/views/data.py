@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 
 from bsvm.data import guess_label, numeric_columns, read_csv_table  # noqa: E402
 from bsvm.samples import SAMPLES, sample_path  # noqa: E402
-from dashboard import figures, playground, state, ui  # noqa: E402
+from dashboard import figures, state, ui  # noqa: E402
 from dashboard.analysis import pca2  # noqa: E402
 from dashboard.runner import Job  # noqa: E402
 
@@ -78,6 +78,8 @@ with left:
                    help="Rows with an empty (or non-numeric, such as '?') feature or label are dropped "
                         "instead of refusing the file.")
     elif c["sample"] == state.PLAYGROUND:
+        from dashboard import playground  # imports SciPy (bsvm.datasets): only when the playground is used
+
         names = list(playground.GENERATORS)
         gen = st.selectbox("Generator", names, format_func=lambda g: playground.GENERATORS[g][0],
                            key="pg_gen")
@@ -144,6 +146,8 @@ data = state.current_data() if frame is not None else None
 
 def playground_editor(d) -> None:
     """The clickable canvas: a click adds a point of the chosen class or removes the nearest point."""
+    from dashboard import playground
+
     pg = st.session_state["playground"]
     mode = st.radio("Click to", [playground.ADD_0, playground.ADD_1, playground.REMOVE], horizontal=True,
                     key="pg_mode", format_func=lambda m: m.capitalize())
@@ -177,7 +181,7 @@ with right:
             X2, var = pca2(X_all)
             axes = (f"PC1 ({var[0]:.0%} of variance)", f"PC2 ({var[1]:.0%})")
         title = "All rows" + (" (first two principal components)" if d > 2 else "")
-        ui.chart(figures.data_scatter(X2, y_all, data.classes, axes, title), key="data_scatter")
+        ui.chart(figures.data_scatter(X2, y_all, data.classes, axes, title), key="data_scatter", light=True)
     if data is not None:
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("training rows", len(data.y_train))
@@ -186,7 +190,7 @@ with right:
         m4.metric("classes", len(data.classes))
         if c["sample"] != state.PLAYGROUND:
             ui.chart(figures.class_balance(data.y_train, data.classes, "Class balance (training rows)"),
-                     key="data_balance")
+                     key="data_balance", light=True)
         if data.truth:
             st.success("True p(y|x) known for this data: the Calibration page draws its contours and "
                        "measures each method's deviation from it.")

@@ -11,7 +11,7 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.livechart import live_chart
+from dashboard.livechart import live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
 from dashboard.runner import (
@@ -27,11 +27,19 @@ from dashboard.runner import (
 )
 
 PAGE = "train"
-#: the live map waits this many times its own computing time before it is recomputed
+#: the live map waits this many times its own computing time before it is recomputed, and at least
+#: MAP_SECONDS: each new map costs the server a prediction and the browser a redraw of its heatmap
 MAP_SHARE = 5.0
+MAP_SECONDS = 1.0
 #: training points drawn on the live map (a fixed random subset beyond): each is an SVG element that the
-#: browser redraws with every new map
-LIVE_POINTS = 400
+#: browser restyles with every new map; the finished run's map shows FINAL_POINTS
+LIVE_POINTS = 250
+#: grid points per axis of the live map while the run goes on (MAP_GRID once it has finished)
+LIVE_GRID = 30
+#: while a run goes on, the objective is redrawn with every new record, the statistics and trace charts
+#: at most this often (so the browser's and the server's drawing time goes to the learning curve)
+SECONDARY_SECONDS = 0.5
+FINAL_POINTS = 800
 
 trace("script-start")
 st.title("Train")
@@ -51,7 +59,12 @@ prewarm(0)
 note_slot = st.empty()  # filled once the method selectbox has taken the user's choice
 c = state.cfg()
 run: Run | None = reg.get(PAGE)
+# busy: the child computes (until it has acknowledged a Pause/Stop): the live view keeps redrawing.
+# locked: the user's last request was to run: options and Start/Step/Continue are off. After Stop the
+# buttons follow the request at once, not the child's acknowledgement: a Continue or Step sent while
+# the child finishes its record is queued behind the halt, and Start replaces the run.
 busy = run is not None and (run.status == RUNNING or run.busy)
+locked = run is not None and run.status == RUNNING
 stale = run is not None and run.meta.get("data_key") != data.key
 
 left, right = st.columns([1, 3])
@@ -61,7 +74,7 @@ with left:
     state.bind(st.selectbox, "method", "Method", options=keys,
                format_func=lambda k: next(m.label for m in available if m.key == k),
                help="Methods that cannot handle this data set (e.g. binary-only methods on 3 classes) are "
-                    "hidden. Each is a scikit-learn estimator in the bsvm package.", disabled=busy)
+                    "hidden. Each is a scikit-learn estimator in the bsvm package.", disabled=locked)
     method = next(m for m in available if m.key == c["method"])
     note = state.fallback_note(data, method)
     if note:
@@ -70,7 +83,7 @@ with left:
         st.markdown(method.summary)
         st.markdown(f"**What good looks like:** {method.good}")
     st.subheader("Options")
-    opts = ui.option_widgets(method, disabled=busy)
+    opts = ui.option_widgets(method, disabled=locked)
     st.caption("Changed options take effect at the next **Start**.")
     st.caption(SEED_HELP)
 
@@ -189,6 +202,8 @@ def on_slow():
 with right:
     if msg := st.session_state.pop("train_msg", None):
         st.error(msg)
+    # no estimate while the child still computes (a Stop's own rerun stays quick): the options have not
+    # changed since the run started, so it fits
     cost, refused, warned = (None, "", "") if busy else cost_estimate()
     fits = not refused
     if refused:
@@ -207,18 +222,18 @@ with right:
             "[data-testid='stButton'] [data-testid='stMarkdownContainer'] p"
             "{overflow: visible !important; text-overflow: clip !important;}</style>")
     b = st.columns([1, 1.05, 1, 1, 1.5, 1.05], gap="small")
-    b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=busy or not fits,
+    b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=locked or not fits,
                 on_click=on_start, width="stretch", help="Start a new run with the options on the left.")
     b[1].button("Pause", icon=":material/pause:", disabled=status != RUNNING, on_click=on_pause,
                 width="stretch", help="Pause after the current progress record; Continue or Step resume.")
-    b[2].button("Step", icon=":material/skip_next:", disabled=busy or not fits, on_click=on_step,
+    b[2].button("Step", icon=":material/skip_next:", disabled=locked or not fits, on_click=on_step,
                 width="stretch",
                 help="Advance by one progress record, then pause (starts a run if there is none).")
     b[3].button("Stop", icon=":material/stop:", disabled=status not in (RUNNING, PAUSED), on_click=on_stop,
                 width="stretch",
                 help="Stop now; the model keeps the state it reached (usable on other pages), and "
                      "Continue can still resume it.")
-    b[4].button("Continue", icon=":material/resume:", disabled=not can_resume or busy or status is None,
+    b[4].button("Continue", icon=":material/resume:", disabled=not can_resume or locked or status is None,
                 on_click=on_continue, width="stretch", help="Resume a paused or stopped run.")
     b[5].button("Reset", icon=":material/restart_alt:", disabled=run is None, on_click=on_reset,
                 width="stretch", help="Forget the run and its model.")
@@ -230,6 +245,7 @@ with right:
     def live_view():
         yield_to_fits()  # a fragment rerun has its own thread
         r: Run | None = reg.get(PAGE)
+        t_frag = time.perf_counter()
         trace("fragment", status=r.status if r else None, busy=busy)
         if r is None:
             st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
@@ -260,13 +276,20 @@ with right:
         hist = list(r.history)  # a copy: the worker appends while we draw
         # the curves change only with new records: between two, the same figures are passed again (and
         # livechart sends the JSON it made for them)
-        curves_key = (r.id, data.key, len(hist), hist[-1].iteration if hist else -1)
+        curves_key = (r.id, data.key, len(hist), hist[-1].iteration if hist else -1, moving)
         cached = st.session_state.get("_live_curves")
         if cached is not None and cached[0] == curves_key:
             objective, stats, traces = cached[1]
         else:
-            objective, stats, traces = live_curves(hist)
-            st.session_state["_live_curves"] = (curves_key, (objective, stats, traces))
+            # the objective with every new record; the statistics and traces (each one more chart for
+            # the server to build and the browser to draw) at most every SECONDARY_SECONDS while running
+            now = time.perf_counter()
+            objective = figures.objective_curve(hist)
+            fresh = cached is None or len(cached) != 4 or cached[3] != curves_key[:2] or not moving or \
+                now - cached[2] >= SECONDARY_SECONDS
+            stats, traces = live_secondary(hist) if fresh else cached[1][1:]
+            built = now if fresh else cached[2]
+            st.session_state["_live_curves"] = (curves_key, (objective, stats, traces), built, curves_key[:2])
         if data.n_features == 2:
             last = live_map(r, final=not moving)
             if last is None:
@@ -279,24 +302,17 @@ with right:
                                             "two-feature option).")
         if moving:
             st.progress(fraction, text=text)
-        g1, g2 = st.columns(2)
-        with g1:
-            live_chart(objective, key="live_objective")
-        with g2:
-            live_chart(stats, key="live_stats")
-        g3, g4 = st.columns(2)
-        with g3:
-            live_chart(traces, key="live_traces")
-        with g4:
-            live_chart(last, key="live_map" if data.n_features == 2 else "live_ard")
+        # a full page run remounts the charts: send every figure; a fragment run sends only new ones
+        full = st.session_state.pop("_live_full", False)
+        live_charts([(objective, "live_objective"), (stats, "live_stats"), (traces, "live_traces"),
+                     (last, "live_map" if data.n_features == 2 else "live_ard")], key="live_grid", full=full)
         if err := st.session_state.get("_live_map_box", {}).get("error"):
             st.error(f"Prediction failed: {err}")
-        trace("fragment-drawn", status=status, records=r.records)
+        trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
 
-    def live_curves(hist: list):
-        """The objective, the hyperparameter or sampler statistics, and the snapshot traces."""
+    def live_secondary(hist: list):
+        """The hyperparameter or sampler statistics, and the snapshot traces."""
         groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
-        objective = figures.objective_curve(hist)
         if groups.get("hyper"):
             stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
                                           feature_names=data.feature_names)
@@ -305,7 +321,7 @@ with right:
             stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
         else:
             stats = figures.empty_figure(figures.no_stats_message(method.kind))
-        return objective, stats, figures.snapshot_traces(hist)
+        return stats, figures.snapshot_traces(hist)
 
     def live_map(r: Run, final: bool):
         """The probability map of the run's newest state. While the run goes on, a background thread
@@ -320,31 +336,37 @@ with right:
         fig = box.get("fig")
         if not r.fitted or box.get("records") == r.records:
             return fig
-        grid, truth = ui.map_grid(data, MAP_GRID)
+        # while the run goes on, a coarser grid (a sampler's map costs one prediction per draw and
+        # point); the finished run's map has the full resolution
+        grid, truth = ui.map_grid(data, MAP_GRID if final else LIVE_GRID)
         model, records = r.model, r.records
 
         def work():
             yield_to_fits()
             t0 = time.perf_counter()
             try:
-                new = figures.model_map(model, data, grid, "Live map", truth=truth, max_points=LIVE_POINTS)
+                new = figures.model_map(model, data, grid, "Live map", truth=truth,
+                                        max_points=FINAL_POINTS if final else LIVE_POINTS, light=not final)
                 error = ""
             except Exception as exc:  # noqa: BLE001 - shown under the charts, never as a traceback
                 error = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
                 new = None
             t1 = time.perf_counter()
+            trace("map", s=f"{t1 - t0:.4f}", final=final)
             box.update(fig=new if new is not None else box.get("fig"), records=records, error=error,
                        cost=t1 - t0, end=t1, busy=False)
 
         if final:
             work()
             return box.get("fig")
-        rested = time.perf_counter() - box.get("end", -1e9) >= MAP_SHARE * box.get("cost", 0)
+        rest = max(MAP_SECONDS, MAP_SHARE * box.get("cost", 0))
+        rested = time.perf_counter() - box.get("end", -1e9) >= rest
         if not box.get("busy") and rested:
             box["busy"] = True
             threading.Thread(target=work, name="bsvm-map", daemon=True).start()
         return fig
 
+    st.session_state["_live_full"] = True  # read by the fragment: this is a full page run
     live_view()
     if run is not None and run.status == DONE and run.finished_at is not None:
         st.caption(f"Finished: {run.records} progress records; the fit computed for "
