@@ -76,12 +76,21 @@ def _fit_predict(model, X, y, Xt):
     return model.predict(Xt), time.process_time() - t0
 
 
+def _collapsed(pred, truth) -> int:
+    """1 if one class gets >= 95 % of the predictions while it is < 80 % of the true labels."""
+    top = np.bincount(pred, minlength=truth.max() + 1).argmax()
+    return int(np.mean(pred == top) >= 0.95 and np.mean(truth == top) < 0.8)
+
+
 def small_table(sets=SMALL_SETS, runs=10, fracs=(0.1, 0.5), msbpm_kw=None, label="defaults"):
     """The paper's Table 1 protocol (sec. 5.1) on small sets: train on a bootstrap sample of 10 % / 50 % of
     the rows, test on the out-of-bag rows, every repeat counted (no resampling of awkward draws: classes
     with one row or none are fitted as they come). MSBPM at its defaults against SVC+Platt at its defaults
     (``PlattSVM()``: C = 1, gamma "scale"). "collapsed": repeats where MSBPM predicts one class for >= 95 %
-    of the out-of-bag rows while that class is < 80 % of them. "1-row": repeats with a class of one row."""
+    of the out-of-bag rows while that class is < 80 % of them ("Platt coll.": the same count for SVC+Platt).
+    "pred. minority": the mean fraction of out-of-bag rows MSBPM (SVC+Platt) assigns to the pool's
+    smallest class, beside that class's share of the pool ("minority"). "1-row": repeats with a class of
+    one row."""
     rows = []
     with threadpool_limits(1):
         for name in sets:
@@ -92,7 +101,9 @@ def small_table(sets=SMALL_SETS, runs=10, fracs=(0.1, 0.5), msbpm_kw=None, label
             X, y = data
             for frac in fracs:
                 rng = np.random.default_rng(0)
-                acc_b, acc_p, secs, collapsed, single = [], [], [], 0, 0
+                acc_b, acc_p, secs, collapsed, single, coll_p = [], [], [], 0, 0, 0
+                minor = int(np.argmin(np.bincount(y)))
+                min_b, min_p = [], []
                 for run in range(runs):
                     idx = rng.integers(0, len(y), size=int(round(frac * len(y))))
                     oob = np.setdiff1d(np.arange(len(y)), idx)
@@ -104,8 +115,10 @@ def small_table(sets=SMALL_SETS, runs=10, fracs=(0.1, 0.5), msbpm_kw=None, label
                     acc_b.append(np.mean(pb == y[oob]))
                     acc_p.append(np.mean(pp == y[oob]))
                     secs.append(sec)
-                    top = np.bincount(pb, minlength=y.max() + 1).argmax()
-                    collapsed += int(np.mean(pb == top) >= 0.95 and np.mean(y[oob] == top) < 0.8)
+                    collapsed += _collapsed(pb, y[oob])
+                    coll_p += _collapsed(pp, y[oob])
+                    min_b.append(np.mean(pb == minor))
+                    min_p.append(np.mean(pp == minor))
                 acc_b, acc_p = 100 * np.array(acc_b), 100 * np.array(acc_p)
 
                 def sd(a):
@@ -115,6 +128,8 @@ def small_table(sets=SMALL_SETS, runs=10, fracs=(0.1, 0.5), msbpm_kw=None, label
                              "MS-BPM": f"{acc_b.mean():.1f} ± {sd(acc_b):.1f}",
                              "SVC+Platt": f"{acc_p.mean():.1f} ± {sd(acc_p):.1f}",
                              "diff": float(acc_b.mean() - acc_p.mean()), "collapsed": collapsed,
+                             "Platt coll.": coll_p, "minority": f"{np.mean(y == minor):.2f}",
+                             "pred. minority": f"{np.mean(min_b):.2f} ({np.mean(min_p):.2f})",
                              "1-row": single, "fit cpu s": float(np.mean(secs))})
                 print(f"  done: {rows[-1]}", flush=True)
     print("\nSmall data, paper's Table 1 protocol (bootstrap train, out-of-bag test), MSBPM vs SVC+Platt, "
@@ -322,12 +337,21 @@ def mixing_table(n=250, msbpm_kw=None):
     return rows
 
 
+def _value(text):
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks msbpm")
     ap.add_argument("--small-runs", type=int, default=10)
     ap.add_argument("--small-sets", default=",".join(SMALL_SETS))
     ap.add_argument("--small-fracs", default="0.1,0.5")
     ap.add_argument("--skip-small", action="store_true")
+    ap.add_argument("--small-msbpm", default="", help="MSBPM settings for labelled small-data rows after "
+                    "the defaults, e.g. bias_scale=0.3 (numbers parsed as float, else string)")
     ap.add_argument("--converge-ns", default="2000")
     ap.add_argument("--converge-seeds", type=int, default=3)
     ap.add_argument("--skip-converge", action="store_true")
@@ -346,8 +370,12 @@ def main(argv=None):
     if not args.skip_converge:
         converge_table([int(v) for v in args.converge_ns.split(",")], args.converge_seeds)
     if not args.skip_small:
-        small_table(args.small_sets.split(","), args.small_runs,
-                    tuple(float(v) for v in args.small_fracs.split(",")))
+        fracs = tuple(float(v) for v in args.small_fracs.split(","))
+        small_table(args.small_sets.split(","), args.small_runs, fracs)
+        if args.small_msbpm:
+            kw = {k: _value(v) for k, v in (item.split("=") for item in args.small_msbpm.split(","))}
+            small_table(args.small_sets.split(","), args.small_runs, fracs, msbpm_kw=kw,
+                        label=args.small_msbpm)
     if not args.skip_speed:
         speed_table([int(v) for v in args.ns.split(",")])
     if not args.skip_mixing:

@@ -63,10 +63,11 @@ def model_data(n, d, seed=0, c=1.0, l=1.0):
 
 @contextmanager
 def _gradient_counter():
-    """Counts the samplers' gradient evaluations (one per chain per call, full data or minibatch) while
+    """Counts the samplers' gradient evaluations (one per chain per call, full data or minibatch; HMC's
+    leapfrog steps on binary data call ``Potential.hinge_sums``) while
     the context is open, by wrapping ``samplers.Potential`` (the count costs nothing measurable)."""
     count = [0]
-    call, update = S.Potential.__call__, S.Potential.update
+    call, update, sums = S.Potential.__call__, S.Potential.update, S.Potential.hinge_sums
 
     def counted_call(self, rng, theta, cv=None):
         count[0] += theta.shape[0]
@@ -76,11 +77,16 @@ def _gradient_counter():
         count[0] += theta.shape[0]
         return update(self, theta, prev)
 
+    def counted_sums(self, theta, active):
+        count[0] += theta.shape[0]
+        return sums(self, theta, active)
+
     S.Potential.__call__, S.Potential.update = counted_call, counted_update
+    S.Potential.hinge_sums = counted_sums
     try:
         yield count
     finally:
-        S.Potential.__call__, S.Potential.update = call, update
+        S.Potential.__call__, S.Potential.update, S.Potential.hinge_sums = call, update, sums
 
 
 def _fit(est, X, y):

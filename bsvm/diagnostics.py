@@ -109,3 +109,103 @@ def summary(samples, names=None) -> pd.DataFrame:
     })
     table.index = list(names) if names is not None else [f"theta[{j}]" for j in range(x.shape[-1])]
     return table
+
+
+# ------------------------------------------------------------------ the stopping rule's three numbers at once
+def _split_chains(x: np.ndarray) -> np.ndarray:
+    """(K, C, D) -> (K, 2C, D // 2): first and last halves as separate chains (the middle draw of an odd
+    D dropped), as arviz-stats splits."""
+    half = x.shape[-1] // 2
+    return np.concatenate([x[..., :half], x[..., x.shape[-1] - half:]], axis=-2)
+
+
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Rank-normalise each of the K (chain, draw) blocks over all its values: average ranks r, then
+    Phi^-1((r - 3/8) / (N + 1/4)) (Blom's offsets, as arviz-stats)."""
+    from scipy.special import ndtri
+    from scipy.stats import rankdata
+
+    K = x.shape[0]
+    r = rankdata(x.reshape(K, -1), method="average", axis=1)
+    return ndtri((r - 0.375) / (r.shape[1] + 0.25)).reshape(x.shape)
+
+
+def _rhat_basic(x: np.ndarray) -> np.ndarray:
+    """Gelman-Rubin R-hat of each (chain, draw) block of x (K, M, N)."""
+    N = x.shape[-1]
+    between = N * np.var(x.mean(axis=-1), axis=-1, ddof=1)
+    within = np.var(x, axis=-1, ddof=1).mean(axis=-1)
+    return np.sqrt((between / within + N - 1) / N)
+
+
+def _ess_basic(x: np.ndarray) -> np.ndarray:
+    """ESS of each (chain, draw) block of x (K, M, N): FFT autocovariances for all blocks at once, then
+    Geyer's initial positive and monotone sequences per block exactly as arviz-stats' ``_ess`` (a scalar
+    loop over lags, ~N / 2 steps at most, on precomputed autocorrelations)."""
+    from scipy.fft import irfft, next_fast_len, rfft
+
+    K, M, N = x.shape
+    out = np.empty(K)
+    const = (x.max(axis=(1, 2)) - x.min(axis=(1, 2))) < np.finfo(float).resolution
+    c = x - x.mean(axis=-1, keepdims=True)
+    m = next_fast_len(2 * N)
+    f = rfft(c, n=m, axis=-1)
+    f *= np.conjugate(f)
+    acov = irfft(f, n=m, axis=-1)[..., :N] / N
+    mean_var = acov[:, :, 0].mean(axis=1) * N / (N - 1.0)
+    var_plus = mean_var * (N - 1.0) / N
+    if M > 1:
+        var_plus = var_plus + np.var(x.mean(axis=-1), axis=-1, ddof=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho_all = 1.0 - (mean_var[:, None] - acov.mean(axis=1)) / var_plus[:, None]  # (K, N)
+    for k in range(K):
+        if const[k]:
+            out[k] = M * N
+            continue
+        rho = rho_all[k].tolist()
+        rt = [0.0] * N
+        rt[0] = even = 1.0
+        rt[1] = odd = rho[1]
+        t = 1
+        while t < N - 3 and even + odd > 0.0:
+            even, odd = rho[t + 1], rho[t + 2]
+            if even + odd >= 0:
+                rt[t + 1], rt[t + 2] = even, odd
+            t += 2
+        max_t = t - 2
+        if even > 0:
+            rt[max_t + 1] = even
+        t = 1
+        while t <= max_t - 2:
+            if rt[t + 1] + rt[t + 2] > rt[t - 1] + rt[t]:
+                rt[t + 1] = rt[t + 2] = (rt[t - 1] + rt[t]) / 2.0
+            t += 2
+        rt = np.asarray(rt)
+        tau = -1.0 + 2.0 * np.sum(rt[:max_t + 1]) + np.sum(rt[max_t + 1:max_t + 2])
+        tau = max(tau, 1.0 / np.log10(M * N))
+        out[k] = np.nan if np.isnan(rt).any() else M * N / tau
+    return out
+
+
+def rank_diagnostics(x, prob=(0.05, 0.95)):
+    """Rank-normalised split R-hat, bulk ESS and tail ESS of every quantity at once: ``x`` (K, C, D) ->
+    three (K,) arrays. The same numbers as ``rhat``, ``ess_bulk`` and ``ess_tail`` (arviz-stats; tested
+    equal to 1e-10), computed vectorised over the K quantities: arviz-stats loops over them in Python,
+    ~3 ms each, which made the stopping rule's checks a quarter of a 1,000-row SubgradientHMC fit.
+    Needs finite draws, D >= 4 and, for R-hat, C >= 2 (else NaN)."""
+    x = np.asarray(x, dtype=float)
+    K, C, D = x.shape
+    split = _split_chains(x)
+    z = _z_scale(split)
+    ess_b = _ess_basic(z)
+    flat = x.reshape(K, -1)
+    ess_t = None
+    for p in prob:
+        q = np.quantile(flat, p, axis=1)
+        e = _ess_basic(_split_chains((x <= q[:, None, None]).astype(float)))
+        ess_t = e if ess_t is None else np.minimum(ess_t, e)
+    if C < 2:
+        return np.full(K, np.nan), ess_b, ess_t
+    folded = np.abs(split - np.median(split.reshape(K, -1), axis=1)[:, None, None])
+    r = np.maximum(_rhat_basic(z), _rhat_basic(_z_scale(folded)))
+    return r, ess_b, ess_t

@@ -179,8 +179,10 @@ METHODS: dict[str, Method] = {m.key: m for m in [
             Option("variant", "Variant", "select", "svi", "svi: inducing points and minibatches (large n); "
                    "batch: every training point is an inducing point (n <= 4000); linear: a linear SVM.",
                    ("svi", "batch", "linear")),
-            Option("kernel", "Kernel", "select", "auto", "auto: rbf, and ard if it predicts left-out rows "
-                   "better; rbf: one length scale; ard: one per feature; linear: a straight boundary.",
+            Option("kernel", "Kernel", "select", "auto",
+                   "auto: rbf, ard or linear, whichever predicts left-out rows best (one nat charged per "
+                   "extra kernel parameter); rbf: one length scale; ard: one per feature; linear: a straight "
+                   "boundary.",
                    ("auto", "rbf", "ard", "linear")),
             Option("n_inducing", "Inducing points", "int", 100, "How many points summarise the data (k-means "
                    "centres). More is more accurate and slower; 20-100 is typical.", min=2, max=1000),

@@ -58,6 +58,10 @@ def test_hmc_draws_of_each_chain_whatever_the_grouping(incremental):
             Counting.n_grads += theta.shape[0]
             return super().update(theta, prev)
 
+        def hinge_sums(self, theta, active):  # the leapfrog's inner points on binary full data
+            Counting.n_grads += theta.shape[0]
+            return super().hinge_sums(theta, active)
+
     def run(groups):
         out = np.empty((C, 12, P))
         Counting.n_grads = 0

@@ -86,3 +86,35 @@ def test_one_row_classes_fit_with_a_warning():
     assert m.sampler_ == "lines" and m.predict_proba(X).shape == (21, 3)
     with pytest.raises(ValueError, match="sampler='hmc' needs two classes"):
         MSBPM(sampler="hmc").fit(X, y)
+
+
+def test_one_chain_stops_when_ess_is_met_and_says_rhat_is_undefined():
+    # sampler="auto" resolves to "hmc" for two classes, which runs with any number of chains; R-hat needs
+    # two, so the run stops once the ESS targets are met (it cannot do better) and warns
+    X, y = make_ripley(30, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="R-hat is undefined with one chain"):
+        m = MSBPM(n_chains=1, random_state=0, max_iter=20000).fit(X, y)
+    assert m.sampler_ == "hmc" and not m.converged_ and m.stop_reason_.startswith("n_chains=1")
+    assert m.n_iter_ < 20000 and m.convergence_.ess_bulk >= 400 and np.isnan(m.convergence_.rhat)
+    assert m.samples_.shape[0] == 1 and np.isfinite(m.predict_proba(X)).all()
+    with pytest.raises(ValueError, match="n_chains must be at least 4 for sampler='lines'"):
+        MSBPM(n_chains=2, sampler="lines").fit(X, y)
+
+
+def test_runs_longer_than_the_draw_store_still_stop():
+    # the store keeps at most _max_stored draws per chain (thinning itself beyond); the run length and the
+    # check schedule count draws at the base thinning, so a run needing more draws than the store holds
+    # still ends by the rule (adaptive) or at burn_in + n_samples sweeps (fixed), not at max_iter
+    X, y = make_ripley(60, random_state=0)
+    m = MSBPM(random_state=0, n_chains=16, max_iter=3000)
+    m._max_stored = 40  # the first check is at 25 draws per chain, the store first halves at 41
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        m.fit(X, y)
+    assert m.converged_ and m.n_iter_ < 3000 and m.samples_.shape[1] <= 40
+    assert m.history_[-1].metrics["thin"] > 1  # the store did thin itself before the rule passed
+    f = MSBPM(random_state=0, n_samples=50, burn_in=10, max_iter=3000)
+    f._max_stored = 16
+    with pytest.warns(ConvergenceWarning, match="n_samples=50"):
+        f.fit(X, y)
+    assert f.n_iter_ == 60 and f.samples_.shape[1] <= 16

@@ -91,7 +91,8 @@ def test_all_direction_modes_fit_and_strings_labels():
 
 
 @pytest.mark.parametrize("params, match", [
-    (dict(direction="slice"), "direction"), (dict(nu=0), "nu"), (dict(n_chains=3), "n_chains"),
+    (dict(direction="slice"), "direction"), (dict(nu=0), "nu"),
+    (dict(n_chains=3, sampler="lines"), "n_chains"),
     (dict(ads_prob=1.5), "ads_prob"), (dict(kernel="poly"), "kernel"), (dict(gamma=-1.0), "gamma"),
     (dict(predictor="mode"), "predictor"), (dict(init="zeros"), "init"), (dict(thin=0), "thin"),
     (dict(rank_tol=1.0), "rank_tol"),

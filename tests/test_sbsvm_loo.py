@@ -1,12 +1,12 @@
 """The leave-one-out cavity predictive, the calibrated probit link and the kernel='auto' choice
-(bsvm/sbsvm/loo.py, SBSVM._release_ard), each checked against something computed independently."""
+(bsvm/sbsvm/loo.py, SBSVM._choose_kernel), each checked against something computed independently."""
 
 import numpy as np
 import pytest
 from scipy.special import ndtr
 
 from bsvm.datasets import make_ripley
-from bsvm.kernels import RBF
+from bsvm.kernels import RBF, Linear
 from bsvm.sbsvm import SBSVM
 from bsvm.sbsvm import elbo as E
 from bsvm.sbsvm.geometry import features
@@ -96,3 +96,21 @@ def test_auto_kernel_keeps_ard_only_when_features_differ_in_relevance():
     yb = (np.linalg.norm(Xb, axis=1) + 0.1 * rng.standard_normal(300) < 1.9).astype(int)
     m = SBSVM(random_state=0).fit(Xb, yb)
     assert m.defaults_["kernel"] == "rbf" and m.defaults_["loo_log_lik.ard"] is not None
+
+
+def test_auto_kernel_keeps_the_linear_kernel_by_the_penalised_loo_rule():
+    """A linear boundary in 10 features with logistic label noise: kernel='auto' keeps the linear kernel,
+    and the choice is the argmax of the recorded leave-one-out scores (summed over the rows) less Akaike's
+    charge relative to RBF + bias (ARD d - 1 = 9 nats, linear -1). The linear trial's inducing inputs
+    (origin and unit vectors) make its sparse fit exact: zero residual variance at every row."""
+    rng = np.random.default_rng(0)
+    Xl = rng.standard_normal((300, 10))
+    yl = (Xl @ np.linspace(-1.0, 1.0, 10) + rng.logistic(size=300) > 0).astype(int)
+    m = SBSVM(random_state=0).fit(Xl, yl)
+    d = m.defaults_
+    charge = {"rbf": 0.0, "ard": 9.0, "linear": -1.0}
+    penalised = {k: 300 * d[f"loo_log_lik.{k}"] - c for k, c in charge.items()}
+    assert d["kernel"] == max(penalised, key=penalised.get) == "linear"
+    assert isinstance(m.kernel_, Linear) and m.geometry_.inducing.shape == (11, 10)
+    _, t, _ = features(m.geometry_, m._scaled(Xl))
+    assert np.abs(t).max() < 1e-6

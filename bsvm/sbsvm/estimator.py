@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
-from ..kernels import ARDRBF, Constant, Kernel, SumKernel, make_kernel, sq_dist
+from ..kernels import ARDRBF, Constant, Kernel, Linear, SumKernel, make_kernel, sq_dist
 from ..params import (
     RANDOM_STATE,
     Interval,
@@ -34,7 +34,7 @@ AUTO_INDUCING_FRACTION = 0.2
 AUTO_BATCH = 2000           # batch_size='auto' cap (and the hyperparameter stage's subset)
 HYPER_TOL = 0.05            # stopping rule: largest log-hyperparameter move over the patience window
 HYPER_STAGE_STEPS = 20      # steps of the hyperparameter stage when n > AUTO_BATCH (rule in the docstring)
-ARD_STAGE_STEPS = 20        # ... and of kernel='auto''s ARD fit (from the same start): 40 steps in all
+ARD_STAGE_STEPS = 20        # ... and of each of kernel='auto''s ARD and linear trials: 60 steps in all
 FULL_BATCH_CELLS = 10**7   # stage 2 is full-batch while the n x m features take at most 80 MB
 THETA_SPAN = np.log(1e4)    # log-hyperparameters stay within this of their initial values
 LOO_ROWS = 2000             # rows the leave-one-out check and the link fit use (a fixed random subset)
@@ -83,14 +83,17 @@ class SBSVM(BayesianClassifier):
       GP's constant mean: the latent function does not have to return to 0 away from the data). Initial
       length scale: the median pairwise distance of (up to 1000) standardised rows; initial kernel and
       bias variances 1 (the hinge's margin is 1, so f is on that scale). After the isotropic fit (on the
-      hyperparameter subset when n > 2000), a second fit from the same start learns one length scale
-      per feature under the same prior plus the ``ard_shrinkage`` prior; it is kept only if its
-      leave-one-out log predictive, summed over
-      (up to 2000 of) those rows, beats the isotropic fit's by more than d - 1 nats (the cavity
-      predictive of ``bsvm.sbsvm.loo`` leaves each row out of q, not out of the hyperparameters, so the
-      extra length scales pay Akaike's one nat each). Features of unequal relevance (Splice's DNA
-      positions, Ripley's two axes) keep ARD; isotropic problems (ringnorm, twonorm) keep the RBF.
-      ``defaults_`` records the choice and both scores.
+      hyperparameter subset when n > 2000), two more fits are tried on the same rows, each from its own
+      start: one length scale per feature (starting at the isotropic value, under the same prior plus
+      the ``ard_shrinkage`` prior), and the linear kernel s2 x.x' + b2 (s2 = ``variance``, b2 = 1 to
+      start; inducing inputs the origin and the d unit vectors, which make the sparse fit exact, when
+      d + 1 <= m). The fit kept is the one with the highest leave-one-out log predictive, summed over
+      (up to 2000 of) those rows, less Akaike's one nat per hyperparameter beyond the isotropic kernel's
+      (ARD pays d - 1 nats, the linear kernel, one hyperparameter fewer, gains one; ties keep the RBF):
+      the cavity predictive of ``bsvm.sbsvm.loo`` leaves each row out of q, not out of the
+      hyperparameters. Features of unequal relevance (Splice's DNA positions) keep ARD; isotropic
+      problems (ringnorm) keep the RBF; a linear boundary or categorical codes (Flare) keep the linear
+      kernel. ``defaults_`` records the choice and the three scores.
     * Hyperparameters are learned by default (sec. 4.3): an Adam step (rate ``hyper_lr`` = 0.1 on the
       log scale) up the gradient of ELBO + log p(theta) after every natural-gradient step. p(theta) is a
       normal prior on each log-hyperparameter centred on its initial value with standard deviation
@@ -107,8 +110,8 @@ class SBSVM(BayesianClassifier):
     * Minibatch (``batch_size="auto"``): min(n, 2000) rows. When that is all of the data, every step is
       exact coordinate ascent (rho = 1, sec. 4.1 updates with inducing points). When n > 2000 the fit has
       two stages. Stage 1 learns the hyperparameters with full-batch steps on a random subset of 2000
-      rows, for a budget of 20 steps per kernel (isotropic, then with ``kernel="auto"`` the ARD fit from
-      the same start: 40 steps in all). The budget is not a convergence failure: beyond it the log-
+      rows, for a budget of 20 steps per kernel (isotropic, then with ``kernel="auto"`` the ARD and the
+      linear trials: 60 steps in all). The budget is not a convergence failure: beyond it the log-
       hyperparameters drift along ridges of the ELBO that do not lower held-out error (twonorm 2k, 3000
       test rows: error .0237 at step 20, .0267 at step 150); ``stages_`` records when the budget ended a
       stage. Stage 2 freezes them and fits q(u) on all rows from the subset's solution scaled up to n
@@ -136,7 +139,7 @@ class SBSVM(BayesianClassifier):
     variant : "svi" (sec. 4.2, inducing points and minibatches), "batch" (sec. 4.1, every training point
         is an inducing point, full-data coordinate ascent; n <= 4000) or "linear" (sec. 4.5, primal
         weights and bias, O(d^3) per step).
-    kernel : "auto" (rule above), "rbf", "ard" (one length scale per feature), "linear", or a
+    kernel : "auto" (rule above), "rbf", "ard" (one length scale per feature), "linear" (s2 x.x' + b2), or a
         ``bsvm.kernels.Kernel`` (used as given, on the standardised features if ``standardize``).
         With a Dask input or ``partial_fit``, "auto" is "rbf".
     bias : add a learned constant kernel (a random offset with prior variance 1 to start) to "rbf" and
@@ -369,9 +372,9 @@ class SBSVM(BayesianClassifier):
                          elbo_batch_size=self.elbo_batch_size, **kw)
 
     def _planned_iterations(self):
-        """Progress-bar total: max_iter per stage, plus one stage for kernel="auto"'s length scales."""
+        """Progress-bar total: max_iter per stage, plus kernel="auto"'s ARD and linear trial stages."""
         extra = (self.kernel == "auto" and self.optimize_hyperparameters and self.variant != "linear")
-        return int(self.max_iter) * (2 if extra else 1)
+        return int(self.max_iter) * (3 if extra else 1)
 
     # -- fitting --------------------------------------------------------------------------------------------
     def fit_iter(self, X, y):
@@ -419,8 +422,8 @@ class SBSVM(BayesianClassifier):
                           **{f"init.{k}": v for k, v in describe_kernel(kern).items()},
                           "hyper_prior_std": self.hyper_prior_std, "tol_nats": self.tol * n}
         b = cfg.batch_size
-        # kernel="auto": after the isotropic fit, one length scale per feature is released from it and
-        # kept only if it predicts held-out rows better (leave-one-out check, _release_ard)
+        # kernel="auto": after the isotropic fit, an ARD fit and a linear-kernel fit; the one that predicts
+        # held-out rows best (leave-one-out check, Akaike's charge) is kept (_choose_kernel)
         auto = (self.kernel == "auto" and cfg.optimize_hyper and make_engine is SVIEngine
                 and Xs.shape[1] > 1)
         if (b < n and cfg.optimize_hyper and self.variant == "svi" and self.batch_size == "auto"
@@ -433,7 +436,7 @@ class SBSVM(BayesianClassifier):
             state, it = yield from self._run(eng1, eng1.init(rng), 0, f"hyperparameters on {b} rows", rng,
                                              budget=HYPER_STAGE_STEPS)
             if auto:
-                state, it = yield from self._release_ard(eng1, state, it, rng, budget=ARD_STAGE_STEPS)
+                state, it = yield from self._choose_kernel(eng1, state, it, rng, budget=ARD_STAGE_STEPS)
             # Stage 2: all rows, hyperparameters frozen, q(u) warm-started from the subset's solution
             # with its data part (P - I and eta1) scaled from b to n rows.
             s = n / b
@@ -450,7 +453,7 @@ class SBSVM(BayesianClassifier):
         engine = make_engine(Xs, y, geom, cfg, rng)
         state, it = yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
         if auto:
-            state, it = yield from self._release_ard(engine, state, it, rng)
+            state, it = yield from self._choose_kernel(engine, state, it, rng)
         if isinstance(Xs, np.ndarray):
             rows = self._loo_rows(n, rng)
             self._fit_link(state, Xs[rows], y[rows])
@@ -472,53 +475,82 @@ class SBSVM(BayesianClassifier):
         if self.predictive == "calibrated" and state.geom.kind == "sparse":
             self.defaults_["loo_log_lik"], self.link_ = self._loo_score(state, X, y)
 
-    def _release_ard(self, engine, state, it, rng, budget=None):
-        """kernel="auto": a second fit on the engine's rows from the same start, with one length scale
-        per feature (all starting at the isotropic initial value) under the same prior on each
-        log-hyperparameter plus the ``ard_shrinkage`` prior towards their mean; the ARD fit is kept only
-        if its leave-one-out log predictive, summed over (up to 2000 of) the engine's rows, beats the
-        isotropic fit's by more than d - 1 nats (Akaike's charge for the extra length scales).
+    def _trial_fit(self, name, engine, state, kernel, theta0, it, rng, stage, budget, group=None,
+                   inducing=None):
+        """A trial fit on the engine's rows and inducing inputs (or ``inducing``) with another kernel, from
+        its own start ``theta0``, under the same kind of prior (centred on ``theta0``) and bounds as the
+        first fit."""
+        cfg = engine.config
+        kw = {"theta_bounds": (theta0 + np.log(1e-3), theta0 + np.log(1e4)), "group_idx": None,
+              "group_std": np.inf}
+        if cfg.prior_mean is not None:
+            kw["prior_mean"] = theta0
+        if group is not None and self.ard_shrinkage is not None:
+            kw.update(group_idx=group, group_std=float(self.ard_shrinkage))
+        Z = state.geom.inducing if inducing is None else inducing
+        eng = SVIEngine(engine.X, engine.y, sparse_geometry(kernel, Z), replace(cfg, **kw), rng)
+        self._trial_engines[name] = eng
+        return (yield from self._run(eng, eng.init(rng), it, stage, rng, budget=budget, trial=True))
+
+    def _choose_kernel(self, engine, state, it, rng, budget=None):
+        """kernel="auto": two more fits on the engine's rows from their own starts, one with one length scale
+        per feature (all starting at the isotropic initial value; the same prior on each
+        log-hyperparameter plus the ``ard_shrinkage`` prior towards their mean) and one with the linear
+        kernel s2 x.x' + b2 (s2 = ``variance``, b2 = 1 to start; inducing inputs the origin and the d unit
+        vectors, which make it exact, when d + 1 is at most m); the fit kept is the one whose
+        leave-one-out log predictive, summed over (up to 2000 of) the engine's rows, is highest after
+        Akaike's charge of one nat per hyperparameter beyond the isotropic kernel's (the ARD fit pays
+        d - 1 nats, the linear kernel, one hyperparameter fewer than RBF + bias, gains one).
         (Warm-starting ARD from the isotropic optimum stopped near it: on Splice its error was 2-3x that
         of the fit from the start.)"""
         kern = state.geom.kernel
         bias = isinstance(kern, SumKernel)
         d = engine.X.shape[1]
         expand = lambda th: np.concatenate([np.full(d, th[0]), th[1:]])  # noqa: E731 (iso -> ARD theta)
-        theta0 = expand(self._theta0)
-        ard = ARDRBF(np.exp(theta0[:d]), float(np.exp(theta0[d])))
-        start_kernel = SumKernel(ard, kern.right.with_theta(self._theta0[2:])) if bias else ard
-        geom = sparse_geometry(start_kernel, state.geom.inducing)
-        cfg = engine.config
-        kw = {"theta_bounds": (theta0 + np.log(1e-3), theta0 + np.log(1e4))}
-        if cfg.prior_mean is not None:
-            kw["prior_mean"] = theta0
-        if self.ard_shrinkage is not None:
-            kw.update(group_idx=np.arange(d), group_std=float(self.ard_shrinkage))
-        eng = SVIEngine(engine.X, engine.y, geom, replace(cfg, **kw), rng)
-        start = eng.init(rng)
-        state_ard, it = yield from self._run(eng, start, it, "one length scale per feature", rng,
-                                             budget=budget)
+        theta_ard = expand(self._theta0)
+        ard = ARDRBF(np.exp(theta_ard[:d]), float(np.exp(theta_ard[d])))
+        ard_kernel = SumKernel(ard, kern.right.with_theta(self._theta0[2:])) if bias else ard
+        fits = {"rbf": state}
+        self._trial_engines = {}
+        fits["ard"], it = yield from self._trial_fit("ard", engine, state, ard_kernel, theta_ard, it, rng,
+                                                     "one length scale per feature", budget,
+                                                     group=np.arange(d))
+        lin = Linear(float(self.variance), 1.0)
+        # The origin and the d unit vectors span the linear kernel's feature space (x, 1): as inducing
+        # inputs they make the sparse fit exact (t_i = 0) with d + 1 columns and a well-conditioned Kmm.
+        Z = state.geom.inducing
+        if d + 1 <= Z.shape[0]:
+            Z = np.vstack([np.zeros(d), np.eye(d)])
+        fits["linear"], it = yield from self._trial_fit("linear", engine, state, lin, lin.theta, it, rng,
+                                                        "linear kernel", budget, inducing=Z)
         rows = self._loo_rows(engine.n, rng)
         X, y = engine.X[rows], engine.y[rows]
-        iso_score, _ = self._loo_score(state, X, y)
-        ard_score, _ = self._loo_score(state_ard, X, y)
-        # The cavity predictive leaves each row out of q, not out of the hyperparameters fitted on it:
-        # the d - 1 extra length scales are charged Akaike's one nat each.
-        keep_ard = (ard_score - iso_score) * len(rows) > d - 1
-        self.defaults_["kernel"] = "ard" if keep_ard else "rbf"
-        self.defaults_["loo_log_lik.rbf"], self.defaults_["loo_log_lik.ard"] = iso_score, ard_score
-        if keep_ard:
-            return state_ard, it
+        n_theta = kern.theta.size
+        scores, penalised = {}, {}
+        for name, st in fits.items():
+            scores[name] = self._loo_score(st, X, y)[0]
+            # The cavity predictive leaves each row out of q, not out of the hyperparameters fitted on
+            # it: each hyperparameter beyond the isotropic kernel's is charged Akaike's one nat.
+            penalised[name] = scores[name] * len(rows) - (st.geom.kernel.theta.size - n_theta)
+        choice = max(penalised, key=penalised.get)  # ties keep the isotropic kernel (listed first)
+        self.defaults_["kernel"] = choice
+        for name, v in scores.items():
+            self.defaults_[f"loo_log_lik.{name}"] = v
+        state = fits[choice]
+        if choice != "rbf":
+            self._warn_pinned(self._trial_engines[choice], state, stacklevel=4)
+        del self._trial_engines
         elbo = engine.elbo(state)
         self._store(state, elbo)
         yield it, self._metrics(state, elbo, rho=np.nan), self._snapshot()
         return state, it
 
-    def _run(self, engine, state, it0, stage, rng, budget=None):
+    def _run(self, engine, state, it0, stage, rng, budget=None, trial=False):
         """Run one engine to the stopping rule or ``max_iter``; yields progress, returns (state, it).
 
         ``budget``: a stage whose length is part of the rule (the hyperparameter stage) stops after that
-        many steps without a warning; the stage record says so."""
+        many steps without a warning; the stage record says so. ``trial``: a kernel="auto" candidate,
+        whose hyperparameters at a bound warn only if it is the fit kept."""
         steps = self.max_iter if budget is None else min(self.max_iter, budget)
         elbo = engine.elbo(state)
         self._store(state, elbo)
@@ -555,13 +587,8 @@ class SBSVM(BayesianClassifier):
         budgeted = not converged and budget is not None and k == budget < self.max_iter
         self.stages_.append({"stage": stage, "steps": k, "converged": converged, "elbo": float(elbo),
                              **({"stopped_by": f"its budget of {budget} steps"} if budgeted else {})})
-        pinned = engine.pinned(state)
-        if pinned and engine.config.optimize_hyper:
-            warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
-                          "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
-                          "the features' variance): the data's scale or the kernel does not suit the "
-                          "model; standardise the features or choose another kernel.", ConvergenceWarning,
-                          stacklevel=4)
+        if not trial:
+            self._warn_pinned(engine, state)
         if not converged and not budgeted:
             self.converged_ = False
             if self.tol > 0:
@@ -571,6 +598,15 @@ class SBSVM(BayesianClassifier):
                     f"evaluations, more than tol * n = {tol_nats:.3g}. Raise max_iter (or tol) to let it "
                     "converge.", ConvergenceWarning, stacklevel=4)
         return state, it0 + k
+
+    def _warn_pinned(self, engine, state, stacklevel=5):
+        pinned = engine.pinned(state)
+        if pinned and engine.config.optimize_hyper:
+            warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
+                          "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
+                          "the features' variance): the data's scale or the kernel does not suit the "
+                          "model; standardise the features or choose another kernel.", ConvergenceWarning,
+                          stacklevel=stacklevel)
 
     @staticmethod
     def _theta(state):

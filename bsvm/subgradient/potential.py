@@ -216,14 +216,38 @@ def binary_full(model: HingeModel, theta: np.ndarray, Z: np.ndarray):
     as a float sum of ones: exact) or the bare (n, p) signed design, row- or column-major. Every product
     is per chain (``_chain_products``), so a chain's values do not depend on the chain count."""
     p = theta.shape[1]
-    A = _chain_products(Z, theta) < model.l  # (C, n)
-    # (C, p [+ 1]), contiguous: einsum's summation order differs for strided rows, which would make a
-    # chain's U depend on how many chains share the call
-    gz = np.ascontiguousarray(_chain_sums(A, Z))
     if Z.shape[1] > p:
-        count, gz = gz[:, p], np.ascontiguousarray(gz[:, :p])
-    else:
-        count = np.count_nonzero(A, axis=1)
+        return binary_energy(model, theta, binary_hinge_sums(model, theta, Z))
+    A = _chain_products(Z, theta) < model.l  # (C, n)
+    gz = np.ascontiguousarray(_chain_sums(A, Z))
+    count = np.count_nonzero(A, axis=1)
+    U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
+                                                                - np.einsum("cp,cp->c", theta, gz))
+    return U, theta - model.c * gz
+
+
+def binary_hinge_sums(model: HingeModel, theta: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """(Z^T A)^T (C, p + 1) with A = [Z theta^T < l], for ``signed_design``'s Z (with its column of ones,
+    so the last column is the count |A|): everything the potential and its subgradient need from the data
+    (``binary_energy`` / ``binary_subgradient``). A leapfrog path needs only the subgradient at its inner
+    points, so the potential is formed once, at the end (``samplers.HMC``). Both products are per chain
+    (``_chain_products`` / ``_chain_sums``), so a chain's values do not depend on the chains sharing the
+    call."""
+    A = _chain_products(Z, theta) < model.l  # (C, n)
+    # (C, p + 1), contiguous: einsum's summation order differs for strided rows, which would make a
+    # chain's U depend on how many chains share the call
+    return np.ascontiguousarray(_chain_sums(A, Z))
+
+
+def binary_subgradient(model: HingeModel, theta: np.ndarray, gzc: np.ndarray) -> np.ndarray:
+    """The subgradient theta - c Z^T A from ``binary_hinge_sums``' gzc (eq. 15)."""
+    return theta - model.c * np.ascontiguousarray(gzc[:, :theta.shape[1]])
+
+
+def binary_energy(model: HingeModel, theta: np.ndarray, gzc: np.ndarray):
+    """(U, subgradient) from ``binary_hinge_sums``' gzc: U = |theta|^2 / 2 + c (l |A| - theta . Z^T A)."""
+    p = theta.shape[1]
+    count, gz = gzc[:, p], np.ascontiguousarray(gzc[:, :p])
     U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
                                                                 - np.einsum("cp,cp->c", theta, gz))
     return U, theta - model.c * gz
@@ -248,13 +272,19 @@ def binary_full_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev
     of recomputed: Z^T A_new = Z^T A_old + the rows whose hinge switched on - those switched off. Along a
     leapfrog path only the points whose margin crosses l switch (~0.5 % of them per step at n = 20,000:
     the posterior sd of a margin shrinks like 1 / sqrt(n)), so the update reads a few rows instead of all
-    of Z: a third of a gradient's cost at 100,000 x 50, nothing at 20,000 x 20 (on smaller data the
+    of Z: a third of a gradient's cost at 100,000 x 50, a quarter at 20,000 x 20 (on smaller data the
     bookkeeping costs more than it saves: ``Potential.incremental`` then says no). The count |A| stays
     an exact integer; Z^T A carries rounding from the updates, ~1e-16 relative per switched row (a random
     walk). Each chain is updated on its own, in row order, so its values do not depend on the chains
     sharing the call. A chain whose switches exceed n / 8 (a far jump, e.g. early in burn-in) is recomputed
     in full. ``Z`` must carry ``signed_design``'s column of ones."""
-    p = theta.shape[1]
+    active = binary_active_update(model, theta, Z, prev)
+    return (*binary_energy(model, theta, active.gzc), active)
+
+
+def binary_active_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray,
+                         prev: ActiveSet | None) -> ActiveSet:
+    """The :class:`ActiveSet` at theta, updated from ``prev`` as ``binary_full_update`` says."""
     A = _chain_products(Z, theta) < model.l  # (C, n)
     if prev is None:
         gzc = np.ascontiguousarray(_chain_sums(A, Z))
@@ -262,15 +292,13 @@ def binary_full_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev
         gzc = prev.gzc.copy()
         n = Z.shape[0]
         for c in range(A.shape[0]):
-            rows = np.flatnonzero(A[c] != prev.A[c])  # in row order
+            # chain-major A: a chain's switches are a 1-D flatnonzero, in row order
+            rows = np.flatnonzero(A[c] != prev.A[c])
             if rows.size > n // 8:
                 gzc[c] = _chain_sums(A[c:c + 1], Z)[0]
             elif rows.size:
                 gzc[c] += np.where(A[c, rows], 1.0, -1.0) @ Z[rows]
-    count, gz = gzc[:, p], np.ascontiguousarray(gzc[:, :p])
-    U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
-                                                                - np.einsum("cp,cp->c", theta, gz))
-    return U, theta - model.c * gz, ActiveSet(A, gzc)
+    return ActiveSet(A, gzc)
 
 
 def binary_batch(model: HingeModel, theta: np.ndarray, Zb: np.ndarray, scale: float,

@@ -34,9 +34,13 @@ from .potential import (
     ChainLayout,
     HingeModel,
     _margin_design,
+    binary_active_update,
     binary_batch,
+    binary_energy,
     binary_full,
     binary_full_update,
+    binary_hinge_sums,
+    binary_subgradient,
     potential_and_grad,
     potential_and_grad_cv,
 )
@@ -78,6 +82,21 @@ def _take_factor(L, idx):
     return L
 
 
+def _factor_maps(L):
+    """(v -> rows of v mapped by L, g -> rows of g mapped by L^T), bound once per transition (the
+    leapfrog loop calls them at every step): the same products as ``apply_factor`` / ``apply_factor_t``
+    (dense: one matrix-vector product per chain, so a chain's values do not depend on the chains sharing
+    the call)."""
+    if L is None:
+        return (lambda v: v), (lambda g: g)
+    if isinstance(L, Diagonal) or np.ndim(L) == 1:
+        d = L.d if isinstance(L, Diagonal) else L
+        return (lambda v: d * v), (lambda g: d * g)
+    Lt = L.T
+    return ((lambda v: np.matmul(L, np.ascontiguousarray(v)[:, :, None])[..., 0]),
+            (lambda g: np.matmul(Lt, np.ascontiguousarray(g)[:, :, None])[..., 0]))
+
+
 def _col(x, n_chains: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(x, dtype=float), (n_chains,))[:, None]
 
@@ -115,7 +134,7 @@ class Potential:
     (eq. 7; with ``tuning.cv`` the control-variate estimate of Baker et al. 2019)."""
 
     #: entries of Z from which HMC updates the active set instead of recomputing Z^T A (see ``incremental``)
-    incremental_min_size = 1_000_000
+    incremental_min_size = 300_000
 
     def __init__(self, model: HingeModel, X: np.ndarray, y: np.ndarray, batch_size: int | None = None,
                  layout: ChainLayout | None = None, Z: np.ndarray | None = None):
@@ -129,10 +148,25 @@ class Potential:
     @property
     def incremental(self) -> bool:
         """Whether :meth:`update` is available (binary, full data, ``signed_design``'s Z)."""
-        # below ~1e6 entries in Z the update's bookkeeping costs more than the product it saves
-        # (measured: 1,000 x 21 2x slower, 20,000 x 21 even, 100,000 x 51 a third faster)
+        # below ~3e5 entries in Z the update's bookkeeping costs more than the product it saves
+        # (measured per HMC transition: 1,000 x 22 1.8x slower, 5,000 x 22 1.2x slower, 20,000 x 22
+        # 1.3x faster)
         return (self.Z is not None and self.batch_size is None
                 and self.Z.shape[1] == self.model.n_params + 1 and self.Z.size >= self.incremental_min_size)
+
+    @property
+    def hinge_sums_available(self) -> bool:
+        """Whether :meth:`hinge_sums` is (binary, full data, ``signed_design``'s Z with its ones)."""
+        return (self.Z is not None and self.batch_size is None
+                and self.Z.shape[1] == self.model.n_params + 1)
+
+    def hinge_sums(self, theta, active: ActiveSet | None):
+        """(gzc, ActiveSet or None): ``potential.binary_hinge_sums`` at theta, updated from ``active``
+        when given (``binary_active_update``); ``binary_energy`` / ``binary_subgradient`` finish it."""
+        if active is not None:
+            active = binary_active_update(self.model, theta, self.Z, active)
+            return active.gzc, active
+        return binary_hinge_sums(self.model, theta, self.Z), None
 
     def update(self, theta, prev: ActiveSet | None):
         """(U, subgradient, ActiveSet) from the previous state's active set (``binary_full_update``)."""
@@ -182,7 +216,7 @@ class HMC:
     h ~ 0.65 is close to a full orbit, 2 pi, and gave 5-20x fewer effective draws; pi gives antithetic
     draws whose log posterior hardly moves.) In burn-in the count follows ``Tuning.count_step`` (the step
     each dual-averaging stage started from) instead of the averaging's current probe. An integer fixes the
-    step count. On binary data with >= 1e6 entries in the signed design, each gradient updates the
+    step count. On binary data with >= 3e5 entries in the signed design, each gradient updates the
     previous point's active set (``potential.binary_full_update``) instead of recomputing Z^T A."""
 
     def __init__(self, potential: Potential, n_leapfrog: int | None, jitter: float = 0.2,
@@ -225,31 +259,58 @@ class HMC:
         if active is None and getattr(self.potential, "incremental", False):  # a state made elsewhere
             active = self.potential.update(theta, None)[2]
         path = [theta[0]] if self.record_path else None
-        r = r - 0.5 * h * apply_factor_t(L, g)
-        uniform = bool(np.all(steps == n))
+        fwd, bwd = _factor_maps(L)
+        r = r - 0.5 * h * bwd(g)
+        # per-step coefficients, made once per transition; the last step's kick is a half step. Steps
+        # i < min(steps) move every chain at once; after that only the chains whose trajectory is still
+        # running are moved and evaluated (the others keep their end point), so a process's data work is
+        # the sum of its chains' step counts, not its chain count x the longest count
+        i_step = np.arange(n)[:, None]
+        live = i_step < steps[None, :]  # (n, C)
+        pos = (h[:, 0] * live)[..., None]  # (n, C, 1)
+        kick = (np.where(i_step == steps[None, :] - 1, 0.5 * h[:, 0], h[:, 0]) * live)[..., None]
+        n_all = int(steps.min())
+        pot = self.potential
+        # binary full data: the inner points need only the subgradient; U (the same formula as
+        # binary_full's) is formed once, at the end point
+        sums = getattr(pot, "hinge_sums_available", False)
+        gzc = None
         with np.errstate(over="ignore", invalid="ignore"):
             for i in range(n):
-                if uniform:
-                    theta = theta + h * apply_factor(L, r)
-                    U, g, active = self._evaluate(rng, theta, active)
-                    r = r - (h if i < n - 1 else 0.5 * h) * apply_factor_t(L, g)
-                else:  # chains whose trajectory has ended keep their end point and are not evaluated
-                    idx = np.flatnonzero(i < steps)
-                    h_l, L_l = h[idx], _take_factor(L, idx)
-                    theta, U, g, r = theta.copy(), U.copy(), g.copy(), r.copy()
-                    theta[idx] = theta[idx] + h_l * apply_factor(L_l, r[idx])
-                    sub = self.potential.subset(idx) if hasattr(self.potential, "subset") else self.potential
-                    U_l, g_l, act_l = self._evaluate(rng, theta[idx], None if active is None else
-                                                     active.take(idx), sub)
-                    U[idx], g[idx] = U_l, g_l
+                if i < n_all:
+                    theta = theta + pos[i] * fwd(r)
+                    if sums:
+                        gzc, active = pot.hinge_sums(theta, active)
+                        g = binary_subgradient(pot.model, theta, gzc)
+                    else:
+                        U, g, active = self._evaluate(rng, theta, active)
+                    r = r - kick[i] * bwd(g)
+                else:
+                    idx = np.flatnonzero(live[i])
+                    L_l = _take_factor(L, idx)
+                    theta, g, r = theta.copy(), g.copy(), r.copy()
+                    theta[idx] = theta[idx] + pos[i][idx] * apply_factor(L_l, r[idx])
+                    act_l = None if active is None else active.take(idx)
+                    if sums:
+                        gzc_l, act_l = pot.hinge_sums(theta[idx], act_l)
+                        g_l = binary_subgradient(pot.model, theta[idx], gzc_l)
+                        gzc = gzc.copy()
+                        gzc[idx] = gzc_l
+                    else:
+                        sub = pot.subset(idx) if hasattr(pot, "subset") else pot
+                        U_l, g_l, act_l = self._evaluate(rng, theta[idx], act_l, sub)
+                        U = U.copy()
+                        U[idx] = U_l
+                    g[idx] = g_l
                     if act_l is not None:
-                        A, gzc = active.A.copy(), active.gzc.copy()
-                        A[idx], gzc[idx] = act_l.A, act_l.gzc
-                        active = ActiveSet(A, gzc)
-                    kick = np.where(i == steps[idx] - 1, 0.5 * h_l[:, 0], h_l[:, 0])[:, None]
-                    r[idx] = r[idx] - kick * apply_factor_t(L_l, g_l)
+                        A, gzc_a = active.A.copy(), active.gzc.copy()
+                        A[idx], gzc_a[idx] = act_l.A, act_l.gzc
+                        active = ActiveSet(A, gzc_a)
+                    r[idx] = r[idx] - kick[i][idx] * apply_factor_t(L_l, g_l)
                 if path is not None and i < steps[0]:
                     path.append(theta[0])
+            if sums and gzc is not None:
+                U = binary_energy(pot.model, theta, gzc)[0]
             H1 = U + 0.5 * np.einsum("cp,cp->c", r, r)
         dH = np.where(np.isfinite(H1), H1 - H0, np.inf)
         accept_prob = np.exp(np.minimum(0.0, -dH))
