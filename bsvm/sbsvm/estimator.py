@@ -475,11 +475,11 @@ class SBSVM(BayesianClassifier):
         if self.predictive == "calibrated" and state.geom.kind == "sparse":
             self.defaults_["loo_log_lik"], self.link_ = self._loo_score(state, X, y)
 
-    def _trial_fit(self, name, engine, state, kernel, theta0, it, rng, stage, budget, group=None,
+    def _trial_fit(self, engine, state, kernel, theta0, it, rng, stage, budget, group=None,
                    inducing=None):
         """A trial fit on the engine's rows and inducing inputs (or ``inducing``) with another kernel, from
         its own start ``theta0``, under the same kind of prior (centred on ``theta0``) and bounds as the
-        first fit."""
+        first fit. Returns (state, engine, iteration count): the engine, for the kept fit's warnings."""
         cfg = engine.config
         kw = {"theta_bounds": (theta0 + np.log(1e-3), theta0 + np.log(1e4)), "group_idx": None,
               "group_std": np.inf}
@@ -489,8 +489,8 @@ class SBSVM(BayesianClassifier):
             kw.update(group_idx=group, group_std=float(self.ard_shrinkage))
         Z = state.geom.inducing if inducing is None else inducing
         eng = SVIEngine(engine.X, engine.y, sparse_geometry(kernel, Z), replace(cfg, **kw), rng)
-        self._trial_engines[name] = eng
-        return (yield from self._run(eng, eng.init(rng), it, stage, rng, budget=budget, trial=True))
+        state, it = yield from self._run(eng, eng.init(rng), it, stage, rng, budget=budget, trial=True)
+        return state, eng, it
 
     def _choose_kernel(self, engine, state, it, rng, budget=None):
         """kernel="auto": two more fits on the engine's rows from their own starts, one with one length scale
@@ -510,19 +510,18 @@ class SBSVM(BayesianClassifier):
         theta_ard = expand(self._theta0)
         ard = ARDRBF(np.exp(theta_ard[:d]), float(np.exp(theta_ard[d])))
         ard_kernel = SumKernel(ard, kern.right.with_theta(self._theta0[2:])) if bias else ard
-        fits = {"rbf": state}
-        self._trial_engines = {}
-        fits["ard"], it = yield from self._trial_fit("ard", engine, state, ard_kernel, theta_ard, it, rng,
-                                                     "one length scale per feature", budget,
-                                                     group=np.arange(d))
+        fits, engines = {"rbf": state}, {"rbf": engine}
+        fits["ard"], engines["ard"], it = yield from self._trial_fit(
+            engine, state, ard_kernel, theta_ard, it, rng, "one length scale per feature", budget,
+            group=np.arange(d))
         lin = Linear(float(self.variance), 1.0)
         # The origin and the d unit vectors span the linear kernel's feature space (x, 1): as inducing
         # inputs they make the sparse fit exact (t_i = 0) with d + 1 columns and a well-conditioned Kmm.
         Z = state.geom.inducing
         if d + 1 <= Z.shape[0]:
             Z = np.vstack([np.zeros(d), np.eye(d)])
-        fits["linear"], it = yield from self._trial_fit("linear", engine, state, lin, lin.theta, it, rng,
-                                                        "linear kernel", budget, inducing=Z)
+        fits["linear"], engines["linear"], it = yield from self._trial_fit(
+            engine, state, lin, lin.theta, it, rng, "linear kernel", budget, inducing=Z)
         rows = self._loo_rows(engine.n, rng)
         X, y = engine.X[rows], engine.y[rows]
         n_theta = kern.theta.size
@@ -538,8 +537,7 @@ class SBSVM(BayesianClassifier):
             self.defaults_[f"loo_log_lik.{name}"] = v
         state = fits[choice]
         if choice != "rbf":
-            self._warn_pinned(self._trial_engines[choice], state, stacklevel=4)
-        del self._trial_engines
+            self._warn_pinned(engines[choice], state, stacklevel=4)
         elbo = engine.elbo(state)
         self._store(state, elbo)
         yield it, self._metrics(state, elbo, rho=np.nan), self._snapshot()

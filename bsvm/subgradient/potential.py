@@ -219,11 +219,7 @@ def binary_full(model: HingeModel, theta: np.ndarray, Z: np.ndarray):
     if Z.shape[1] > p:
         return binary_energy(model, theta, binary_hinge_sums(model, theta, Z))
     A = _chain_products(Z, theta) < model.l  # (C, n)
-    gz = np.ascontiguousarray(_chain_sums(A, Z))
-    count = np.count_nonzero(A, axis=1)
-    U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
-                                                                - np.einsum("cp,cp->c", theta, gz))
-    return U, theta - model.c * gz
+    return _energy(model, theta, np.ascontiguousarray(_chain_sums(A, Z)), np.count_nonzero(A, axis=1))
 
 
 def binary_hinge_sums(model: HingeModel, theta: np.ndarray, Z: np.ndarray) -> np.ndarray:
@@ -247,7 +243,11 @@ def binary_subgradient(model: HingeModel, theta: np.ndarray, gzc: np.ndarray) ->
 def binary_energy(model: HingeModel, theta: np.ndarray, gzc: np.ndarray):
     """(U, subgradient) from ``binary_hinge_sums``' gzc: U = |theta|^2 / 2 + c (l |A| - theta . Z^T A)."""
     p = theta.shape[1]
-    count, gz = gzc[:, p], np.ascontiguousarray(gzc[:, :p])
+    return _energy(model, theta, np.ascontiguousarray(gzc[:, :p]), gzc[:, p])
+
+
+def _energy(model: HingeModel, theta: np.ndarray, gz: np.ndarray, count: np.ndarray):
+    """(U, subgradient) from Z^T A (C, p) and the counts |A| (C,) (eq. 15)."""
     U = 0.5 * np.einsum("cp,cp->c", theta, theta) + model.c * (model.l * count
                                                                 - np.einsum("cp,cp->c", theta, gz))
     return U, theta - model.c * gz

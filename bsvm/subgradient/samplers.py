@@ -82,21 +82,6 @@ def _take_factor(L, idx):
     return L
 
 
-def _factor_maps(L):
-    """(v -> rows of v mapped by L, g -> rows of g mapped by L^T), bound once per transition (the
-    leapfrog loop calls them at every step): the same products as ``apply_factor`` / ``apply_factor_t``
-    (dense: one matrix-vector product per chain, so a chain's values do not depend on the chains sharing
-    the call)."""
-    if L is None:
-        return (lambda v: v), (lambda g: g)
-    if isinstance(L, Diagonal) or np.ndim(L) == 1:
-        d = L.d if isinstance(L, Diagonal) else L
-        return (lambda v: d * v), (lambda g: d * g)
-    Lt = L.T
-    return ((lambda v: np.matmul(L, np.ascontiguousarray(v)[:, :, None])[..., 0]),
-            (lambda g: np.matmul(Lt, np.ascontiguousarray(g)[:, :, None])[..., 0]))
-
-
 def _col(x, n_chains: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(x, dtype=float), (n_chains,))[:, None]
 
@@ -259,8 +244,7 @@ class HMC:
         if active is None and getattr(self.potential, "incremental", False):  # a state made elsewhere
             active = self.potential.update(theta, None)[2]
         path = [theta[0]] if self.record_path else None
-        fwd, bwd = _factor_maps(L)
-        r = r - 0.5 * h * bwd(g)
+        r = r - 0.5 * h * apply_factor_t(L, g)
         # per-step coefficients, made once per transition; the last step's kick is a half step. Steps
         # i < min(steps) move every chain at once; after that only the chains whose trajectory is still
         # running are moved and evaluated (the others keep their end point), so a process's data work is
@@ -278,13 +262,13 @@ class HMC:
         with np.errstate(over="ignore", invalid="ignore"):
             for i in range(n):
                 if i < n_all:
-                    theta = theta + pos[i] * fwd(r)
+                    theta = theta + pos[i] * apply_factor(L, r)
                     if sums:
                         gzc, active = pot.hinge_sums(theta, active)
                         g = binary_subgradient(pot.model, theta, gzc)
                     else:
                         U, g, active = self._evaluate(rng, theta, active)
-                    r = r - kick[i] * bwd(g)
+                    r = r - kick[i] * apply_factor_t(L, g)
                 else:
                     idx = np.flatnonzero(live[i])
                     L_l = _take_factor(L, idx)

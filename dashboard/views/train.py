@@ -285,7 +285,7 @@ with right:
             # the server to build and the browser to draw) at most every SECONDARY_SECONDS while running
             now = time.perf_counter()
             objective = figures.objective_curve(hist)
-            fresh = cached is None or len(cached) != 4 or cached[3] != curves_key[:2] or not moving or \
+            fresh = cached is None or cached[3] != curves_key[:2] or not moving or \
                 now - cached[2] >= SECONDARY_SECONDS
             stats, traces = live_secondary(hist) if fresh else cached[1][1:]
             built = now if fresh else cached[2]
