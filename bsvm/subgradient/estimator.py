@@ -24,7 +24,7 @@ from ..base import BayesianClassifier
 from ..chains import ChainPool, ChainRNG, chain_groups, chain_seeds, resolve_n_jobs
 from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
 from ..data import check_predict_data
-from ..diagnostics import ess_bulk
+from ..diagnostics import rank_diagnostics
 from ..draws import proba_draws_chunked, to_datatree
 from ..params import (
     RANDOM_STATE,
@@ -80,6 +80,13 @@ def _slice_tuning(tuning: S.Tuning, g: np.ndarray) -> S.Tuning:
     if isinstance(f, S.Diagonal) and np.ndim(f.d) == 2:
         f = S.Diagonal(f.d[g])
     return tuning._replace(step_size=np.asarray(tuning.step_size)[g], factor=f)
+
+
+def _window_ess(draws: np.ndarray) -> np.ndarray:
+    """Bulk ESS per parameter of window draws (C, W, p), vectorised over the parameters
+    (``diagnostics.rank_diagnostics``: arviz-stats' numbers; its own ``ess`` loops over them in Python, which
+    cost ~0.1 s per metric window on a 1,000 x 20 hmc fit of ~0.7 s)."""
+    return rank_diagnostics(np.moveaxis(draws, -1, 0))[1]
 
 
 class _HingeSampler(BayesianClassifier):
@@ -718,7 +725,7 @@ class SubgradientHMC(_HingeSampler):
                 return carries
             draws = np.concatenate(W, axis=1)  # (W, C, p)
             old = carries[0].tuning.factor
-            L_new, centre = S.WindowAdaptation.pool(draws, old, ess_bulk)
+            L_new, centre = S.WindowAdaptation.pool(draws, old, _window_ess)
             new_cv = None
             if use_cv:
                 new_cv = control_variate(model, centre, Phi_, y_)
