@@ -269,6 +269,9 @@ def speed_table(sizes=((1000, 20), (20_000, 20), (100_000, 50)), nuts_warmup=100
     """``nuts_cache``: a :class:`benchmarks._nuts.NutsCache` (JSON file of NUTS results, for development)."""
     rows = []
     cache = nuts_cache or _nuts.NutsCache(None)
+    # the diagnostics' first call imports arviz-stats (~0.5-0.9 CPU s, once per process); paid here, before
+    # any timed fit, as NUTS's compile is (with cached NUTS results it would otherwise fall in the first fit)
+    diagnostics.ess_bulk(np.random.default_rng(0).normal(size=(2, 20, 2)))
     for n, d in sizes:
         X, y = model_data(n, d, seed)
         base = None
