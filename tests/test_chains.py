@@ -1,10 +1,21 @@
 """Parallel chains (bsvm/chains.py): a chain's draws do not depend on which chains share its process, and
 a process running half the chains does half the data work (issue 13 §4)."""
 
+import warnings
+
+import joblib
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
-from bsvm.chains import ChainPool, ChainRNG
+from bsvm.chains import (
+    ChainPool,
+    ChainRNG,
+    parallel_threshold,
+    parallel_threshold_seconds,
+    set_parallel_threshold,
+)
+from bsvm.subgradient import GibbsSVM, SubgradientHMC
 from bsvm.subgradient import samplers as S
 from bsvm.subgradient.potential import ChainLayout, HingeModel, binary_full, signed_design
 
@@ -86,12 +97,86 @@ def test_hmc_draws_of_each_chain_whatever_the_grouping(incremental):
         assert n == n_grads
 
 
-def test_chain_pool_shares_column_major_arrays_column_major():
+def _describe(a):
+    a = a[0] if isinstance(a, tuple) else a  # a shared array inside a tuple argument is swapped too
+    return type(a).__name__, bool(a.flags.f_contiguous), float(a[:, 1].sum())
+
+
+def test_chain_pool_sends_shared_arrays_to_process_workers_as_column_major_memory_maps():
     F = np.asfortranarray(np.arange(300_000.0).reshape(50_000, 6))
-    with ChainPool(2) as pool:  # (the workers themselves are exercised in test_convergence.py)
-        s = pool.share(F)
-        assert isinstance(s, np.memmap) and s.flags.f_contiguous and not s.flags.c_contiguous
-        np.testing.assert_array_equal(s, F)
+    small = np.ones((3, 2))
+    with ChainPool(2) as pool:  # min_seconds=0: in the workers from the first call
+        assert pool.in_workers
+        assert pool.share(F) is F  # in-process calls get the array itself
+        out = pool.map(_describe, [(F,), ((F, small),)])
+    assert out == [("memmap", True, float(F[:, 1].sum()))] * 2
+    with ChainPool(2, min_seconds=5.0) as pool:  # in-process until an estimate reaches 5 s
+        pool.share(F)
+        assert not pool.offer(4.9) and pool.map(_describe, [(F,)]) == [("ndarray", True, F[:, 1].sum())]
+
+
+def _fit(make, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return make(**kw).fit(*_ripley())
+
+
+def _ripley(n=150):
+    from bsvm.datasets import make_ripley
+
+    return make_ripley(n, random_state=0)
+
+
+_SAMPLERS = {
+    "hmc": lambda **kw: SubgradientHMC("hmc", n_samples=30, n_burnin=60, n_chains=3, random_state=4, **kw),
+    "sgnht": lambda **kw: SubgradientHMC("sgnht", n_samples=40, n_burnin=60, batch_size=30, n_chains=3,
+                                         random_state=4, **kw),
+    "gibbs": lambda **kw: GibbsSVM(n_samples=30, n_burnin=20, n_chains=3, random_state=4, **kw),
+}
+
+
+@pytest.mark.parametrize("name", list(_SAMPLERS))
+def test_small_fits_stay_in_process_and_moved_chains_keep_their_draws(name):
+    """The rule: a fit estimated under the threshold (here 60 CPU s) never starts the workers, and says
+    so (n_jobs_ = 1); with the threshold at 0 the chains run in loky workers from the start, and with a threshold that the
+    first measured segment passes they move mid-run (threads: ready at once). Same draws every way."""
+    make = _SAMPLERS[name]
+    ref = _fit(make)
+    with parallel_threshold(60.0):
+        small = _fit(make, n_jobs=2)
+    assert small.n_jobs_ == 1 and small.parallel_start_ is None
+    with parallel_threshold(0):
+        loky = _fit(make, n_jobs=2)
+    assert loky.n_jobs_ == 2 and loky.parallel_start_ == 0
+    with joblib.parallel_config(backend="threading"), parallel_threshold(1e-12):
+        moved = _fit(make, n_jobs=-1)
+    assert moved.n_jobs_ == joblib.effective_n_jobs(-1) or moved.n_jobs_ == 3
+    assert moved.parallel_start_ is not None and moved.parallel_start_ > 0
+    for est in (small, loky, moved):
+        np.testing.assert_array_equal(est.samples_, ref.samples_)
+        np.testing.assert_array_equal(est.potential_, ref.potential_)
+
+
+def test_parallel_threshold_is_checked_and_restored():
+    before = parallel_threshold_seconds()
+    with parallel_threshold(2.5):
+        assert parallel_threshold_seconds() == 2.5
+    assert parallel_threshold_seconds() == before
+    with pytest.raises(ValueError, match="min_seconds"):
+        set_parallel_threshold(-1)
+
+
+def test_hmc_chains_on_a_dask_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    make = _SAMPLERS["hmc"]
+    ref = _fit(make)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        with joblib.parallel_config(backend="dask"), parallel_threshold(0), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # dask's own notices about the local cluster
+            est = make(n_jobs=2).fit(*_ripley())
+    assert est.n_jobs_ == 2 and est.parallel_start_ == 0
+    np.testing.assert_array_equal(est.samples_, ref.samples_)
 
 
 def test_run_length_does_not_depend_on_where_segments_end():
@@ -100,10 +185,7 @@ def test_run_length_does_not_depend_on_where_segments_end():
     (records every 3 iterations here; with n_jobs > 1, the workers' time slices). Before, such a run
     stopped up to 3 draws early (4567 draws here, 4568 with the default records), so the run length
     depended on n_jobs and timing."""
-    import warnings
-
     from bsvm.datasets import make_ripley
-    from bsvm.subgradient import SubgradientHMC
 
     X, y = make_ripley(100, random_state=0)
     with warnings.catch_warnings():
