@@ -21,7 +21,14 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier
-from ..chains import ChainPool, ChainRNG, chain_groups, chain_seeds, resolve_n_jobs
+from ..chains import (
+    ChainPool,
+    ChainRNG,
+    chain_groups,
+    chain_seeds,
+    parallel_threshold_seconds,
+    resolve_n_jobs,
+)
 from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
 from ..data import check_predict_data
 from ..diagnostics import ess_bulk
@@ -174,8 +181,8 @@ class _HingeSampler(BayesianClassifier):
         status, stop_reason, path = None, None, None
         self._stats = {}
         acc_since = []
-        parallel = len(groups) > 1
-        with ChainPool(len(groups)) as pool:
+        self.n_jobs_, self.parallel_start_ = 1, None
+        with ChainPool(len(groups), parallel_threshold_seconds()) as pool:
             Z = None
             if self.model_.n_classes == 2 and spec.kind != "gibbs":
                 # column-major for full-data HMC (per-chain matrix-vector products stream columns),
@@ -184,9 +191,12 @@ class _HingeSampler(BayesianClassifier):
             data = (pool.share(Phi), y, None if Z is None else pool.share(Z))
             y_rows = np.asarray(y_index)[rows]
             while True:
-                resumed = time.perf_counter()
+                resumed, cpu_resumed = time.perf_counter(), time.process_time()
                 t_prev = t
                 stops = [end] + [s for s in sync if s > t]
+                parallel = pool.in_workers
+                if parallel and self.parallel_start_ is None:
+                    self.n_jobs_, self.parallel_start_ = len(groups), t
                 if parallel:
                     # workers: records only at sync points and about every 2 s (each dispatch costs
                     # ~20 ms), which never changes the draws
@@ -259,6 +269,15 @@ class _HingeSampler(BayesianClassifier):
                 if stop_reason is None and self._max_time is not None and compute >= self._max_time:
                     stop_reason = "time"
                     budget_name = f"max_time={self._max_time:g} s"
+                if stop_reason is None:
+                    # the chains move to the workers once the rest of the run, at the CPU time per iteration
+                    # measured in this process, is estimated at >= bsvm.chains' threshold (auto runs: up to
+                    # twice the next check's draws); CPU, not wall, time, so the load does not decide it
+                    todo = end if not auto else min(end, B + 2 * monitor.next_check * monitor_every * thin)
+                    left = (time.process_time() - cpu_resumed) / max(1, t - t_prev) * max(0, todo - t)
+                    if self._max_time is not None:
+                        left = min(left, self._max_time - compute)
+                    pool.offer(left)
                 if stop_reason is not None:
                     status = self._final_status(store, status, checked, rows)
                 metrics = self._metrics(t, store, carries, acc_since, monitor, status, stop_reason)
@@ -457,9 +476,19 @@ _RUN_DOC = """
     ESS alone and warns that convergence was not checked. A diverging run (non-finite state) stops with a
     warning and keeps the draws made before. Progress records carry rhat, ess_bulk, ess_tail (worst over
     the monitored quantities), draws, converged and the thresholds rhat_target, ess_target.
-    n_jobs : chains run in joblib workers (None: 1; -1: all cores; ``joblib.parallel_config`` chooses the
-    backend, e.g. "dask" for a dask.distributed cluster). Each chain has its own seed
-    (``SeedSequence.spawn``), so the same random_state gives the same draws whatever n_jobs.
+    n_jobs : chains run in n_jobs groups, in joblib workers (None: 1; -1: all cores;
+    ``joblib.parallel_config`` chooses the backend, e.g. "dask" for a dask.distributed cluster). Each chain
+    has its own seed (``SeedSequence.spawn``) and its own products with the data, so the same random_state
+    gives the same draws whatever n_jobs and wherever a group runs. When workers pay off (the rule,
+    :class:`bsvm.chains.ChainPool`): a fit starts in this process and moves its chains to the workers
+    only once the rest of the run, at the CPU time per iteration measured in the last segment, is
+    estimated at >= 1 CPU s
+    (``bsvm.chains.set_parallel_threshold``; 0 = from the start); the workers start in the background
+    meanwhile. The rest of the run is the budget left (n_samples, max_iter, max_time) or, for
+    n_samples="auto", the iterations up to twice the next scheduled check's draws. Small fits therefore
+    stay in one process (worker start-up and a round trip per segment would cost more than they save).
+    Fitted: ``n_jobs_`` (processes the chains ran in at the end: 1 = this process) and
+    ``parallel_start_`` (the iteration at which they moved, None if they never did).
 """
 
 
