@@ -45,6 +45,23 @@ def test_binary_full_per_chain_values_do_not_depend_on_the_chains_sharing_the_ca
     np.testing.assert_allclose(U, U0, rtol=1e-12)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_blocked_chain_products_equal_one_product_per_chain(order):
+    """``_chain_products`` passes over the design in row blocks shared by the chains; each chain's margins
+    equal its own unblocked matrix-vector product bit for bit (so blocking changes no draw), in any
+    grouping, with a ragged last block."""
+    from bsvm.subgradient.potential import _BLOCK_ROWS, _chain_products
+
+    model, X, y = _problem(2 * _BLOCK_ROWS + 1237, 12, seed=3)
+    Z = signed_design(X, y, order)
+    theta = np.random.default_rng(4).normal(size=(4, model.n_params))
+    S = _chain_products(Z, theta)
+    for c in range(4):
+        np.testing.assert_array_equal(S[c], Z[:, :-1] @ theta[c])
+    for group in ([0], [1, 3], [3, 0, 1]):
+        np.testing.assert_array_equal(_chain_products(Z, theta[group]), S[group])
+
+
 @pytest.mark.parametrize("incremental", [False, True])
 def test_hmc_draws_of_each_chain_whatever_the_grouping(incremental):
     """Per-chain step sizes differ, so trajectories have different lengths (the branch that evaluates only
@@ -138,8 +155,9 @@ _SAMPLERS = {
 @pytest.mark.parametrize("name", list(_SAMPLERS))
 def test_small_fits_stay_in_process_and_moved_chains_keep_their_draws(name):
     """The rule: a fit estimated under the threshold (here 60 CPU s) never starts the workers, and says
-    so (n_jobs_ = 1); with the threshold at 0 the chains run in loky workers from the start, and with a threshold that the
-    first measured segment passes they move mid-run (threads: ready at once). Same draws every way."""
+    so (n_jobs_ = 1); with the threshold at 0 the chains run in loky workers from the start, and with a
+    threshold that the first measured segment passes they move mid-run (threads: ready at once). Same
+    draws every way."""
     make = _SAMPLERS[name]
     ref = _fit(make)
     with parallel_threshold(60.0):
