@@ -193,15 +193,34 @@ def _margin_design(Z: np.ndarray, p: int) -> np.ndarray:
     return Z if Z.shape[-1] == p else Z[..., :p]
 
 
+#: rows of the design per pass in ``_chain_products``: a block (at most 4096 x p doubles, 1.7 MB at
+#: p = 51) stays in cache while every chain of the call reads it
+_BLOCK_ROWS = 4096
+
+
 def _chain_products(Z: np.ndarray, theta: np.ndarray) -> np.ndarray:
     """Margins S (C, n), S[c] = Z[:, :p] theta[c]: one matrix-vector product per chain (numpy's stacked
     matmul calls BLAS gemv per chain). Each chain's values therefore do not depend on which other chains
     share the call, so a seed gives bit-identical draws whatever ``n_jobs``, with no padding to the full
     chain count; and a process running half the chains does half the work. (A joint (n, C) product is not
     cheaper at these widths: BLAS gemm copies Z into its packed panels on every call, so at n = 20,000 a
-    2-column gemm costs as much as a 4-column one, measured; see ``bsvm/chains.py``.)"""
+    2-column gemm costs as much as a 4-column one, measured; see ``bsvm/chains.py``.)
+
+    The products run over blocks of ``_BLOCK_ROWS`` rows, every chain on a block before the next block,
+    so the chains of a call share one pass over Z from memory instead of one pass each: at 100,000 x 51
+    (41 MB, beyond the cache) 4 chains took 5.5 ms instead of 10.7 ms, measured. A row's value is the
+    same sum in the same order either way (gemv accumulates each row over the columns; tested equal to the
+    unblocked product), so blocking changes no draw."""
     p = theta.shape[1]
-    return np.matmul(_margin_design(Z, p), np.ascontiguousarray(theta)[:, :, None])[..., 0]
+    Zm = _margin_design(Z, p)
+    t3 = np.ascontiguousarray(theta)[:, :, None]
+    n = Zm.shape[0]
+    if n <= _BLOCK_ROWS:
+        return np.matmul(Zm, t3)[..., 0]
+    out = np.empty((theta.shape[0], n, 1))
+    for s in range(0, n, _BLOCK_ROWS):
+        np.matmul(Zm[s:s + _BLOCK_ROWS], t3, out=out[:, s:s + _BLOCK_ROWS])
+    return out[..., 0]
 
 
 def _chain_sums(A: np.ndarray, Z: np.ndarray) -> np.ndarray:
