@@ -178,6 +178,7 @@ class _HingeSampler(BayesianClassifier):
         every = self.record_every or max(1, planned // 100)
         sync = adaptation.sync_points()
         compute, rate, t = 0.0, None, 0
+        chains_cpu = 0.0  # CPU s of the chains' segments run in this process
         status, stop_reason, path = None, None, None
         self._stats = {}
         acc_since = []
@@ -191,7 +192,7 @@ class _HingeSampler(BayesianClassifier):
             data = (pool.share(Phi), y, None if Z is None else pool.share(Z))
             y_rows = np.asarray(y_index)[rows]
             while True:
-                resumed, cpu_resumed = time.perf_counter(), time.process_time()
+                resumed = time.perf_counter()
                 t_prev = t
                 stops = [end] + [s for s in sync if s > t]
                 parallel = pool.in_workers
@@ -212,9 +213,11 @@ class _HingeSampler(BayesianClassifier):
                     span = min(max(left, 0.0), max(1.0, 0.1 * compute))
                     cap = 5 if rate is None else max(1, int(span / rate))
                     t1 = min(t1, t + cap)
+                cpu0 = time.process_time()
                 outs = pool.map(run_segment, [
                     (spec, data, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path,
                      ChainLayout(groups[i], C)) for i in range(len(groups))])
+                chains_cpu += time.process_time() - cpu0
                 carries = [o.carry for o in outs]
                 for name in ("draws", "quantities"):
                     block = np.concatenate([getattr(o, name) for o in outs], axis=0)
@@ -271,10 +274,11 @@ class _HingeSampler(BayesianClassifier):
                     budget_name = f"max_time={self._max_time:g} s"
                 if stop_reason is None:
                     # the chains move to the workers once the rest of the run, at the CPU time per iteration
-                    # measured in this process, is estimated at >= bsvm.chains' threshold (auto runs: up to
-                    # twice the next check's draws); CPU, not wall, time, so the load does not decide it
+                    # their segments took in this process so far, is estimated at >= bsvm.chains' threshold
+                    # (auto runs: up to twice the next check's draws); CPU, not wall, time, so the load does
+                    # not decide it
                     todo = end if not auto else min(end, B + 2 * monitor.next_check * monitor_every * thin)
-                    left = (time.process_time() - cpu_resumed) / max(1, t - t_prev) * max(0, todo - t)
+                    left = chains_cpu / max(1, t) * max(0, todo - t)
                     if self._max_time is not None:
                         left = min(left, self._max_time - compute)
                     pool.offer(left)
@@ -481,8 +485,8 @@ _RUN_DOC = """
     has its own seed (``SeedSequence.spawn``) and its own products with the data, so the same random_state
     gives the same draws whatever n_jobs and wherever a group runs. When workers pay off (the rule,
     :class:`bsvm.chains.ChainPool`): a fit starts in this process and moves its chains to the workers
-    only once the rest of the run, at the CPU time per iteration measured in the last segment, is
-    estimated at >= 1 CPU s
+    only once the rest of the run, at the CPU time per iteration that the chains took so far in this
+    process, is estimated at >= 1 CPU s
     (``bsvm.chains.set_parallel_threshold``; 0 = from the start); the workers start in the background
     meanwhile. The rest of the run is the budget left (n_samples, max_iter, max_time) or, for
     n_samples="auto", the iterations up to twice the next scheduled check's draws. Small fits therefore
