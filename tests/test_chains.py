@@ -62,6 +62,37 @@ def test_blocked_chain_products_equal_one_product_per_chain(order):
         np.testing.assert_array_equal(_chain_products(Z, theta[group]), S[group])
 
 
+def test_float32_first_pass_decides_hinge_activity_as_float64():
+    """Large designs decide A = [Z theta < l] from a float32 copy, recomputing in float64 the rows whose
+    float32 margin is within its error bound of l. Rows put 1e-12..1e-6 from the kink (where float32 alone
+    decides wrongly, checked) and random rows: every decision equals the float64 product's, per chain in
+    any grouping, also through a memory-mapped design (the copy then a file beside it)."""
+    from bsvm.subgradient import potential as pt
+
+    rng = np.random.default_rng(5)
+    n, p = pt._TWIN_MIN_BYTES // (8 * 42) + 500, 41
+    Z = np.asfortranarray(np.column_stack([rng.normal(size=(n, p)), np.ones(n)]))
+    theta = rng.normal(size=(4, p)) * 0.3
+    l = 1.0
+    rows = rng.choice(n, 4000, replace=False)
+    delta = rng.choice([-1e-6, -1e-9, -1e-12, 1e-12, 1e-9, 1e-6], size=rows.size)
+    s0 = Z[rows, :p] @ theta[0]
+    Z[rows, 0] += (l + delta - s0) / theta[0, 0]  # chain 0's margins at l + delta on these rows
+    exact = pt._chain_products(Z, theta) < l
+    assert np.abs(pt._chain_products(Z, theta)[0, rows] - l).max() < 2e-6
+    S32 = np.asfortranarray(Z[:, :p], dtype=np.float32) @ theta.astype(np.float32).T
+    assert (S32.T < np.float32(l)).__ne__(exact).sum() > 0  # float32 alone gets some wrong
+    assert pt._twin(Z, p) is not None
+    A = pt._chain_active(Z, theta, l)
+    np.testing.assert_array_equal(A, exact)
+    for group in ([0], [1, 3], [3, 0, 2]):
+        np.testing.assert_array_equal(pt._chain_active(Z, theta[group], l), exact[group])
+    with ChainPool(2) as pool:  # the workers get a memory map, and make the float32 copy beside it
+        pool.share(Z)
+        out = pool.map(pt._chain_active, [(Z, theta[:2], l), (Z, theta[2:], l)])
+    np.testing.assert_array_equal(np.concatenate(out), exact)
+
+
 @pytest.mark.parametrize("incremental", [False, True])
 def test_hmc_draws_of_each_chain_whatever_the_grouping(incremental):
     """Per-chain step sizes differ, so trajectories have different lengths (the branch that evaluates only
