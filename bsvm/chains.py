@@ -29,8 +29,8 @@ its packed panels on every call.) What stays serial, in the main process: the pi
 at window ends and the stopping-rule checks over all chains (R-hat needs every chain), and one round
 trip per segment (records are sent about every 2 s, and at sync points and scheduled checks).
 
-Public API: ``chain_seeds``, ``ChainRNG``, ``chain_groups``, ``ChainPool``, ``set_parallel_threshold``,
-``parallel_threshold``.
+Public API: ``chain_seeds``, ``ChainRNG``, ``chain_groups``, ``take_chains``, ``ChainPool``,
+``set_parallel_threshold``, ``parallel_threshold``.
 """
 
 from __future__ import annotations
@@ -107,6 +107,26 @@ class ChainRNG:
     def integers(self, low, high=None, size=None):
         rest = self._shape(size)
         return np.stack([g.integers(low, high, rest) for g in self.generators])
+
+
+def take_chains(obj, idx, n_chains: int):
+    """The chains ``idx`` of a per-chain state: every array inside ``obj`` (named tuples, tuples and lists,
+    nested; a :class:`ChainRNG`) has the chain axis first and is indexed by ``idx``; None, numbers and
+    strings are kept. An array whose first axis is not ``n_chains`` raises (a shared array has no place in
+    a per-chain state: pass those apart)."""
+    if isinstance(obj, ChainRNG):
+        return obj[np.asarray(idx)]
+    if isinstance(obj, np.ndarray):
+        if obj.ndim == 0:
+            return obj
+        if obj.shape[0] != n_chains:
+            raise ValueError(f"a per-chain array has shape {obj.shape}, not {n_chains} chains first")
+        return obj[idx]
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(take_chains(o, idx, n_chains) for o in obj))
+    if isinstance(obj, tuple | list):
+        return type(obj)(take_chains(o, idx, n_chains) for o in obj)
+    return obj
 
 
 def chain_groups(n_chains: int, n_jobs: int) -> list[np.ndarray]:

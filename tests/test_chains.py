@@ -241,3 +241,20 @@ def test_run_length_does_not_depend_on_where_segments_end():
         warnings.simplefilter("ignore")
         est = SubgradientHMC("sgld", batch_size=5, random_state=0, record_every=3).fit(X, y)
     assert est.converged_ and est.samples_.shape[1] % 4 == 0
+
+
+def test_take_chains_slices_every_per_chain_array_and_refuses_shared_ones():
+    from bsvm.chains import take_chains
+    from bsvm.subgradient.samplers import AdaptState, DualAveraging, HMCState
+
+    rng = ChainRNG.from_seeds(np.random.SeedSequence(0).spawn(3))
+    da = DualAveraging(np.arange(3.0), np.arange(3.0) + 1, np.zeros(3), 7, np.ones(3))
+    state = (HMCState(np.arange(6.0).reshape(3, 2), np.arange(3.0), np.ones((3, 2))),
+             AdaptState(da, None, [np.zeros((3, 2)), np.ones((3, 2))]), rng)
+    st, ad, r = take_chains(state, np.array([0, 2]), 3)
+    np.testing.assert_array_equal(st.theta, [[0.0, 1.0], [4.0, 5.0]])
+    assert st.active is None and ad.da.t == 7 and ad.sq_avg is None and len(ad.window) == 2
+    np.testing.assert_array_equal(ad.da.log_step_bar, [1.0, 3.0])
+    assert r.generators == [rng.generators[0], rng.generators[2]]
+    with pytest.raises(ValueError, match="3 chains first"):
+        take_chains((np.eye(4),), [0], 3)
