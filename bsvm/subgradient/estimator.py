@@ -28,6 +28,7 @@ from ..chains import (
     chain_seeds,
     parallel_threshold_seconds,
     resolve_n_jobs,
+    take_chains,
 )
 from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
 from ..data import check_predict_data
@@ -86,7 +87,16 @@ def _slice_tuning(tuning: S.Tuning, g: np.ndarray) -> S.Tuning:
     f = tuning.factor
     if isinstance(f, S.Diagonal) and np.ndim(f.d) == 2:
         f = S.Diagonal(f.d[g])
-    return tuning._replace(step_size=np.asarray(tuning.step_size)[g], factor=f)
+    count = None if tuning.count_step is None else np.asarray(tuning.count_step)[g]
+    return tuning._replace(step_size=np.asarray(tuning.step_size)[g], factor=f, count_step=count)
+
+
+def _split_carry(carry: Carry, groups, n_chains: int) -> list[Carry]:
+    """One group's carry split into the given groups (when a fit's chains move to the workers): the
+    tuning by ``_slice_tuning`` (its metric and control variate are shared), the rest per chain."""
+    return [Carry(take_chains(carry.state, g, n_chains), carry.rng[g], take_chains(carry.astate, g, n_chains),
+                  _slice_tuning(carry.tuning, g), carry.kept,
+                  None if carry.theta0 is None else carry.theta0[g]) for g in groups]
 
 
 class _HingeSampler(BayesianClassifier):
@@ -152,7 +162,9 @@ class _HingeSampler(BayesianClassifier):
         B, thin = self._n_burnin, self._thin
         chain_rng = ChainRNG.from_seeds(seeds)
         theta0 = theta0_rng_fn(chain_rng)
-        groups = chain_groups(C, resolve_n_jobs(self.n_jobs))
+        # one group in this process; the n_jobs groups once the chains move to the workers (ChainPool)
+        final_groups = chain_groups(C, resolve_n_jobs(self.n_jobs))
+        groups = [np.arange(C)]
         rows = monitor_rows(n)
         P = self.model_.n_params
         plan = Plan(B, thin, int(monitor_every), rows, spec.kind == "hmc" and P <= 3,
@@ -183,7 +195,7 @@ class _HingeSampler(BayesianClassifier):
         self._stats = {}
         acc_since = []
         self.n_jobs_, self.parallel_start_ = 1, None
-        with ChainPool(len(groups), parallel_threshold_seconds()) as pool:
+        with ChainPool(len(final_groups), parallel_threshold_seconds()) as pool:
             Z = None
             if self.model_.n_classes == 2 and spec.kind != "gibbs":
                 # column-major for full-data HMC (per-chain matrix-vector products stream columns),
@@ -197,6 +209,7 @@ class _HingeSampler(BayesianClassifier):
                 stops = [end] + [s for s in sync if s > t]
                 parallel = pool.in_workers
                 if parallel and self.parallel_start_ is None:
+                    carries, groups = _split_carry(carries[0], final_groups, C), final_groups
                     self.n_jobs_, self.parallel_start_ = len(groups), t
                 if parallel:
                     # workers: records only at sync points and about every 2 s (each dispatch costs
