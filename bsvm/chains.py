@@ -18,16 +18,19 @@ rest of the run is estimated, at the measured speed, at >= :func:`set_parallel_t
 read-only arrays are shared with process workers as memory maps (:meth:`ChainPool.share`), so a segment
 of work ships only the chains' small states.
 
-What makes two jobs faster than one (measured at 20,000 x 20, 4 chains, issue 13 §4): a worker must do
-only its own chains' work. The engines therefore compute every product with the data per chain (one
-BLAS matrix-vector product per chain, ``potential._chain_products``), which also makes a chain's values
-independent of the chains sharing its process, so the draws are bit-identical whatever ``n_jobs``.
-(Padding each group's product to the full chain count, as before, kept them identical too, but then each
-worker did all four chains' work: 3.0-3.2 CPU s per worker against 2.5 s for the whole one-job run; and a
-joint (n, k) product is no cheaper per chain at k = 2 than at k = 4, since BLAS gemm copies the data into
-its packed panels on every call.) What stays serial, in the main process: the pilot, the metric pooling
-at window ends and the stopping-rule checks over all chains (R-hat needs every chain), and one round
-trip per segment (records are sent about every 2 s, and at sync points and scheduled checks).
+What makes two jobs faster than one (issue 13 §4): a worker must do only its own chains' work. The
+engines therefore compute every product with the data per chain (``potential._chain_products``), which
+also makes a chain's values independent of the chains sharing its process, so the draws are bit-identical
+whatever ``n_jobs``. (Padding each group's product to the full chain count, as before, kept them identical
+too, but then each worker did all four chains' work.) The products pass over the design in row blocks
+that all chains of a call read while cached, and designs beyond ~8 MB are read in float32 first
+(``potential._chain_active``, decisions exact): at 100,000 x 50 the pass over the design is most of a
+gradient and memory bandwidth is what two processes share, so one process with 4 chains reads the design
+once per gradient and two workers read it twice; each worker's 2 chains then take about 60 % of the CPU
+time that all 4 take in one process (measured, loaded machine). What stays serial, in the main process:
+the Laplace pilot (about 1 s at 100,000 x 50), the metric pooling at window ends and the stopping-rule
+checks over all chains (R-hat needs every chain), and one round trip per segment (segments end at window
+ends, at the end of burn-in, at scheduled checks and about every 2 s).
 
 Public API: ``chain_seeds``, ``ChainRNG``, ``chain_groups``, ``take_chains``, ``ChainPool``,
 ``set_parallel_threshold``, ``parallel_threshold``.
