@@ -206,11 +206,13 @@ class _HingeSampler(BayesianClassifier):
             while True:
                 resumed = time.perf_counter()
                 t_prev = t
-                stops = [end] + [s for s in sync if s > t]
                 parallel = pool.in_workers
                 if parallel and self.parallel_start_ is None:
                     carries, groups = _split_carry(carries[0], final_groups, C), final_groups
                     self.n_jobs_, self.parallel_start_ = len(groups), t
+                # workers gather only where the window hook needs every chain (a gather costs a round
+                # trip and the wait for the slowest group), not at the end of burn-in
+                stops = [end] + [s for s in sync if s > t and (not parallel or adaptation.window_end(s - 1))]
                 if parallel:
                     # workers: records only at sync points and about every 2 s (each dispatch costs
                     # ~20 ms), which never changes the draws
