@@ -146,10 +146,9 @@ class ConvergenceMonitor:
     The first check is at ``first`` draws (default: enough for the ESS target if the draws were
     independent, ceil(ess / n_chains), at least 20). After a failed check at D draws the next is at
     D * clip(1.1 * predicted / D, 1.25, 1.5), where ``predicted`` = D * ess_target / ess (ESS grows about
-    linearly in D once the chains have mixed), or when R-hat fails the larger of that and
-    D * (R-hat - 1) / (rhat_target - 1) (R-hat - 1 falls about like 1 / D): never closer than 25 %
-    apart, so the total cost of the checks is at most 5x the last one, and at most 1.5x, so the run
-    overshoots the point of convergence by at most 1.5x."""
+    linearly in D once the chains have mixed): never closer than 25 % apart, so the total cost of the
+    checks is at most 5x the last one, and at most 1.5x, so the run overshoots the point of convergence
+    by at most 1.5x."""
 
     def __init__(self, n_chains: int, rule: StoppingRule = StoppingRule(), first: int | None = None,
                  min_growth: float = 1.25, max_growth: float = 1.5):
@@ -170,14 +169,8 @@ class ConvergenceMonitor:
         ess = min(st.ess_bulk, st.ess_tail)
         target = max(self.rule.ess_bulk, self.rule.ess_tail)
         factor = self.max_growth
-        if np.isfinite(ess) and ess > 0:
+        if np.isfinite(ess) and ess > 0 and (np.isnan(st.rhat) or st.rhat <= self.rule.rhat):
             factor = 1.1 * target / ess
-            if st.rhat > self.rule.rhat:
-                # R-hat - 1 falls about like 1 / draws once the chains mix (the between-chain variance of
-                # the means shrinks with each chain's ESS), so the draws R-hat needs are predicted too
-                # (max_growth when it is far off); before, a failing R-hat always meant max_growth: on
-                # SubgradientHMC fits R-hat 1.011-1.013 at 225 draws (ESS long met) went to 338
-                factor = max(factor, 1.1 * (st.rhat - 1.0) / (self.rule.rhat - 1.0))
         factor = float(np.clip(factor, self.min_growth, self.max_growth))
         self.next_check = max(D + 1, int(math.ceil(D * factor)))
         return st
