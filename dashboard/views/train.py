@@ -270,7 +270,7 @@ with right:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
             st.info(f"Stopped because {r.note}. **Continue** resumes it.", icon=":material/stop_circle:")
-        slots = (st.empty(), st.empty(), st.empty())  # progress, charts, prediction error
+        slots: list = []  # progress, charts, prediction error: made by slot() when first written
         # a full page run remounts the charts: send every figure; a fragment run sends only new ones
         full = st.session_state.pop("_live_full", False)
         draw_live(r, slots, full=full, again=False)
@@ -296,10 +296,18 @@ with right:
             if reg.get(PAGE) is not r:
                 st.rerun(scope="app")
             if not (r.status == RUNNING or r.busy):
-                slots[0].progress(r.fraction, text=progress_text(r))
+                slot(slots, 0).progress(r.fraction, text=progress_text(r))
                 trace("loop-saw-end", status=r.status)
                 st.rerun(scope="app")  # buttons, final figures, timer off
             draw_live(r, slots, full=False, again=True)
+
+    def slot(slots: list, i: int):
+        """The i-th placeholder of the live view, made when first written: an ``st.empty`` sent to the
+        browser just before its content, not before the figures are computed (an empty placeholder
+        replaces the chart shown at its place: the charts blanked while a page run built them)."""
+        while len(slots) <= i:
+            slots.append(st.empty())
+        return slots[i]
 
     def progress_text(r: Run) -> str:
         total = f" / {r.max_iter}" if r.max_iter else ""
@@ -313,7 +321,7 @@ with right:
         text = progress_text(r)
         moving = status == RUNNING or r.busy
         if not moving:  # a finished run: its status first, then the final figures (computed once)
-            slots[0].progress(fraction, text=text)
+            slot(slots, 0).progress(fraction, text=text)
         # While it runs: compute everything first, then emit the elements in one quick burst (an element
         # waiting for its new version while the page computes is shown faded, stale, by Streamlit).
         hist = list(r.history)  # a copy: the worker appends while we draw
@@ -344,13 +352,14 @@ with right:
                                             "two on the Data page (or use the Calibration page's "
                                             "two-feature option).")
         if moving:
-            slots[0].progress(fraction, text=text)
-        with slots[1]:
+            slot(slots, 0).progress(fraction, text=text)
+        with slot(slots, 1):
             live_charts([(objective, "live_objective"), (stats, "live_stats"), (traces, "live_traces"),
                          (last, "live_map" if data.n_features == 2 else "live_ard")], key="live_grid",
                         full=full, again=again)
-        if err := st.session_state.get("_live_map_box", {}).get("error"):
-            slots[2].error(f"Prediction failed: {err}")
+        err = st.session_state.get("_live_map_box", {}).get("error")
+        if err or len(slots) > 2:
+            slot(slots, 2).error(f"Prediction failed: {err}") if err else slot(slots, 2).empty()
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
 
     def live_secondary(hist: list):
