@@ -38,7 +38,7 @@ LIVE_POINTS = 250
 LIVE_GRID = 30
 #: while a run goes on, the objective is redrawn with every new record, the statistics and trace charts
 #: at most this often (so the browser's and the server's drawing time goes to the learning curve)
-SECONDARY_SECONDS = 0.5
+SECONDARY_SECONDS = 1.0
 FINAL_POINTS = 800
 #: while a run goes on, the live view redraws in a loop inside its script run: every LOOP_PERIOD
 #: seconds, resting at least LOOP_MIN_REST between two redraws (a slow redraw must not take the whole
