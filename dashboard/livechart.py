@@ -88,13 +88,10 @@ function drawOne() {
   div._bsvmPending = null;
   const fig = JSON.parse(job.spec);
   const layout = fig.layout || {};
-  // The chart's size as last observed (see sizeOf): given explicitly, Plotly does not measure the div
-  // with every draw (autosize reads its computed size, a forced layout of the whole page each time)
-  const w = div._bsvmW, h = div._bsvmH;
-  layout.autosize = !(w && h);
-  if (w && h) { layout.width = w; layout.height = h; } else delete layout.width;
+  layout.autosize = true;
+  delete layout.width;
   const t0 = performance.now();
-  window.Plotly.react(div, fig.data || [], layout, {displaylogo: false, responsive: !(w && h)}).then(() => {
+  window.Plotly.react(div, fig.data || [], layout, {displaylogo: false, responsive: true}).then(() => {
     const ms = performance.now() - t0;
     live.ms.push(ms);  // browser-side cost of a redraw, read by the benchmark
     if (live.ms.length > 1000) live.ms.splice(0, 500);
@@ -111,25 +108,6 @@ function drawOne() {
     div._bsvmReady = performance.now() + REST * cost;
     live.pause = DUTY * cost;
   }).catch(() => {}).finally(() => schedule(live.pause || 0));
-}
-// Keep the div's size in div._bsvmW/_bsvmH, observed (no forced layout): when it changes, redraw the
-// figure shown at the new size.
-function sizeOf(div) {
-  if (div._bsvmObserved || !window.ResizeObserver) return;
-  div._bsvmObserved = true;
-  new ResizeObserver((entries) => {
-    for (const e of entries) {
-      const w = Math.round(e.contentRect.width), h = Math.round(e.contentRect.height);
-      if (!w || !h || (w === div._bsvmW && h === div._bsvmH)) continue;
-      div._bsvmW = w;
-      div._bsvmH = h;
-      if (div._bsvmShown && !div._bsvmPending) {
-        div._bsvmPending = {spec: div._bsvmShown, rev: Number(div.dataset.drawn || 0)};
-        live.dirty.add(div);
-        schedule(0);
-      }
-    }
-  }).observe(div);
 }
 // Show chart ``c`` ({key, rev, fig?, height}) in ``slot``.
 function showChart(slot, c, url) {
@@ -150,7 +128,6 @@ function showChart(slot, c, url) {
     }
     slot.appendChild(div);
     live.divs.set(c.key, div);
-    sizeOf(div);
   }
   div.style.height = (c.height || 450) + "px";
   div.dataset.key = c.key;
