@@ -1,8 +1,11 @@
 """Train page: a method fitted live by a background worker; the page only redraws what it published.
 
 The fit runs in the session's run registry (dashboard/runner.py), not in this script: the buttons set
-flags through callbacks and return at once, and a fragment redraws the newest progress records every
-``REDRAW_SECONDS``, updating its charts in place (dashboard/livechart.py).
+flags through callbacks and return at once. While the run computes, a fragment redraws the newest
+progress records every ``LOOP_PERIOD`` in a loop inside its script run, updating its placeholders and
+charts in place (dashboard/livechart.py); a click on a control starts a new script run, which
+interrupts the loop. The fragment's timer (``REDRAW_SECONDS``) only restarts a loop that has run for
+``LOOP_SECONDS``.
 """
 
 import threading
