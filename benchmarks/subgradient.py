@@ -439,3 +439,5 @@ def smoke():
     # hmc: a defaults sgld fit is ~10 CPU s even on 250 rows (its run to ESS 400 at the capped step)
     accuracy_table(big=None, samplers=("hmc",), ref_draws=300, small_only=True, data=("ripley",))
     speed_table(((300, 3),), nuts_warmup=0, nuts_draws=0, samplers=("hmc",))  # NUTS: a compile alone is ~20 s
+    # the parallel table's code path (workers start in its warm-up; a fit this small stays in-process)
+    parallel_table(sizes=((300, 3),), n_samples=20, repeats=1)

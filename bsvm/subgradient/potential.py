@@ -266,9 +266,8 @@ def _twin(Z: np.ndarray, p: int) -> _Twin | None:
     if hit is not None and hit[0] is not None and hit[0]() is Z:
         return hit[1]
     twin = _make_twin(Z, p)
-    for k in [k for k, (ref, _) in _twins.items() if ref is not None and ref() is None]:
-        del _twins[k]  # designs since freed
     _twins[key] = (weakref.ref(Z), twin)
+    weakref.finalize(Z, _twins.pop, key, None)  # the copy goes with the design (a fit's Z)
     return twin
 
 
