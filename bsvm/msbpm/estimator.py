@@ -29,6 +29,7 @@ from ..quadrature import gauss_hermite
 from ..subgradient.samplers import dual_averaging_init, dual_averaging_update
 from . import engine, hmc
 from .centering import CenteredKernel
+from .loo import LooAccumulator
 
 
 def _rng(random_state) -> np.random.Generator:
@@ -313,6 +314,12 @@ class MSBPM(BayesianClassifier):
     bias_scale_ : the bias feature's value used (see ``bias_scale``).
     coef_map_ : (N, r) mapping the sampled rkhs coordinates to kernel weights (nonzero on the r pivot rows;
         None for "coefficients"); nugget_ : the absolute nugget used (0 for "coefficients").
+    loo_log_vote_, loo_ess_ : (N,) with the nugget (``prior="rkhs"``, ``nugget > 0``; None otherwise): the
+        log of each training row's leave-one-out vote for its own class, i.e. the probability
+        ``predict_proba`` would give it had the row been left out, estimated from the kept draws by integrated
+        importance sampling (:mod:`bsvm.msbpm.loo`, Vehtari et al. 2016), and the effective sample size of
+        each row's weights. ``np.exp(loo_log_vote_).mean()`` and ``(loo_log_vote_ > log 0.5).mean()`` are
+        held-out estimates of the mean vote and the accuracy from the training rows alone.
     converged_ : whether the stopping rule was met. convergence_ : the last check
         (:class:`bsvm.convergence.ConvergenceStatus`, None if none could be made); stop_reason_ : "converged"
         or the budget that ran out; stopping_rule_ : the rule in words; monitor_rows_ : the training rows
@@ -523,6 +530,12 @@ class MSBPM(BayesianClassifier):
         names = ["log_posterior"] + [f"p(y|x)[{i}]" for i in rows]
         store = _DrawStore(self._max_stored)
         self.converged_, self.convergence_ = False, None
+        # the LOO vote on the training rows (bsvm/msbpm/loo.py), from its own stream so that the draws are
+        # those of the same seed without it
+        loo_rng = np.random.default_rng(rng.bit_generator.seed_seq.spawn(1)[0])
+        loo = (LooAccumulator(problem.phi[:, :problem.phi.shape[1] - problem.n_point], problem.point_scale,
+                              problem.prior_scale, y_index, n_classes) if problem.n_point else None)
+        self.loo_log_vote_ = self.loo_ess_ = None
         state = engine.init(rng, problem, n_chains)
         if self.init == "least_squares":
             start = self._least_squares_start(rng, problem, state)
@@ -561,6 +574,9 @@ class MSBPM(BayesianClassifier):
                 votes = _draw_votes(self._scores(None, beta, phi_rows), sd_rows)  # (rows, chains, K)
                 p_rows = votes[np.arange(len(rows)), :, y_index[rows]].T  # (chains, rows)
                 store.add(beta, self._chain_values(problem, state), p_rows)
+                if loo is not None:
+                    loo.add(state.scores, engine.draw_confusion(loo_rng, problem, state))
+                    self.loo_log_vote_, self.loo_ess_ = loo.log_vote(), loo.ess()
             kept = store.n
             # draws at the base thinning so far: the store keeps at most _max_stored per chain (it thins
             # itself as it grows), so run lengths and the check schedule count these, not the stored ones
