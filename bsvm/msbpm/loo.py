@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
-from scipy.special import log_ndtr, logsumexp, ndtr, ndtri
+from scipy.special import log_ndtr, ndtr, ndtri
 
 # Gauss-Legendre rule on (-1, 1) for the multi-class vote integral (see held_out_votes)
 _NODES, _WEIGHTS = np.polynomial.legendre.leggauss(40)
@@ -74,37 +74,67 @@ class LooAccumulator:
         self._W = cho_solve(cho_factor(s2 * np.eye(F.shape[1]) + F.T @ F, lower=True), F.T)  # A^-1 F^T
         self.q_diag = (1.0 - np.einsum("ij,ji->i", F, self._W)) / self.scale
         self.sd = 1.0 / np.sqrt(self.q_diag)
+        # running sums in linear space, every weight scaled by exp(-shift): sum_s w_s, sum_s w_s^2,
+        # sum_s w_s P_s(y_i) per row, and the draws' own weights r_s (sum r, sum r^2)
         n = len(self.y)
-        self._lw = np.full(n, -np.inf)    # log sum_s w_s
-        self._lw2 = np.full(n, -np.inf)   # log sum_s w_s^2
-        self._lwp = np.full(n, -np.inf)   # log sum_s w_s P_s(y_i)
+        self._s1, self._s2, self._sp = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._r1 = self._r2 = 0.0
+        self._shift = -np.inf
         self.n_draws = 0
 
     def conditional(self, f):
         """mu (T, N, K-1) of each row's scores given the other rows' (module docstring); sd is ``self.sd``."""
-        g = f.transpose(0, 2, 1)  # (T, K-1, N)
+        T, n, km1 = f.shape
+        g = np.ascontiguousarray(f.transpose(0, 2, 1)).reshape(T * km1, n)
         qf = (g - (g @ self.F) @ self._W) / self.scale
-        return (g - qf / self.q_diag).transpose(0, 2, 1)
+        return (g - qf / self.q_diag).reshape(T, km1, n).transpose(0, 2, 1)
 
-    def add(self, f, log_pi):
+    def add(self, f, log_pi, log_w=None):
+        """``log_w``: (T,) log importance weights of the draws themselves, when they come from another
+        posterior (the same model with another bias prior scale: the weights are the ratio of the two
+        bias priors); the LOO weights multiply them."""
         f = np.asarray(f, dtype=float)
-        lP = held_out_votes(self.conditional(f), self.sd)  # (T, N, K)
+        T = f.shape[0]
+        mu = self.conditional(f)
+        if mu.shape[-1] == 1:  # binary: P(h = 1) = Phi(mu / sd), both tails by ndtr for accuracy
+            t = mu[..., 0] / self.sd
+            P = np.stack([ndtr(-t), ndtr(t)], axis=-1)
+        else:
+            P = np.exp(held_out_votes(mu, self.sd))  # (T, N, K)
         rows = np.arange(len(self.y))
-        lpi = log_pi[:, self.y, :]  # (T, N, K): log pi[y_i, h]
-        log_lik = logsumexp(lpi + lP, axis=-1)  # log p(y_i | f_{-i}, pi)
-        lw = -log_lik
-        self._lw = np.logaddexp(self._lw, logsumexp(lw, axis=0))
-        self._lw2 = np.logaddexp(self._lw2, logsumexp(2 * lw, axis=0))
-        self._lwp = np.logaddexp(self._lwp, logsumexp(lw + lP[:, rows, self.y], axis=0))
-        self.n_draws += f.shape[0]
+        pi_y = np.exp(log_pi[:, self.y, :])  # (T, N, K): pi[y_i, h]
+        lik = np.einsum("tnk,tnk->tn", pi_y, P)  # p(y_i | f_{-i}, pi) >= min_h pi[y_i, h] > 0
+        log_w = np.zeros(T) if log_w is None else np.asarray(log_w, dtype=float)
+        shift = max(self._shift, float(log_w.max()))
+        if shift > self._shift:  # rescale the sums so far to the new shift
+            scale = np.exp(self._shift - shift) if np.isfinite(self._shift) else 0.0
+            self._s1 *= scale
+            self._sp *= scale
+            self._s2 *= scale**2
+            self._r1 *= scale
+            self._r2 *= scale**2
+            self._shift = shift
+        r = np.exp(log_w - shift)
+        w = r[:, None] / lik
+        self._s1 += w.sum(axis=0)
+        self._s2 += (w * w).sum(axis=0)
+        self._sp += (w * P[:, rows, self.y]).sum(axis=0)
+        self._r1 += float(r.sum())
+        self._r2 += float((r * r).sum())
+        self.n_draws += T
 
     def log_vote(self) -> np.ndarray:
         """(N,) log of each row's LOO vote for its own class."""
-        return self._lwp - self._lw
+        return np.log(self._sp) - np.log(self._s1)
 
     def ess(self) -> np.ndarray:
         """(N,) effective sample size of each row's importance weights."""
-        return np.exp(2 * self._lw - self._lw2)
+        return self._s1**2 / self._s2
+
+    def weight_ess(self) -> float:
+        """Effective sample size of the draws' own weights (``add(log_w=...)``); the number of draws if
+        none were given."""
+        return self._r1**2 / self._r2 if self._r2 > 0 else 0.0
 
     def elpd(self) -> float:
         """Sum over rows of the log LOO vote (the expected log predictive density of the vote)."""
