@@ -228,15 +228,15 @@ class MSBPM(BayesianClassifier):
         (the sum over rows of the log LOO vote) beats the reference's by more than 2 standard errors of the
         pointwise difference (the usual LOO model comparison, Vehtari, Gelman & Gabry 2017), the best such
         if several do. ``max_iter`` and ``max_time`` are budgets for all runs together; ``bias_selection_``
-        records the comparison. Not the default, measured (issue 13, session 4; Table 1 protocol, 10 runs):
-        on BreastCancer 50 % it kept 67.6 % against 66.4 % for "auto" (SVC+Platt 70.8 %), on Heart 50 %
-        the same 81.1 %; at 10 % the 2-se rule almost never switches (N = 20-40 rows give standard errors
-        of the elpd difference larger than the difference: on 80 rows of pure noise with 3:1 classes the
-        0.3 candidate was 6.5 nats better and still inside 2 se), while a plain argmax of the LOO elpd
-        (no se rule) gained 2.9 points on BreastCancer 10 % but lost 2.8 on Splice and 4.6 on Heart:
-        imbalanced bootstrap samples make the training rows' own class balance look real to any
-        criterion computed from them. It costs up to three runs on small data (one at N = 2000, where
-        the reweighted draws suffice).
+        records the comparison. Not the default, measured (issue 13, session 4; Table 1 protocol, 10 runs,
+        ``python -m benchmarks msbpm --small-msbpm bias_scale=loo``): at 10 % it kept 0.1 on 70 of the 80
+        repeats and switched on the rest, where it mostly lost: mean +2.66 points over SVC+Platt against
+        +3.48 for "auto", blobs60 80.1 % against 85.7 %, Heart 77.9 against 78.9, and one BreastCancer
+        repeat collapsed to the majority (63.9 against 64.1); at 50 % BreastCancer 67.6 % against 66.4 %
+        (SVC+Platt 70.8 %), Heart the same 81.1 %. Imbalanced bootstrap samples make the training rows'
+        own class balance look real to any criterion computed from them; a plain argmax of the LOO elpd
+        (no se rule) gained 2.9 points on BreastCancer 10 % but lost 2.8 on Splice and 4.6 on Heart. It
+        costs up to three runs on small data.
     center_kernel : with ``prior="rkhs"``, centre the kernel on the training inputs
         (:class:`bsvm.msbpm.centering.CenteredKernel`, k(x, x') - m(x) - m(x') + mean, m(x) = mean_j
         k(x, x_j)), default True. The constant part of an uncentred kernel (for a wide RBF, or any isotropic
