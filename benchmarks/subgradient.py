@@ -47,6 +47,7 @@ from threadpoolctl import threadpool_limits
 from benchmarks import _nuts
 from benchmarks._common import print_table
 from bsvm import diagnostics
+from bsvm.chains import parallel_threshold
 from bsvm.datasets import make_ripley
 from bsvm.subgradient import GibbsSVM, SubgradientHMC
 from bsvm.subgradient import samplers as S
@@ -345,12 +346,15 @@ def parallel_table(sizes=((20_000, 20),), samplers=("hmc",), seed=0, n_samples=4
     rule over all chains) and a fixed-length row (``n_samples`` draws after the default burn-in); each
     n_jobs in ``jobs``, interleaved, ``repeats`` times. Columns: wall s; CPU s of the main process and of
     each worker process (psutil), so the work per process can be compared with the one-job run; draws per
-    chain; whether the draws equal the one-job run's (bit-identical); the 1-minute load average before and
-    after the fit (the machine is shared: wall times mean little when the load exceeds the core count);
-    and wall / one-job wall (the mean over repeats of the one-job walls). Worker start-up (first use of the
+    chain; the iteration at which the chains moved to the workers (``parallel_start_``; "-": the rule of
+    ``bsvm.chains`` kept them in-process, the work being estimated under 1 CPU s); whether the draws
+    equal the one-job run's (bit-identical); the 1-minute load average before and after the fit (the
+    machine is shared: wall times mean little when the load exceeds the core count); and wall / one-job
+    wall (the mean over repeats of the one-job walls). Worker start-up (first use of the
     loky processes) and the first fit's imports are paid in a warm-up fit before any timed one."""
     rows = []
-    _timed_fit(_parallel_estimator("hmc", max(jobs), seed, 20), *model_data(300, 3, seed))  # warm-up
+    with parallel_threshold(0):  # warm-up: start the loky workers (a fit this small would stay in-process)
+        _timed_fit(_parallel_estimator("hmc", max(jobs), seed, 20), *model_data(300, 3, seed))
     _timed_fit(_parallel_estimator("hmc", 1, seed, 20), *model_data(300, 3, seed))
     for n, d in sizes:
         X, y = model_data(n, d, seed)
@@ -370,6 +374,8 @@ def parallel_table(sizes=((20_000, 20),), samplers=("hmc",), seed=0, n_samples=4
                                       "main cpu_s": cpu,
                                       "worker cpu_s": " ".join(f"{w:.2f}" for w in workers) or "-",
                                       "draws/chain": est.samples_.shape[1],
+                                      "workers from": "-" if est.parallel_start_ is None
+                                      else f"it. {est.parallel_start_}",
                                       "same draws": str(bool(np.array_equal(est.samples_, ref))),
                                       "load before": load0, "load after": os.getloadavg()[0]})
                         print(block[-1], flush=True)
@@ -433,3 +439,5 @@ def smoke():
     # hmc: a defaults sgld fit is ~10 CPU s even on 250 rows (its run to ESS 400 at the capped step)
     accuracy_table(big=None, samplers=("hmc",), ref_draws=300, small_only=True, data=("ripley",))
     speed_table(((300, 3),), nuts_warmup=0, nuts_draws=0, samplers=("hmc",))  # NUTS: a compile alone is ~20 s
+    # the parallel table's code path (workers start in its warm-up; a fit this small stays in-process)
+    parallel_table(sizes=((300, 3),), n_samples=20, repeats=1)

@@ -9,25 +9,31 @@ Vectorised engines keep a leading chain axis; :class:`ChainRNG` gives them one o
 that axis while each row comes from its own chain's generator, so an engine written for "all chains at
 once" is unchanged when it runs a subset of them.
 
-:class:`ChainPool` splits the chains into ``n_jobs`` contiguous groups and runs a picklable function on
-each group through ``joblib.Parallel`` (the default loky processes, or any backend chosen with
-``joblib.parallel_config``, e.g. ``backend="dask"`` for a ``dask.distributed`` cluster). With
-``n_jobs=1`` everything runs in-process with no joblib overhead. Large read-only arrays are shared with
-process workers as memory maps (:meth:`ChainPool.share`), so a segment of work ships only the chains'
-small states.
+:class:`ChainPool` runs a picklable function on each of ``n_jobs`` contiguous chain groups
+(:func:`chain_groups`): in-process, one group after another, or through ``joblib.Parallel`` (the default
+loky processes, or any backend chosen with ``joblib.parallel_config``, e.g. ``backend="dask"`` for a
+``dask.distributed`` cluster). A fit starts in-process and moves its groups to the workers only when the
+rest of the run is estimated, at the measured speed, at >= :func:`set_parallel_threshold`'s seconds
+(default 1 s); the workers are started in the background meanwhile (:meth:`ChainPool.offer`). Large
+read-only arrays are shared with process workers as memory maps (:meth:`ChainPool.share`), so a segment
+of work ships only the chains' small states.
 
-What makes two jobs faster than one (measured at 20,000 x 20, 4 chains, issue 13 §4): a worker must do
-only its own chains' work. The engines therefore compute every product with the data per chain (one
-BLAS matrix-vector product per chain, ``potential._chain_products``), which also makes a chain's values
-independent of the chains sharing its process, so the draws are bit-identical whatever ``n_jobs``.
-(Padding each group's product to the full chain count, as before, kept them identical too, but then each
-worker did all four chains' work: 3.0-3.2 CPU s per worker against 2.5 s for the whole one-job run; and a
-joint (n, k) product is no cheaper per chain at k = 2 than at k = 4, since BLAS gemm copies the data into
-its packed panels on every call.) What stays serial, in the main process: the pilot, the metric pooling
-at window ends and the stopping-rule checks over all chains (R-hat needs every chain), and one round
-trip per segment (records are sent about every 2 s, and at sync points and scheduled checks).
+What makes two jobs faster than one (issue 13 §4): a worker must do only its own chains' work. The
+engines therefore compute every product with the data per chain (``potential._chain_products``), which
+also makes a chain's values independent of the chains sharing its process, so the draws are bit-identical
+whatever ``n_jobs``. (Padding each group's product to the full chain count, as before, kept them identical
+too, but then each worker did all four chains' work.) The products pass over the design in row blocks
+that all chains of a call read while cached, and designs beyond ~8 MB are read in float32 first
+(``potential._chain_active``, decisions exact): at 100,000 x 50 the pass over the design is most of a
+gradient and memory bandwidth is what two processes share, so one process with 4 chains reads the design
+once per gradient and two workers read it twice; each worker's 2 chains then take about 60 % of the CPU
+time that all 4 take in one process (measured, loaded machine). What stays serial, in the main process:
+the Laplace pilot (about 1 s at 100,000 x 50), the metric pooling at window ends and the stopping-rule
+checks over all chains (R-hat needs every chain), and one round trip per segment (segments end at window
+ends, at the end of burn-in, at scheduled checks and about every 2 s).
 
-Public API: ``chain_seeds``, ``ChainRNG``, ``chain_groups``, ``ChainPool``.
+Public API: ``chain_seeds``, ``ChainRNG``, ``chain_groups``, ``take_chains``, ``ChainPool``,
+``set_parallel_threshold``, ``parallel_threshold``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ import numbers
 import os
 import shutil
 import tempfile
+import threading
+from contextlib import contextmanager
 
 import joblib
 import numpy as np
@@ -104,6 +112,26 @@ class ChainRNG:
         return np.stack([g.integers(low, high, rest) for g in self.generators])
 
 
+def take_chains(obj, idx, n_chains: int):
+    """The chains ``idx`` of a per-chain state: every array inside ``obj`` (named tuples, tuples and lists,
+    nested; a :class:`ChainRNG`) has the chain axis first and is indexed by ``idx``; None, numbers and
+    strings are kept. An array whose first axis is not ``n_chains`` raises (a shared array has no place in
+    a per-chain state: pass those apart)."""
+    if isinstance(obj, ChainRNG):
+        return obj[np.asarray(idx)]
+    if isinstance(obj, np.ndarray):
+        if obj.ndim == 0:
+            return obj
+        if obj.shape[0] != n_chains:
+            raise ValueError(f"a per-chain array has shape {obj.shape}, not {n_chains} chains first")
+        return obj[idx]
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(take_chains(o, idx, n_chains) for o in obj))
+    if isinstance(obj, tuple | list):
+        return type(obj)(take_chains(o, idx, n_chains) for o in obj)
+    return obj
+
+
 def chain_groups(n_chains: int, n_jobs: int) -> list[np.ndarray]:
     """Contiguous, near-equal groups of chain indices, one per job (never more groups than chains)."""
     k = max(1, min(int(n_chains), int(n_jobs)))
@@ -118,24 +146,86 @@ def resolve_n_jobs(n_jobs) -> int:
     return max(1, int(joblib.effective_n_jobs(n_jobs)))
 
 
+#: The rule for when worker processes pay off (see :class:`ChainPool`): the chains move to the workers
+#: only once the rest of the run, at the speed measured in-process, is estimated at >= this many seconds.
+_SETTINGS = {"min_seconds": 1.0}
+
+
+def set_parallel_threshold(min_seconds: float) -> float:
+    """Set the least estimated remaining work (seconds in one process) for which a fit with n_jobs > 1
+    moves its chains to worker processes (default 1.0; 0 uses the workers from the start whatever the
+    size). Returns the previous value; :func:`parallel_threshold` is the context-manager form."""
+    value = float(min_seconds)
+    if not (value >= 0.0):
+        raise ValueError(f"min_seconds must be a number >= 0 (seconds), got {min_seconds!r}")
+    old, _SETTINGS["min_seconds"] = _SETTINGS["min_seconds"], value
+    return old
+
+
+def parallel_threshold_seconds() -> float:
+    """The current threshold (:func:`set_parallel_threshold`)."""
+    return _SETTINGS["min_seconds"]
+
+
+@contextmanager
+def parallel_threshold(min_seconds: float):
+    """``with parallel_threshold(0): est.fit(X, y)`` runs the chains in workers whatever the work."""
+    old = set_parallel_threshold(min_seconds)
+    try:
+        yield
+    finally:
+        _SETTINGS["min_seconds"] = old
+
+
+def _warm_up() -> int:
+    """A worker's first task: the import of the engines (paid while the main process keeps sampling)."""
+    import bsvm.subgradient.driver  # noqa: F401
+
+    return os.getpid()
+
+
 class ChainPool:
-    """Runs one function per chain group, in-process (one job) or through ``joblib.Parallel``.
+    """Runs one function per chain group, in-process or through ``joblib.Parallel``.
 
-    Use as a context manager: the joblib workers are reused across calls, and the memory maps made by
-    :meth:`share` are deleted on exit. ``map(fn, args_list)`` calls ``fn(*args)`` for each entry and
-    returns the results in order."""
+    Use as a context manager: the joblib workers are reused across calls, and the memory maps made for
+    them are deleted on exit. ``map(fn, args_list)`` calls ``fn(*args)`` for each entry and returns the
+    results in order: in this process, one group after another, until the chains move to the workers.
 
-    def __init__(self, n_jobs: int):
+    When they move (the rule, measured rather than guessed): with ``min_seconds=0`` from the first call;
+    otherwise the caller reports, between calls, its estimate of the remaining run in seconds of this
+    process (:meth:`offer`: measured time per iteration x iterations still planned). Once an estimate
+    reaches ``min_seconds``, the workers are started in the background (the default loky backend: a
+    first task imports the engines there, which takes seconds on a loaded machine, while this process
+    goes on sampling), and the next call after they have answered runs in them. A small run therefore
+    never waits for worker start-up (on 2,000 x 20 data, 4 hmc chains took 4.2 s with two workers
+    against 0.9 s in one process). The chains' draws are the same either way: each chain draws from its
+    own generator and its products with the data are per chain, so which process runs a group, and when
+    the groups move, never changes a draw.
+
+    Read-only arrays passed through :meth:`share` are sent to process workers as memory maps (each pickles
+    as a file reference, no copy per call), so a call ships only the chains' small states."""
+
+    def __init__(self, n_jobs: int, min_seconds: float = 0.0):
         self.n_jobs = int(n_jobs)
+        self.min_seconds = float(min_seconds)
         self._parallel = None
+        self._ready = None  # threading.Event: the background warm-up has finished
+        self._warm_error = None
+        self._workers = False
+        self._shared = {}  # id(array) -> [array, memory map or None]
         self._tmp = None
         backend, _ = get_active_backend()
         self.backend_name = type(backend).__name__
 
+    @property
+    def in_workers(self) -> bool:
+        """Whether ``map`` runs in the workers (from now on)."""
+        return self._workers
+
     def __enter__(self):
-        if self.n_jobs > 1:
-            self._parallel = joblib.Parallel(n_jobs=self.n_jobs)
-            self._parallel.__enter__()
+        if self.n_jobs > 1 and self.min_seconds <= 0.0:
+            self._open()
+            self._workers = True
         return self
 
     def __exit__(self, *exc):
@@ -145,21 +235,84 @@ class ChainPool:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+        self._shared.clear()
         return False
 
+    def _open(self):
+        self._parallel = joblib.Parallel(n_jobs=self.n_jobs)
+        self._parallel.__enter__()
+
+    def offer(self, remaining_seconds: float) -> bool:
+        """The caller's estimate of the remaining run (seconds in this process). Starts the workers once it
+        reaches ``min_seconds``; returns whether the next ``map`` runs in them."""
+        if self.n_jobs == 1 or self._workers:
+            return self._workers
+        if self._ready is None:
+            if not remaining_seconds >= self.min_seconds:
+                return False
+            self._ready = threading.Event()
+            if self.backend_name == "LokyBackend":
+                # joblib's loky executor is one per process and reused by every Parallel with the same
+                # settings: a Parallel of our own, in a thread, starts it and imports the engines there
+                threading.Thread(target=self._warm, daemon=True).start()
+            else:  # threads, dask, ...: the chosen backend (a thread-local setting) starts on first use
+                self._ready.set()
+        if self._ready.is_set():
+            if self._warm_error is not None:
+                raise self._warm_error
+            self._open()
+            self._workers = True
+        return self._workers
+
+    def _warm(self):
+        try:
+            with joblib.Parallel(n_jobs=self.n_jobs) as par:
+                par(joblib.delayed(_warm_up)() for _ in range(self.n_jobs))
+        except BaseException as e:  # re-raised in the main thread by offer
+            self._warm_error = e
+        finally:
+            self._ready.set()
+
     def share(self, array: np.ndarray) -> np.ndarray:
-        """The array itself, or for process workers on this machine a read-only memory map of it, which
-        pickles as a file reference (no copy per call). Other backends (threads, dask) get the array."""
-        if self.n_jobs == 1 or self.backend_name not in ("LokyBackend", "MultiprocessingBackend") \
-                or array.nbytes < 1 << 20:
-            return array
-        if self._tmp is None:
-            self._tmp = tempfile.mkdtemp(prefix="bsvm-chains-")
-        path = os.path.join(self._tmp, f"a{len(os.listdir(self._tmp))}.npy")
-        np.save(path, array)  # keeps a column-major array column-major (np.load maps it so)
-        return np.load(path, mmap_mode="r")
+        """Registers a read-only array that calls pass to the workers (returns it): process workers on this
+        machine then receive a memory map of it instead of a copy; threads, dask and in-process calls the
+        array itself."""
+        if isinstance(array, np.ndarray) and id(array) not in self._shared:
+            self._shared[id(array)] = [array, None]
+        return array
+
+    def _mapped(self, entry) -> np.ndarray:
+        array, mm = entry
+        if mm is None:
+            if self.backend_name not in ("LokyBackend", "MultiprocessingBackend") or array.nbytes < 1 << 20:
+                mm = array
+            else:
+                if self._tmp is None:
+                    shm = "/dev/shm"  # memory-backed where available (what joblib itself prefers)
+                    self._tmp = tempfile.mkdtemp(prefix="bsvm-chains-",
+                                                 dir=shm if os.path.isdir(shm) and os.access(shm, os.W_OK)
+                                                 else None)
+                path = os.path.join(self._tmp, f"a{len(os.listdir(self._tmp))}.npy")
+                np.save(path, array)  # keeps a column-major array column-major (np.load maps it so)
+                mm = np.load(path, mmap_mode="r")
+            entry[1] = mm
+        return mm
+
+    def _swap(self, obj):
+        """``obj`` with every shared array (in tuples, named tuples and lists) replaced by its map."""
+        if isinstance(obj, np.ndarray):
+            entry = self._shared.get(id(obj))
+            return self._mapped(entry) if entry is not None and entry[0] is obj else obj
+        if isinstance(obj, tuple | list):
+            items = [self._swap(o) for o in obj]
+            if all(a is b for a, b in zip(items, obj)):
+                return obj
+            if isinstance(obj, list):
+                return items
+            return type(obj)(*items) if hasattr(obj, "_fields") else tuple(items)
+        return obj
 
     def map(self, fn, args_list):
-        if self._parallel is None:
+        if not self._workers:
             return [fn(*args) for args in args_list]
-        return self._parallel(joblib.delayed(fn)(*args) for args in args_list)
+        return self._parallel(joblib.delayed(fn)(*self._swap(tuple(args))) for args in args_list)

@@ -1,10 +1,21 @@
 """Parallel chains (bsvm/chains.py): a chain's draws do not depend on which chains share its process, and
 a process running half the chains does half the data work (issue 13 §4)."""
 
+import warnings
+
+import joblib
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
-from bsvm.chains import ChainPool, ChainRNG
+from bsvm.chains import (
+    ChainPool,
+    ChainRNG,
+    parallel_threshold,
+    parallel_threshold_seconds,
+    set_parallel_threshold,
+)
+from bsvm.subgradient import GibbsSVM, SubgradientHMC
 from bsvm.subgradient import samplers as S
 from bsvm.subgradient.potential import ChainLayout, HingeModel, binary_full, signed_design
 
@@ -32,6 +43,54 @@ def test_binary_full_per_chain_values_do_not_depend_on_the_chains_sharing_the_ca
     S_ = (X @ theta[:, :-1].T + theta[:, -1]) * y[:, None]
     U0 = 0.5 * (theta ** 2).sum(1) + np.maximum(0.0, 1.0 - S_).sum(0)
     np.testing.assert_allclose(U, U0, rtol=1e-12)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_blocked_chain_products_equal_one_product_per_chain(order):
+    """``_chain_products`` passes over the design in row blocks shared by the chains; each chain's margins
+    equal its own unblocked matrix-vector product bit for bit (so blocking changes no draw), in any
+    grouping, with a ragged last block."""
+    from bsvm.subgradient.potential import _BLOCK_ROWS, _chain_products
+
+    model, X, y = _problem(2 * _BLOCK_ROWS + 1237, 12, seed=3)
+    Z = signed_design(X, y, order)
+    theta = np.random.default_rng(4).normal(size=(4, model.n_params))
+    S = _chain_products(Z, theta)
+    for c in range(4):
+        np.testing.assert_array_equal(S[c], Z[:, :-1] @ theta[c])
+    for group in ([0], [1, 3], [3, 0, 1]):
+        np.testing.assert_array_equal(_chain_products(Z, theta[group]), S[group])
+
+
+def test_float32_first_pass_decides_hinge_activity_as_float64():
+    """Large designs decide A = [Z theta < l] from a float32 copy, recomputing in float64 the rows whose
+    float32 margin is within its error bound of l. Rows put 1e-12..1e-6 from the kink (where float32 alone
+    decides wrongly, checked) and random rows: every decision equals the float64 product's, per chain in
+    any grouping, also through a memory-mapped design (the copy then a file beside it)."""
+    from bsvm.subgradient import potential as pt
+
+    rng = np.random.default_rng(5)
+    n, p = pt._TWIN_MIN_BYTES // (8 * 42) + 500, 41
+    Z = np.asfortranarray(np.column_stack([rng.normal(size=(n, p)), np.ones(n)]))
+    theta = rng.normal(size=(4, p)) * 0.3
+    l = 1.0
+    rows = rng.choice(n, 4000, replace=False)
+    delta = rng.choice([-1e-6, -1e-9, -1e-12, 1e-12, 1e-9, 1e-6], size=rows.size)
+    s0 = Z[rows, :p] @ theta[0]
+    Z[rows, 0] += (l + delta - s0) / theta[0, 0]  # chain 0's margins at l + delta on these rows
+    exact = pt._chain_products(Z, theta) < l
+    assert np.abs(pt._chain_products(Z, theta)[0, rows] - l).max() < 2e-6
+    S32 = np.asfortranarray(Z[:, :p], dtype=np.float32) @ theta.astype(np.float32).T
+    assert (S32.T < np.float32(l)).__ne__(exact).sum() > 0  # float32 alone gets some wrong
+    assert pt._twin(Z, p) is not None
+    A = pt._chain_active(Z, theta, l)
+    np.testing.assert_array_equal(A, exact)
+    for group in ([0], [1, 3], [3, 0, 2]):
+        np.testing.assert_array_equal(pt._chain_active(Z, theta[group], l), exact[group])
+    with ChainPool(2) as pool:  # the workers get a memory map, and make the float32 copy beside it
+        pool.share(Z)
+        out = pool.map(pt._chain_active, [(Z, theta[:2], l), (Z, theta[2:], l)])
+    np.testing.assert_array_equal(np.concatenate(out), exact)
 
 
 @pytest.mark.parametrize("incremental", [False, True])
@@ -86,12 +145,87 @@ def test_hmc_draws_of_each_chain_whatever_the_grouping(incremental):
         assert n == n_grads
 
 
-def test_chain_pool_shares_column_major_arrays_column_major():
+def _describe(a):
+    a = a[0] if isinstance(a, tuple) else a  # a shared array inside a tuple argument is swapped too
+    return type(a).__name__, bool(a.flags.f_contiguous), float(a[:, 1].sum())
+
+
+def test_chain_pool_sends_shared_arrays_to_process_workers_as_column_major_memory_maps():
     F = np.asfortranarray(np.arange(300_000.0).reshape(50_000, 6))
-    with ChainPool(2) as pool:  # (the workers themselves are exercised in test_convergence.py)
-        s = pool.share(F)
-        assert isinstance(s, np.memmap) and s.flags.f_contiguous and not s.flags.c_contiguous
-        np.testing.assert_array_equal(s, F)
+    small = np.ones((3, 2))
+    with ChainPool(2) as pool:  # min_seconds=0: in the workers from the first call
+        assert pool.in_workers
+        assert pool.share(F) is F  # in-process calls get the array itself
+        out = pool.map(_describe, [(F,), ((F, small),)])
+    assert out == [("memmap", True, float(F[:, 1].sum()))] * 2
+    with ChainPool(2, min_seconds=5.0) as pool:  # in-process until an estimate reaches 5 s
+        pool.share(F)
+        assert not pool.offer(4.9) and pool.map(_describe, [(F,)]) == [("ndarray", True, F[:, 1].sum())]
+
+
+def _fit(make, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return make(**kw).fit(*_ripley())
+
+
+def _ripley(n=150):
+    from bsvm.datasets import make_ripley
+
+    return make_ripley(n, random_state=0)
+
+
+_SAMPLERS = {
+    "hmc": lambda **kw: SubgradientHMC("hmc", n_samples=30, n_burnin=60, n_chains=3, random_state=4, **kw),
+    "sgnht": lambda **kw: SubgradientHMC("sgnht", n_samples=40, n_burnin=60, batch_size=30, n_chains=3,
+                                         random_state=4, **kw),
+    "gibbs": lambda **kw: GibbsSVM(n_samples=30, n_burnin=20, n_chains=3, random_state=4, **kw),
+}
+
+
+@pytest.mark.parametrize("name", list(_SAMPLERS))
+def test_small_fits_stay_in_process_and_moved_chains_keep_their_draws(name):
+    """The rule: a fit estimated under the threshold (here 60 CPU s) never starts the workers, and says
+    so (n_jobs_ = 1); with the threshold at 0 the chains run in loky workers from the start, and with a
+    threshold that the first measured segment passes they move mid-run (threads: ready at once). Same
+    draws every way."""
+    make = _SAMPLERS[name]
+    ref = _fit(make)
+    with parallel_threshold(60.0):
+        small = _fit(make, n_jobs=2)
+    assert small.n_jobs_ == 1 and small.parallel_start_ is None
+    with parallel_threshold(0):
+        loky = _fit(make, n_jobs=2)
+    assert loky.n_jobs_ == 2 and loky.parallel_start_ == 0
+    with joblib.parallel_config(backend="threading"), parallel_threshold(1e-12):
+        moved = _fit(make, n_jobs=-1)
+    assert moved.n_jobs_ == joblib.effective_n_jobs(-1) or moved.n_jobs_ == 3
+    assert moved.parallel_start_ is not None and moved.parallel_start_ > 0
+    for est in (small, loky, moved):
+        np.testing.assert_array_equal(est.samples_, ref.samples_)
+        np.testing.assert_array_equal(est.potential_, ref.potential_)
+
+
+def test_parallel_threshold_is_checked_and_restored():
+    before = parallel_threshold_seconds()
+    with parallel_threshold(2.5):
+        assert parallel_threshold_seconds() == 2.5
+    assert parallel_threshold_seconds() == before
+    with pytest.raises(ValueError, match="min_seconds"):
+        set_parallel_threshold(-1)
+
+
+def test_hmc_chains_on_a_dask_local_cluster():
+    distributed = pytest.importorskip("distributed")
+    make = _SAMPLERS["hmc"]
+    ref = _fit(make)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+        with joblib.parallel_config(backend="dask"), parallel_threshold(0), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # dask's own notices about the local cluster
+            est = make(n_jobs=2).fit(*_ripley())
+    assert est.n_jobs_ == 2 and est.parallel_start_ == 0
+    np.testing.assert_array_equal(est.samples_, ref.samples_)
 
 
 def test_run_length_does_not_depend_on_where_segments_end():
@@ -100,13 +234,27 @@ def test_run_length_does_not_depend_on_where_segments_end():
     (records every 3 iterations here; with n_jobs > 1, the workers' time slices). Before, such a run
     stopped up to 3 draws early (4567 draws here, 4568 with the default records), so the run length
     depended on n_jobs and timing."""
-    import warnings
-
     from bsvm.datasets import make_ripley
-    from bsvm.subgradient import SubgradientHMC
 
     X, y = make_ripley(100, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = SubgradientHMC("sgld", batch_size=5, random_state=0, record_every=3).fit(X, y)
     assert est.converged_ and est.samples_.shape[1] % 4 == 0
+
+
+def test_take_chains_slices_every_per_chain_array_and_refuses_shared_ones():
+    from bsvm.chains import take_chains
+    from bsvm.subgradient.samplers import AdaptState, DualAveraging, HMCState
+
+    rng = ChainRNG.from_seeds(np.random.SeedSequence(0).spawn(3))
+    da = DualAveraging(np.arange(3.0), np.arange(3.0) + 1, np.zeros(3), 7, np.ones(3))
+    state = (HMCState(np.arange(6.0).reshape(3, 2), np.arange(3.0), np.ones((3, 2))),
+             AdaptState(da, None, [np.zeros((3, 2)), np.ones((3, 2))]), rng)
+    st, ad, r = take_chains(state, np.array([0, 2]), 3)
+    np.testing.assert_array_equal(st.theta, [[0.0, 1.0], [4.0, 5.0]])
+    assert st.active is None and ad.da.t == 7 and ad.sq_avg is None and len(ad.window) == 2
+    np.testing.assert_array_equal(ad.da.log_step_bar, [1.0, 3.0])
+    assert r.generators == [rng.generators[0], rng.generators[2]]
+    with pytest.raises(ValueError, match="3 chains first"):
+        take_chains((np.eye(4),), [0], 3)

@@ -21,7 +21,15 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..base import BayesianClassifier
-from ..chains import ChainPool, ChainRNG, chain_groups, chain_seeds, resolve_n_jobs
+from ..chains import (
+    ChainPool,
+    ChainRNG,
+    chain_groups,
+    chain_seeds,
+    parallel_threshold_seconds,
+    resolve_n_jobs,
+    take_chains,
+)
 from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
 from ..data import check_predict_data
 from ..diagnostics import ess_bulk
@@ -79,7 +87,16 @@ def _slice_tuning(tuning: S.Tuning, g: np.ndarray) -> S.Tuning:
     f = tuning.factor
     if isinstance(f, S.Diagonal) and np.ndim(f.d) == 2:
         f = S.Diagonal(f.d[g])
-    return tuning._replace(step_size=np.asarray(tuning.step_size)[g], factor=f)
+    count = None if tuning.count_step is None else np.asarray(tuning.count_step)[g]
+    return tuning._replace(step_size=np.asarray(tuning.step_size)[g], factor=f, count_step=count)
+
+
+def _split_carry(carry: Carry, groups, n_chains: int) -> list[Carry]:
+    """One group's carry split into the given groups (when a fit's chains move to the workers): the
+    tuning by ``_slice_tuning`` (its metric and control variate are shared), the rest per chain."""
+    return [Carry(take_chains(carry.state, g, n_chains), carry.rng[g], take_chains(carry.astate, g, n_chains),
+                  _slice_tuning(carry.tuning, g), carry.kept,
+                  None if carry.theta0 is None else carry.theta0[g]) for g in groups]
 
 
 class _HingeSampler(BayesianClassifier):
@@ -145,7 +162,9 @@ class _HingeSampler(BayesianClassifier):
         B, thin = self._n_burnin, self._thin
         chain_rng = ChainRNG.from_seeds(seeds)
         theta0 = theta0_rng_fn(chain_rng)
-        groups = chain_groups(C, resolve_n_jobs(self.n_jobs))
+        # one group in this process; the n_jobs groups once the chains move to the workers (ChainPool)
+        final_groups = chain_groups(C, resolve_n_jobs(self.n_jobs))
+        groups = [np.arange(C)]
         rows = monitor_rows(n)
         P = self.model_.n_params
         plan = Plan(B, thin, int(monitor_every), rows, spec.kind == "hmc" and P <= 3,
@@ -171,11 +190,12 @@ class _HingeSampler(BayesianClassifier):
         every = self.record_every or max(1, planned // 100)
         sync = adaptation.sync_points()
         compute, rate, t = 0.0, None, 0
+        chains_cpu = 0.0  # CPU s of the chains' segments run in this process
         status, stop_reason, path = None, None, None
         self._stats = {}
         acc_since = []
-        parallel = len(groups) > 1
-        with ChainPool(len(groups)) as pool:
+        self.n_jobs_, self.parallel_start_ = 1, None
+        with ChainPool(len(final_groups), parallel_threshold_seconds()) as pool:
             Z = None
             if self.model_.n_classes == 2 and spec.kind != "gibbs":
                 # column-major for full-data HMC (per-chain matrix-vector products stream columns),
@@ -186,7 +206,13 @@ class _HingeSampler(BayesianClassifier):
             while True:
                 resumed = time.perf_counter()
                 t_prev = t
-                stops = [end] + [s for s in sync if s > t]
+                parallel = pool.in_workers
+                if parallel and self.parallel_start_ is None:
+                    carries, groups = _split_carry(carries[0], final_groups, C), final_groups
+                    self.n_jobs_, self.parallel_start_ = len(groups), t
+                # workers gather only where the window hook needs every chain (a gather costs a round
+                # trip and the wait for the slowest group), not at the end of burn-in
+                stops = [end] + [s for s in sync if s > t and (not parallel or adaptation.window_end(s - 1))]
                 if parallel:
                     # workers: records only at sync points and about every 2 s (each dispatch costs
                     # ~20 ms), which never changes the draws
@@ -202,9 +228,11 @@ class _HingeSampler(BayesianClassifier):
                     span = min(max(left, 0.0), max(1.0, 0.1 * compute))
                     cap = 5 if rate is None else max(1, int(span / rate))
                     t1 = min(t1, t + cap)
+                cpu0 = time.process_time()
                 outs = pool.map(run_segment, [
                     (spec, data, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path,
                      ChainLayout(groups[i], C)) for i in range(len(groups))])
+                chains_cpu += time.process_time() - cpu0
                 carries = [o.carry for o in outs]
                 for name in ("draws", "quantities"):
                     block = np.concatenate([getattr(o, name) for o in outs], axis=0)
@@ -259,6 +287,16 @@ class _HingeSampler(BayesianClassifier):
                 if stop_reason is None and self._max_time is not None and compute >= self._max_time:
                     stop_reason = "time"
                     budget_name = f"max_time={self._max_time:g} s"
+                if stop_reason is None:
+                    # the chains move to the workers once the rest of the run, at the CPU time per iteration
+                    # their segments took in this process so far, is estimated at >= bsvm.chains' threshold
+                    # (auto runs: up to twice the next check's draws); CPU, not wall, time, so the load does
+                    # not decide it
+                    todo = end if not auto else min(end, B + 2 * monitor.next_check * monitor_every * thin)
+                    left = chains_cpu / max(1, t) * max(0, todo - t)
+                    if self._max_time is not None:
+                        left = min(left, self._max_time - compute)
+                    pool.offer(left)
                 if stop_reason is not None:
                     status = self._final_status(store, status, checked, rows)
                 metrics = self._metrics(t, store, carries, acc_since, monitor, status, stop_reason)
@@ -457,9 +495,19 @@ _RUN_DOC = """
     ESS alone and warns that convergence was not checked. A diverging run (non-finite state) stops with a
     warning and keeps the draws made before. Progress records carry rhat, ess_bulk, ess_tail (worst over
     the monitored quantities), draws, converged and the thresholds rhat_target, ess_target.
-    n_jobs : chains run in joblib workers (None: 1; -1: all cores; ``joblib.parallel_config`` chooses the
-    backend, e.g. "dask" for a dask.distributed cluster). Each chain has its own seed
-    (``SeedSequence.spawn``), so the same random_state gives the same draws whatever n_jobs.
+    n_jobs : chains run in n_jobs groups, in joblib workers (None: 1; -1: all cores;
+    ``joblib.parallel_config`` chooses the backend, e.g. "dask" for a dask.distributed cluster). Each chain
+    has its own seed (``SeedSequence.spawn``) and its own products with the data, so the same random_state
+    gives the same draws whatever n_jobs and wherever a group runs. When workers pay off (the rule,
+    :class:`bsvm.chains.ChainPool`): a fit starts in this process and moves its chains to the workers
+    only once the rest of the run, at the CPU time per iteration that the chains took so far in this
+    process, is estimated at >= 1 CPU s
+    (``bsvm.chains.set_parallel_threshold``; 0 = from the start); the workers start in the background
+    meanwhile. The rest of the run is the budget left (n_samples, max_iter, max_time) or, for
+    n_samples="auto", the iterations up to twice the next scheduled check's draws. Small fits therefore
+    stay in one process (worker start-up and a round trip per segment would cost more than they save).
+    Fitted: ``n_jobs_`` (processes the chains ran in at the end: 1 = this process) and
+    ``parallel_start_`` (the iteration at which they moved, None if they never did).
 """
 
 
