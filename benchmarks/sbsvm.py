@@ -155,7 +155,10 @@ def ripley_table(seeds=range(5), n=250):
         model = SBSVM(random_state=seed)
         _cpu_fit(model, X, y)
         mad = mean_abs_deviation(truth, model.predict_proba(grid))
-        kernel = model.defaults_.get("kernel", model.kernel)
+        d = model.defaults_
+        # kernel="auto" stacks its fits: the weight of each (bsvm.sbsvm.loo.stacking_weights)
+        kernel = " ".join(f"{k}:{d[f'weight.{k}']:.2f}" for k in ("rbf", "ard", "linear")
+                          if d.get(f"weight.{k}", 0) > 0) or d.get("kernel", model.kernel)
         mad_probit = mean_abs_deviation(truth, model.set_params(predictive="probit").predict_proba(grid))
         mad_hinge = mean_abs_deviation(truth, model.set_params(predictive="hinge").predict_proba(grid))
         platt = PlattSVM(random_state=seed).fit(X, y)
@@ -264,6 +267,7 @@ def main(argv=None):
     ap.add_argument("--gp-sizes", default="2000,20000")
     ap.add_argument("--gp-sets", default="ringnorm,twonorm")
     ap.add_argument("--seeds", default="0", help="seeds for the gp and platt parts")
+    ap.add_argument("--ripley-seeds", default="0,1,2,3,4", help="seeds for the ripley part")
     ap.add_argument("--svgp-cache", default=None, help="JSON file keeping SVGP results across runs (dev)")
     args = ap.parse_args(argv)
     parts = PARTS if args.part == "all" else tuple(args.part.split(","))
@@ -281,7 +285,7 @@ def main(argv=None):
         if "platt" in parts:
             platt_table(seeds=seeds)
         if "ripley" in parts:
-            ripley_table()
+            ripley_table(tuple(int(s) for s in args.ripley_seeds.split(",")))
         if "table1" in parts:
             table1(args.folds, sets=tuple(args.sets.split(",")))
         if "small" in parts:

@@ -33,11 +33,18 @@ MARKERS_BELOW = 30
 _SAMPLER = re.compile(r"(step_size|acceptance|accept|xi|thermostat|energy|train_error)", re.IGNORECASE)
 
 
+#: Plotly's modebar buttons left out: on a chart half a page wide (the Train page's grid at 1280 px), the
+#: full bar (about 200 px) covered the chart's title while the mouse was over it; zoom, pan, reset and
+#: the PNG download (also under every chart) remain
+MODEBAR = {"remove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
+
+
 def _fast_figure(traces: list[dict], title: str, height: int = 320, **layout) -> go.Figure:
     """A figure from plain trace/layout dicts without Plotly's per-property validation (ten times faster,
     which matters for the live view's redraws; the tests validate these figures' dicts separately)."""
     layout = {"title": {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}}, "height": height,
-              "margin": {"l": 50, "r": 20, "t": 45, "b": 40}, "uirevision": "keep", **layout}
+              "margin": {"l": 50, "r": 20, "t": 45, "b": 40}, "uirevision": "keep", "modebar": MODEBAR,
+              **layout}
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
@@ -47,7 +54,7 @@ def _axis(title: str = "", **kw) -> dict:
 
 def _layout(fig: go.Figure, title: str, height: int = 320, **kw) -> go.Figure:
     fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", font=dict(size=15)), height=height,
-                      margin=dict(l=50, r=20, t=45, b=40), uirevision="keep", **kw)
+                      margin=dict(l=50, r=20, t=45, b=40), uirevision="keep", modebar=MODEBAR, **kw)
     return fig
 
 

@@ -98,6 +98,8 @@ function drawOne() {
     live.count += 1;
     live.total += ms;
     live.last = [div.dataset.key, Math.round(ms)];
+    const k = live.byKey = live.byKey || {};  // per chart: [draws, ms], read by the benchmark
+    k[div.dataset.key] = [((k[div.dataset.key] || [0])[0]) + 1, ((k[div.dataset.key] || [0, 0])[1]) + ms];
     div.dataset.drawn = String(job.rev);
     div._bsvmShown = job.spec;
     // a draw's wall time, capped: one slow draw (the first in a tab, or a browser starved of CPU for a
@@ -275,11 +277,46 @@ def live_chart(fig, key: str, full: bool = False) -> None:
     st.session_state[f"_live:{key}"] = state
 
 
-def live_charts(charts, key: str, full: bool = False, columns: int = 2) -> None:
+def _forget(key: str) -> bool:
+    """Let this script run mount the element keyed ``key`` once more (into the same placeholder).
+
+    Streamlit refuses a key twice in one script run (StreamlitDuplicateElementKey). A live view that
+    loops inside its script run (dashboard/views/train.py) replaces its charts in one ``st.empty``
+    again and again: the same element, updated in place, which is what the key is for. Streamlit has
+    no public way to say so, so the key and its element id are taken out of the run's sets of keys
+    seen (Streamlit 1.67's ``ThreadSafeSet``). Returns False where that is not possible (another
+    Streamlit): the caller then does not loop."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        shared = ctx.shared
+        for seen in (shared.widget_user_keys_this_run, shared.widget_ids_this_run):
+            with seen._lock:
+                seen._data = {v for v in seen._data if v != key and not v.endswith("-" + key)}
+        return True
+    except Exception:  # noqa: BLE001 - internals moved: no loop
+        return False
+
+
+def can_redraw_in_place() -> bool:
+    """Whether :func:`live_charts` can be called again in one script run with ``again=True``."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        shared = get_script_run_ctx().shared
+        return all(hasattr(s, "_data") and hasattr(s, "_lock")
+                   for s in (shared.widget_user_keys_this_run, shared.widget_ids_this_run))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def live_charts(charts, key: str, full: bool = False, columns: int = 2, again: bool = False) -> None:
     """Several live charts (``(fig, chart_key)`` pairs) in a grid of ``columns``, as one page element:
     a live view's redraw then updates one element instead of one per chart and its layout columns
     (each update costs the browser a render of the page's element tree). Each chart is sent as
-    :func:`live_chart` sends it."""
+    :func:`live_chart` sends it. ``again``: this script run has mounted ``key`` already and replaces
+    it (a looping live view, inside the same ``st.empty``)."""
     mount = _component()
     if mount is None:
         cols = st.columns(columns)
@@ -288,6 +325,8 @@ def live_charts(charts, key: str, full: bool = False, columns: int = 2) -> None:
                 st.plotly_chart(fig, key=k)
         return
     made = [_entry(fig, k, full) for fig, k in charts]
+    if again:  # the same element once more in this script run (see _forget)
+        _forget(key)
     mount(key=key, data={"charts": [e for e, _ in made], "columns": columns, "asset": asset_name()},
           height="content")
     for (_, k), (_, state) in zip(charts, made):

@@ -180,9 +180,9 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    "batch: every training point is an inducing point (n <= 4000); linear: a linear SVM.",
                    ("svi", "batch", "linear")),
             Option("kernel", "Kernel", "select", "auto",
-                   "auto: rbf, ard or linear, whichever predicts left-out rows best (one nat charged per "
-                   "extra kernel parameter); rbf: one length scale; ard: one per feature; linear: a straight "
-                   "boundary.",
+                   "auto: rbf, ard and linear fits mixed with the weights that predict left-out rows best "
+                   "(stacking; one nat charged per extra kernel parameter); rbf: one length scale; ard: one "
+                   "per feature; linear: a straight boundary.",
                    ("auto", "rbf", "ard", "linear")),
             Option("n_inducing", "Inducing points", "int", 100, "How many points summarise the data (k-means "
                    "centres). More is more accurate and slower; 20-100 is typical.", min=2, max=1000),

@@ -121,6 +121,21 @@ def test_short_sbsvm_run_produces_an_elbo_history_and_the_controls_work():
     assert run.join(5.0) and not _workers()
 
 
+def test_the_live_view_redraws_in_place_inside_one_script_run_until_the_run_ends():
+    """The default live view: while the child computes, the fragment redraws its charts again and again
+    in the same script run (no DuplicateElementKey), and reruns the page when the run has ended."""
+    pytest.importorskip("bsvm.sbsvm")
+    at = _app(loop=30.0, sample="ripley.csv", method="sbsvm", **{"o.max_iter": "60", "o.tol": "0"})
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()  # returns once the run has ended: the loop reran the page
+    _ok(at)
+    run = at.session_state["run"]
+    assert run.status == "done", run.status
+    assert at.session_state["_live:live_objective"][0] >= 2  # objective figures sent by the loop
+    assert any("Finished" in c.value for c in at.caption)
+    assert _button(at, "Start").disabled is False
+
+
 def test_stop_and_reset_act_within_half_a_second_mid_run():
     pytest.importorskip("bsvm.sbsvm")
     at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "1000000", "o.tol": "0",

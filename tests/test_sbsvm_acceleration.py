@@ -88,7 +88,7 @@ def test_two_stage_fit_records_the_hyperparameter_budget_and_converges_on_all_ro
     first, second = est.stages_[0], est.stages_[-1]   # (kernel="auto" adds an ARD trial stage between)
     assert first["stage"].startswith("hyperparameters on 2000 rows")
     assert first["converged"] or "budget" in first["stopped_by"]
-    assert second["stage"] == "q(u) on all rows" and second["converged"]
+    assert second["stage"].startswith("q(u) on all rows") and second["converged"]
     assert est.converged_
     Xt, yt = make_ringnorm(2000, random_state=1)
     assert est.score(Xt, yt) > 0.95

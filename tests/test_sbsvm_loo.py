@@ -1,4 +1,4 @@
-"""The leave-one-out cavity predictive, the calibrated probit link and the kernel='auto' choice
+"""The leave-one-out cavity predictive, the calibrated probit link and kernel='auto''s stack of fits
 (bsvm/sbsvm/loo.py, SBSVM._choose_kernel), each checked against something computed independently."""
 
 import numpy as np
@@ -10,7 +10,13 @@ from bsvm.kernels import RBF, Linear
 from bsvm.sbsvm import SBSVM
 from bsvm.sbsvm import elbo as E
 from bsvm.sbsvm.geometry import features
-from bsvm.sbsvm.loo import calibrated_probit, cavity_marginals, fit_probit_link
+from bsvm.sbsvm.loo import (
+    calibrated_probit,
+    cavity_marginals,
+    fit_probit_link,
+    stacking_objective,
+    stacking_weights,
+)
 
 X, y01 = make_ripley(80, random_state=3)
 Y = 2.0 * y01 - 1.0
@@ -82,35 +88,86 @@ def test_constant_latent_is_mapped_to_the_base_rate():
     assert calibrated_probit(np.array([1.0]), np.array([0.01]), A, B)[0] == pytest.approx(0.65, abs=0.01)
 
 
-def test_auto_kernel_keeps_ard_only_when_features_differ_in_relevance():
-    """A circular boundary in features 0 and 1 among 4: kernel='auto' keeps one length scale per feature
-    and the two noise features get long ones; a circular boundary in all 4 features keeps the RBF."""
+def test_stacking_weights_maximise_the_loo_log_score_over_a_grid():
+    """The EM weights reach the maximum of sum_i log sum_k w_k p_ik over the simplex: no point of a fine
+    brute-force grid scores higher, and the maximiser mixes when no fit dominates."""
+    rng = np.random.default_rng(4)
+    n = 200
+    base = rng.normal(size=(n, 1))
+    L = np.column_stack([-np.logaddexp(0, -(base[:, 0] + rng.normal(0, 1.0, n))),
+                         -np.logaddexp(0, -(base[:, 0] + rng.normal(0, 1.0, n))),
+                         np.full(n, np.log(0.5))])
+    w = stacking_weights(L)
+    assert w.min() >= 0 and w.sum() == pytest.approx(1.0)
+    best = -np.inf
+    for a in np.linspace(0, 1, 101):
+        for b in np.linspace(0, 1 - a, max(1, int(round((1 - a) * 100)) + 1)):
+            best = max(best, stacking_objective(L, [a, b, 1 - a - b]))
+    assert stacking_objective(L, w) >= best - 1e-7
+    assert np.sum(w > 0.05) >= 2          # no fit dominates: the maximiser is a mixture
+    # one fit that predicts every row better gets all the weight
+    w1 = stacking_weights(np.column_stack([L[:, 0] + 0.5, L[:, 0]]))
+    assert w1[0] == pytest.approx(1.0, abs=1e-3)
+
+
+def test_stacked_predictive_is_the_weighted_sum_of_its_fits():
+    """kernel='auto' on Ripley's data: the weights recorded in defaults_ are those of components_ (sum 1,
+    none below the 0.01 floor), and predict_proba is their weighted sum of each fit's calibrated
+    predictive Phi((A m* + B) / sqrt(1 + A^2 v*)), computed here from the fit's own q(u)."""
+    Xr, yr = make_ripley(250, random_state=1)
+    m = SBSVM(random_state=1).fit(Xr, yr)
+    d = m.defaults_
+    names = ["rbf", "ard", "linear"]
+    w = np.array([d[f"weight.{k}"] for k in names])
+    assert w.sum() == pytest.approx(1.0) and np.all((w == 0) | (w >= 0.01))
+    comps = {c[0]: c for c in m.components_}
+    assert set(comps) == {k for k, wk in zip(names, w) if wk > 0}
+    grid = np.random.default_rng(0).uniform([-1.2, -0.2], [1.0, 1.2], size=(300, 2))
+    expect = np.zeros(len(grid))
+    for name, wk, geom, post, (A, B) in m.components_:
+        assert wk == pytest.approx(d[f"weight.{name}"])
+        phi, t, _ = features(geom, m._scaled(grid))
+        mean, var = phi @ post.m, np.einsum("ij,ij->i", phi @ E.covariance(post), phi) + t
+        expect += wk * ndtr((A * mean + B) / np.sqrt(1 + A * A * var))
+    np.testing.assert_allclose(m.predict_proba(grid)[:, 1], expect, rtol=1e-10, atol=1e-12)
+    assert np.array_equal(m.predict(grid) == m.classes_[1], m.decision_function(grid) > 0)
+    assert len(m.components_) >= 2, "this set's fits are close: the test needs a mixture"
+
+
+def test_auto_kernel_weights_ard_when_features_differ_in_relevance():
+    """A circular boundary in features 0 and 1 among 4: the stack puts its largest weight on one length
+    scale per feature, and the two noise features get long ones."""
     rng = np.random.default_rng(1)
     Xa = rng.standard_normal((300, 4))
     ya = (np.hypot(Xa[:, 0], Xa[:, 1]) + 0.1 * rng.standard_normal(300) < 1.1).astype(int)
     m = SBSVM(random_state=0).fit(Xa, ya)
-    assert m.defaults_["kernel"] == "ard"
+    assert m.defaults_["kernel"] == "ard" and m.defaults_["weight.ard"] > 0.5
     ls = m.kernel_.left.lengthscales
     assert ls[:2].max() < 0.5 * ls[2:].min()
-    Xb = rng.standard_normal((300, 4))
-    yb = (np.linalg.norm(Xb, axis=1) + 0.1 * rng.standard_normal(300) < 1.9).astype(int)
-    m = SBSVM(random_state=0).fit(Xb, yb)
-    assert m.defaults_["kernel"] == "rbf" and m.defaults_["loo_log_lik.ard"] is not None
 
 
-def test_auto_kernel_keeps_the_linear_kernel_by_the_penalised_loo_rule():
-    """A linear boundary in 10 features with logistic label noise: kernel='auto' keeps the linear kernel,
-    and the choice is the argmax of the recorded leave-one-out scores (summed over the rows) less Akaike's
-    charge relative to RBF + bias (ARD d - 1 = 9 nats, linear -1). The linear trial's inducing inputs
-    (origin and unit vectors) make its sparse fit exact: zero residual variance at every row."""
+def test_auto_kernel_weights_the_linear_kernel_on_a_linear_boundary():
+    """A linear boundary in 10 features with logistic label noise: the isotropic RBF gets (almost) no
+    weight and the linear kernel a share. The linear trial's inducing inputs (origin and unit vectors)
+    make its sparse fit exact: zero residual variance at every row."""
     rng = np.random.default_rng(0)
     Xl = rng.standard_normal((300, 10))
     yl = (Xl @ np.linspace(-1.0, 1.0, 10) + rng.logistic(size=300) > 0).astype(int)
     m = SBSVM(random_state=0).fit(Xl, yl)
     d = m.defaults_
-    charge = {"rbf": 0.0, "ard": 9.0, "linear": -1.0}
-    penalised = {k: 300 * d[f"loo_log_lik.{k}"] - c for k, c in charge.items()}
-    assert d["kernel"] == max(penalised, key=penalised.get) == "linear"
-    assert isinstance(m.kernel_, Linear) and m.geometry_.inducing.shape == (11, 10)
-    _, t, _ = features(m.geometry_, m._scaled(Xl))
+    assert d["weight.rbf"] < 0.05 and d["weight.linear"] > 0.1
+    lin = {c[0]: c for c in m.components_}["linear"]
+    assert isinstance(lin[2].kernel, Linear) and lin[2].inducing.shape == (11, 10)
+    _, t, _ = features(lin[2], m._scaled(Xl))
     assert np.abs(t).max() < 1e-6
+
+
+def test_auto_kernel_on_uninformative_features_predicts_the_base_rate():
+    """Labels independent of the features: every fit's calibrated link collapses to the base rate, so
+    the stack's probabilities stay near the training base rate instead of fitting noise."""
+    rng = np.random.default_rng(2)
+    Xn = rng.standard_normal((200, 3))
+    yn = (rng.random(200) < 0.3).astype(int)
+    m = SBSVM(random_state=0).fit(Xn, yn)
+    p = m.predict_proba(rng.standard_normal((500, 3)))[:, 1]
+    assert np.abs(p - yn.mean()).max() < 0.05

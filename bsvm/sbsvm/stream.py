@@ -365,6 +365,9 @@ def _partial_fit(est, X, y, classes):
             raise FloatingPointError("The ELBO became non-finite on this chunk; the model is left as it "
                                      "was. Standardise the features or lower learning_rate.")
         est._store(svi, elbo)
+        # a stream goes on from one fit (after a kernel="auto" fit, the stack's largest-weight fit, the
+        # one state_from_fit takes): the other fits of a stack would not see the new rows
+        est.components_ = None
     spent += time.perf_counter() - started
     metrics = {**est._metrics(svi, elbo, rho), "rows_seen": float(n_seen), "n": n_total}
     est.history_ = [*history, Progress(int(svi.t), spent, metrics, est._snapshot())]

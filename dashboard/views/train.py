@@ -1,8 +1,11 @@
 """Train page: a method fitted live by a background worker; the page only redraws what it published.
 
 The fit runs in the session's run registry (dashboard/runner.py), not in this script: the buttons set
-flags through callbacks and return at once, and a fragment redraws the newest progress records every
-``REDRAW_SECONDS``, updating its charts in place (dashboard/livechart.py).
+flags through callbacks and return at once. While the run computes, a fragment redraws the newest
+progress records every ``LOOP_PERIOD`` in a loop inside its script run, updating its placeholders and
+charts in place (dashboard/livechart.py); a click on a control starts a new script run, which
+interrupts the loop. The fragment's timer (``REDRAW_SECONDS``) only restarts a loop that has run for
+``LOOP_SECONDS``.
 """
 
 import threading
@@ -11,7 +14,7 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.livechart import live_charts
+from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
 from dashboard.runner import (
@@ -38,8 +41,16 @@ LIVE_POINTS = 250
 LIVE_GRID = 30
 #: while a run goes on, the objective is redrawn with every new record, the statistics and trace charts
 #: at most this often (so the browser's and the server's drawing time goes to the learning curve)
-SECONDARY_SECONDS = 0.5
+SECONDARY_SECONDS = 1.0
 FINAL_POINTS = 800
+#: while a run goes on, the live view redraws in a loop inside its script run: every LOOP_PERIOD
+#: seconds, resting at least LOOP_MIN_REST between two redraws (a slow redraw must not take the whole
+#: period), checking every POLL seconds whether the run has ended (then the page is redrawn at once).
+#: One script run loops for at most LOOP_SECONDS, then the fragment's timer starts the next.
+LOOP_PERIOD = 0.2
+LOOP_MIN_REST = 0.05
+POLL = 0.01
+LOOP_SECONDS = 60.0
 
 trace("script-start")
 st.title("Train")
@@ -245,7 +256,6 @@ with right:
     def live_view():
         yield_to_fits()  # a fragment rerun has its own thread
         r: Run | None = reg.get(PAGE)
-        t_frag = time.perf_counter()
         trace("fragment", status=r.status if r else None, busy=busy)
         if r is None:
             st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
@@ -253,24 +263,68 @@ with right:
         if r.meta.get("data_key") != data.key:
             st.warning("This run was made for other data (the data changed since it started): press "
                        "**Start** for a new run on the current data.")
-        total = f" / {r.max_iter}" if r.max_iter else ""
         if busy and not (r.status == RUNNING or r.busy):
             # The run ended or paused since the page was drawn: show the new status at once, then
             # rerun the whole page (buttons, timer off) instead of building the figures twice.
-            st.progress(r.fraction, text=f"{r.status}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s - "
-                                         f"{r.wall:.1f} s")
+            st.progress(r.fraction, text=progress_text(r))
             trace("fragment-saw-end", status=r.status)
             st.rerun(scope="app")
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
             st.info(f"Stopped because {r.note}. **Continue** resumes it.", icon=":material/stop_circle:")
-        status, iteration, fraction, rate, wall = r.status, r.iteration, r.fraction, r.rate, r.wall
-        shown = "finishing the current step" if status in (PAUSED, STOPPED) and r.busy else status
-        text = f"{shown}: iteration {iteration}{total} - {rate:,.0f} it/s - {wall:.1f} s"
+        slots: list = []  # progress, charts, prediction error: made by slot() when first written
+        # a full page run remounts the charts: send every figure; a fragment run sends only new ones
+        full = st.session_state.pop("_live_full", False)
+        draw_live(r, slots, full=full, again=False)
+        if not (r.status == RUNNING or r.busy):
+            return
+        # While the child computes, redraw here, in this script run, until the run ends or pauses (the
+        # browser's fragment timer, REDRAW_SECONDS, is only the fallback): each redraw then costs one
+        # update of the elements in place, not a browser round trip and a fragment run (the timer fired
+        # late, 2-2.5 redraws a second; each fragment run cost the browser a page render). A click on
+        # a control starts a new script run, which interrupts this loop at its next element (the fit
+        # runs in a child process: nothing is lost).
+        loop_s = float(st.session_state.get("_live_loop_seconds", LOOP_SECONDS))
+        if loop_s <= 0 or not can_redraw_in_place():
+            return
+        t_end = time.perf_counter() + loop_s
+        tick = time.perf_counter()
+        while time.perf_counter() < t_end:
+            tick = max(tick + LOOP_PERIOD, time.perf_counter() + LOOP_MIN_REST)
+            while time.perf_counter() < tick:  # the run's end is seen within POLL seconds
+                if not (r.status == RUNNING or r.busy) or reg.get(PAGE) is not r:
+                    break
+                time.sleep(POLL)
+            if reg.get(PAGE) is not r:
+                st.rerun(scope="app")
+            if not (r.status == RUNNING or r.busy):
+                slot(slots, 0).progress(r.fraction, text=progress_text(r))
+                trace("loop-saw-end", status=r.status)
+                st.rerun(scope="app")  # buttons, final figures, timer off
+            draw_live(r, slots, full=False, again=True)
+
+    def slot(slots: list, i: int):
+        """The i-th placeholder of the live view, made when first written: an ``st.empty`` sent to the
+        browser just before its content, not before the figures are computed (an empty placeholder
+        replaces the chart shown at its place: the charts blanked while a page run built them)."""
+        while len(slots) <= i:
+            slots.append(st.empty())
+        return slots[i]
+
+    def progress_text(r: Run) -> str:
+        total = f" / {r.max_iter}" if r.max_iter else ""
+        shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
+        return f"{shown}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s - {r.wall:.1f} s"
+
+    def draw_live(r: Run, slots, full: bool, again: bool):
+        """One redraw of the live view into ``slots`` (progress, charts, error placeholders)."""
+        t_frag = time.perf_counter()
+        status, fraction = r.status, r.fraction
+        text = progress_text(r)
         moving = status == RUNNING or r.busy
         if not moving:  # a finished run: its status first, then the final figures (computed once)
-            st.progress(fraction, text=text)
+            slot(slots, 0).progress(fraction, text=text)
         # While it runs: compute everything first, then emit the elements in one quick burst (an element
         # waiting for its new version while the page computes is shown faded, stale, by Streamlit).
         hist = list(r.history)  # a copy: the worker appends while we draw
@@ -301,13 +355,14 @@ with right:
                                             "two on the Data page (or use the Calibration page's "
                                             "two-feature option).")
         if moving:
-            st.progress(fraction, text=text)
-        # a full page run remounts the charts: send every figure; a fragment run sends only new ones
-        full = st.session_state.pop("_live_full", False)
-        live_charts([(objective, "live_objective"), (stats, "live_stats"), (traces, "live_traces"),
-                     (last, "live_map" if data.n_features == 2 else "live_ard")], key="live_grid", full=full)
-        if err := st.session_state.get("_live_map_box", {}).get("error"):
-            st.error(f"Prediction failed: {err}")
+            slot(slots, 0).progress(fraction, text=text)
+        with slot(slots, 1):
+            live_charts([(objective, "live_objective"), (stats, "live_stats"), (traces, "live_traces"),
+                         (last, "live_map" if data.n_features == 2 else "live_ard")], key="live_grid",
+                        full=full, again=again)
+        err = st.session_state.get("_live_map_box", {}).get("error")
+        if err or len(slots) > 2:
+            slot(slots, 2).error(f"Prediction failed: {err}") if err else slot(slots, 2).empty()
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
 
     def live_secondary(hist: list):
