@@ -125,7 +125,8 @@ def test_the_live_view_redraws_in_place_inside_one_script_run_until_the_run_ends
     """The default live view: while the child computes, the fragment redraws its charts again and again
     in the same script run (no DuplicateElementKey), and reruns the page when the run has ended."""
     pytest.importorskip("bsvm.sbsvm")
-    at = _app(loop=30.0, sample="ripley.csv", method="sbsvm", **{"o.max_iter": "60", "o.tol": "0"})
+    # 300 steps run about 1 s (60 ran 0.25 s, about one loop period, and sometimes sent one figure only)
+    at = _app(loop=30.0, sample="ripley.csv", method="sbsvm", **{"o.max_iter": "300", "o.tol": "0"})
     at.switch_page("views/train.py").run()
     _button(at, "Start").click().run()  # returns once the run has ended: the loop reran the page
     _ok(at)
