@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
+from bsvm.chains import parallel_threshold
 from bsvm.subgradient import GibbsSVM, SubgradientHMC
 
 QUIET = 10 ** 6
@@ -90,7 +91,9 @@ def test_same_seed_same_draws_whatever_n_jobs(make):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         a = make(1).fit(X, y)
-        b = make(2).fit(X, y)
+        with parallel_threshold(0):  # a fit this small would otherwise stay in-process (bsvm.chains)
+            b = make(2).fit(X, y)
+        assert b.parallel_start_ == 0 and b.n_jobs_ == 2  # the chains did run in the workers
     # bit-identical: products with the data are computed at the full chain count (potential.ChainLayout)
     np.testing.assert_array_equal(a.samples_, b.samples_)
     np.testing.assert_array_equal(a.potential_, b.potential_)
@@ -107,7 +110,7 @@ def test_dask_backend_on_a_local_cluster():
         ref = GibbsSVM(**kw).fit(X, y)
         with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                       dashboard_address=None) as cluster, distributed.Client(cluster):
-            with joblib.parallel_config(backend="dask"):
+            with joblib.parallel_config(backend="dask"), parallel_threshold(0):
                 est = GibbsSVM(n_jobs=2, **kw).fit(X, y)
     np.testing.assert_array_equal(est.samples_, ref.samples_)
 
