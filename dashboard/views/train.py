@@ -389,12 +389,19 @@ with right:
         if box is None or box.get("key") != key:
             box = st.session_state["_live_map_box"] = {"key": key}  # a plain dict: the thread writes it
         fig = box.get("fig")
-        if not r.fitted or box.get("records") == r.records:
+        if not r.fitted:
+            return fig
+        snap = r.snapshot_id
+        if box.get("snap") == snap and (not final or box.get("final")):
+            if not final and not box.get("busy") and _map_rested(box):
+                # the map is due and has drawn the newest state: ask the run for a newer one (a process
+                # run's child pickles its state only when asked), drawn when it arrives
+                r.want_snapshot()
             return fig
         # while the run goes on, a coarser grid (a sampler's map costs one prediction per draw and
         # point); the finished run's map has the full resolution
         grid, truth = ui.map_grid(data, MAP_GRID if final else LIVE_GRID)
-        model, records = r.model, r.records
+        model = r.model
 
         def work():
             yield_to_fits()
@@ -408,18 +415,21 @@ with right:
                 new = None
             t1 = time.perf_counter()
             trace("map", s=f"{t1 - t0:.4f}", final=final)
-            box.update(fig=new if new is not None else box.get("fig"), records=records, error=error,
+            box.update(fig=new if new is not None else box.get("fig"), snap=snap, final=final, error=error,
                        cost=t1 - t0, end=t1, busy=False)
 
         if final:
             work()
             return box.get("fig")
-        rest = max(MAP_SECONDS, MAP_SHARE * box.get("cost", 0))
-        rested = time.perf_counter() - box.get("end", -1e9) >= rest
-        if not box.get("busy") and rested:
+        if not box.get("busy") and _map_rested(box):
             box["busy"] = True
             threading.Thread(target=work, name="bsvm-map", daemon=True).start()
         return fig
+
+    def _map_rested(box: dict) -> bool:
+        """The live map has rested MAP_SHARE x its last computing time, and at least MAP_SECONDS."""
+        rest = max(MAP_SECONDS, MAP_SHARE * box.get("cost", 0))
+        return time.perf_counter() - box.get("end", -1e9) >= rest
 
     st.session_state["_live_full"] = True  # read by the fragment: this is a full page run
     live_view()
