@@ -33,7 +33,7 @@ PAGE = "train"
 #: the live map waits this many times its own computing time before it is recomputed, and at least
 #: MAP_SECONDS: each new map costs the server a prediction and the browser a redraw of its heatmap
 MAP_SHARE = 5.0
-MAP_SECONDS = 1.0
+MAP_SECONDS = 2.0
 #: training points drawn on the live map (a fixed random subset beyond): each is an SVG element that the
 #: browser restyles with every new map; the finished run's map shows FINAL_POINTS
 LIVE_POINTS = 250
@@ -41,7 +41,7 @@ LIVE_POINTS = 250
 LIVE_GRID = 30
 #: while a run goes on, the objective is redrawn with every new record, the statistics and trace charts
 #: at most this often (so the browser's and the server's drawing time goes to the learning curve)
-SECONDARY_SECONDS = 1.0
+SECONDARY_SECONDS = 2.0
 FINAL_POINTS = 800
 #: while a run goes on, the live view redraws in a loop inside its script run: every LOOP_PERIOD
 #: seconds, resting at least LOOP_MIN_REST between two redraws (a slow redraw must not take the whole
@@ -50,6 +50,8 @@ FINAL_POINTS = 800
 LOOP_PERIOD = 0.2
 LOOP_MIN_REST = 0.05
 POLL = 0.01
+#: the wait between writing a run's new status and rerunning the page (see rerun_after_flush)
+FLUSH_SECONDS = 0.03
 LOOP_SECONDS = 60.0
 
 trace("script-start")
@@ -268,7 +270,7 @@ with right:
             # rerun the whole page (buttons, timer off) instead of building the figures twice.
             st.progress(r.fraction, text=progress_text(r))
             trace("fragment-saw-end", status=r.status)
-            st.rerun(scope="app")
+            rerun_after_flush()
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
@@ -301,8 +303,16 @@ with right:
             if not (r.status == RUNNING or r.busy):
                 slot(slots, 0).progress(r.fraction, text=progress_text(r))
                 trace("loop-saw-end", status=r.status)
-                st.rerun(scope="app")  # buttons, final figures, timer off
+                rerun_after_flush()  # buttons, final figures, timer off
             draw_live(r, slots, full=False, again=True)
+
+    def rerun_after_flush():
+        """Rerun the whole page once the status just written (done, paused...) has gone to the browser.
+        A full script run drops the messages still queued for the browser when it starts (Streamlit's
+        ForwardMsgQueue, flushed every 5 ms): a rerun called at once often dropped the new status, and
+        the page said "done" only once the whole rerun had been drawn (measured: 0.4-0.6 s later)."""
+        time.sleep(FLUSH_SECONDS)
+        st.rerun(scope="app")
 
     def slot(slots: list, i: int):
         """The i-th placeholder of the live view, made when first written: an ``st.empty`` sent to the
