@@ -53,6 +53,7 @@ POLL = 0.01
 #: the wait between writing a run's new status and rerunning the page (see rerun_after_flush)
 FLUSH_SECONDS = 0.03
 LOOP_SECONDS = 60.0
+TIMER_WHILE_LOOPING = 1.0
 
 trace("script-start")
 st.title("Train")
@@ -254,7 +255,15 @@ with right:
               help="One progress record per redraw (about four a second), so a class can follow the run "
                    "step by step; off, the method runs at full speed while the page redraws.")
 
-    @st.fragment(run_every=REDRAW_SECONDS if busy else None)
+    # While the live view loops inside its script run, the fragment's timer is only the fallback that
+    # restarts a loop past LOOP_SECONDS: each tick is a rerun request from the browser (all the page's
+    # widget states, ~3 KB), queued by the server behind the loop, so it ticks every TIMER_WHILE_LOOPING
+    # instead of every redraw. Without the loop (another Streamlit, or tests that switch it off) the
+    # timer redraws, every REDRAW_SECONDS.
+    looping = float(st.session_state.get("_live_loop_seconds", LOOP_SECONDS)) > 0 and can_redraw_in_place()
+    timer = (TIMER_WHILE_LOOPING if looping else REDRAW_SECONDS) if busy else None
+
+    @st.fragment(run_every=timer)
     def live_view():
         yield_to_fits()  # a fragment rerun has its own thread
         r: Run | None = reg.get(PAGE)
