@@ -20,7 +20,10 @@ driven by Playwright with Debian's /usr/bin/chromium (flags in benchmarks/_brows
    seconds of the Streamlit server and of chromium over the watched run), ``draws``/``draw_ms`` (the
    browser's live-chart draws and their total time), ``start_lat_s`` (click to the child's first
    record) and ``end_lat_s`` (the child's last record to the page saying done), from the server's
-   event log (``BSVM_DASH_TRACE``, set to a temporary file when unset).
+   event log (``BSVM_DASH_TRACE``, set to a temporary file when unset). Each method's ``fit()`` is
+   timed, and its Start clicked, once the server and the browser are idle (the previous run's final
+   map and figures drawn, the new page drawn), and "done" is waited for by reading the progress
+   element's ``textContent`` (no page layout per poll), so the benchmark adds no load of its own.
 2. **Redraws per second with 2,000 points**: a Ripley CSV with 2,000 training rows is uploaded on the
    Data page, S-BSVM runs without end on the Train page, and the browser counts how often the live
    charts were redrawn (``Plotly.react`` calls, one per new figure) and how often a chart was blank

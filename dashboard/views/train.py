@@ -4,9 +4,9 @@ The fit runs in the session's run registry (dashboard/runner.py), not in this sc
 flags through callbacks and return at once. While the run computes, a fragment redraws the newest
 progress records every ``LOOP_PERIOD`` in a loop inside its script run, updating its placeholders and
 charts in place (dashboard/livechart.py); a click on a control starts a new script run, which
-interrupts the loop. The fragment's timer (``REDRAW_SECONDS``) only restarts a loop that has run for
-``LOOP_SECONDS``.
-"""
+interrupts the loop. The fragment's timer (``TIMER_WHILE_LOOPING``) only restarts a loop that has run
+for ``LOOP_SECONDS``. The live map asks the run for a new snapshot of its state only when it is due
+(``Run.want_snapshot``): a fit in a child process pickles its state for nobody otherwise."""
 
 import threading
 import time
