@@ -218,16 +218,28 @@ with right:
         st.error(msg)
     # no estimate while the child still computes (a Stop's own rerun stays quick): the options have not
     # changed since the run started, so it fits
-    cost, refused, warned = (None, "", "") if busy else cost_estimate()
+    # (the estimate shown then is the one made before Start). Its two places are always there, filled or
+    # empty: an element that comes and goes would shift the live charts' places at the run's end, and the
+    # charts would vanish while the page computes the final figures.
+    cost_slot, warn_slot = st.empty(), st.empty()
+    if busy:
+        cost, refused, warned = None, "", ""
+        if shown := st.session_state.get("_train_cost_caption"):
+            cost_slot.caption(shown)
+    else:
+        cost, refused, warned = cost_estimate()
+        st.session_state.pop("_train_cost_caption", None)
     fits = not refused
     if refused:
-        st.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
+        cost_slot.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
     elif cost is not None:
         describe = cost.describe() if hasattr(cost, "describe") else \
             f"about {float(cost.memory_bytes) / 2**20:,.0f} MB and {float(cost.seconds):,.1f} s"
-        st.caption(f"Estimated cost on {len(data.y_train):,} rows: {describe}.")
+        shown = st.session_state["_train_cost_caption"] = \
+            f"Estimated cost on {len(data.y_train):,} rows: {describe}."
+        cost_slot.caption(shown)
     if warned:
-        st.warning(warned, icon=":material/schedule:")
+        warn_slot.warning(warned, icon=":material/schedule:")
     status = run.status if run is not None else None
     can_resume = run is not None and run.can_resume and not stale
     # widths follow the labels ("Continue" is the longest), so none is cut short ("Con…") at 1280 px; and
