@@ -128,6 +128,14 @@ def _cpu(procs) -> float:
     return total
 
 
+def _name(proc) -> str:
+    """A process's name, or "" once it has ended (a chromium helper may end between listing and reading)."""
+    try:
+        return proc.name()
+    except Exception:  # noqa: BLE001 - psutil.NoSuchProcess/AccessDenied
+        return ""
+
+
 class CpuMeter:
     """CPU seconds by party, read before and after a measured interval: the server's own threads
     (script runs, fragments, the live map's thread, pickles), the fits' child processes (reaped by the
@@ -157,7 +165,7 @@ class CpuMeter:
                 forkserver += t.user + t.system  # its imports and warm-up (procrun._warm_up)
             except psutil.Error:
                 pass
-        browser = [c for c in psutil.Process().children(recursive=True) if "chrom" in c.name()]
+        browser = [c for c in psutil.Process().children(recursive=True) if "chrom" in _name(c)]
         return {"server": _cpu([self.server]), "child": child, "browser": _cpu(browser),
                 "forkserver": forkserver}
 
