@@ -313,6 +313,7 @@ with right:
             return
         t_end = time.perf_counter() + loop_s
         tick = time.perf_counter()
+        shown = _news(r)
         while time.perf_counter() < t_end:
             tick = max(tick + LOOP_PERIOD, time.perf_counter() + LOOP_MIN_REST)
             while time.perf_counter() < tick:  # the run's end is seen within POLL seconds
@@ -325,7 +326,17 @@ with right:
                 slot(slots, 0).progress(r.fraction, text=progress_text(r))
                 trace("loop-saw-end", status=r.status)
                 rerun_after_flush()  # buttons, final figures, timer off
+            if _news(r) == shown:
+                # no new record and no new map since the last redraw: nothing would change on the page,
+                # so nothing is sent (each redraw costs the browser a render of two elements)
+                continue
             draw_live(r, slots, full=False, again=True)
+            shown = _news(r)
+
+    def _news(r: Run) -> tuple:
+        """What a redraw would show that can change while a run goes on: its records, status and map."""
+        box = st.session_state.get("_live_map_box") or {}
+        return r.records, r.status, id(box.get("fig")), box.get("error")
 
     def rerun_after_flush():
         """Rerun the whole page once the status just written (done, paused...) has gone to the browser.
