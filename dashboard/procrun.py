@@ -15,8 +15,8 @@ How:
   generator, so Continue resumes), ``interval`` (slow motion). Cancel terminates the child at once.
 - It sends back the new progress records at most every :data:`RECORD_SECONDS`, and a pickled snapshot
   of the estimator (fitted attributes of the last record, ``history_`` left out) only when asked
-  (``snap``, :meth:`ProcessRun.want_snapshot`: the live map asks when it is about to be recomputed), with
-  the first record (so the map appears at once) and with every halt; the final estimator at the end.
+  (``snap``, :meth:`ProcessRun.want_snapshot`: the live map asks when it is about to be recomputed) and
+  with every halt; the final estimator at the end.
   A snapshot sent while the fit runs is for the live map only: a sampler's per-draw arrays in it are
   thinned to :data:`LIVE_DRAWS` draws (:func:`_live_view`). Measured on 2,000 Ripley rows, MS-BPM's
   periodic snapshots (one a second, growing to 36 MB) had the child pickle 110-150 MB over an 8 s fit,
@@ -287,7 +287,7 @@ def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma:
     running = True
     pending, count, wall = [], 0, 0.0
     last_rec = -1e9
-    want = True  # a live snapshot with the next record: the first one, then whenever the parent asks
+    want = False  # a live snapshot with the next record: when the parent asks (the live map is due)
 
     def flush(snapshot: bool, tail=None, live: bool = False) -> None:
         nonlocal pending, last_rec

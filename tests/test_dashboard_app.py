@@ -614,7 +614,7 @@ def test_a_thinned_sampler_snapshot_predicts_close_to_the_full_one():
     assert gap < 0.1, gap
 
 
-def test_a_process_run_sends_snapshots_with_its_first_record_on_request_and_on_halt():
+def test_a_process_run_sends_snapshots_on_request_and_on_halt_only():
     pytest.importorskip("bsvm.sbsvm")
     from bsvm import SBSVM
 
@@ -623,15 +623,16 @@ def test_a_process_run_sends_snapshots_with_its_first_record_on_request_and_on_h
     r.start()
     try:
         _until(lambda: r.records >= 20, 30)
-        assert r.snapshot_id == 1 and r.fitted  # the first record's, and no other unasked
+        assert r.snapshot_id == 0 and not r.fitted  # none unasked
         r.want_snapshot()
         r.want_snapshot()  # one request outstanding at a time
-        _until(lambda: r.snapshot_id == 2, 10)
+        _until(lambda: r.snapshot_id == 1, 10)
+        assert r.fitted and r.model.predict_proba(X[:3]).shape == (3, 2)
         rec = r.records
         _until(lambda: r.records >= rec + 20, 30)
-        assert r.snapshot_id == 2
+        assert r.snapshot_id == 1
         r.stop()
         assert r.join(5) and r.status == "stopped"
-        assert r.snapshot_id == 3 and r.model.predict_proba(X[:3]).shape == (3, 2)  # the halt's
+        assert r.snapshot_id == 2 and r.model.predict_proba(X[:3]).shape == (3, 2)  # the halt's
     finally:
         r.cancel()

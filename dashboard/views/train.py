@@ -34,6 +34,10 @@ PAGE = "train"
 #: MAP_SECONDS: each new map costs the server a prediction and the browser a redraw of its heatmap
 MAP_SHARE = 5.0
 MAP_SECONDS = 2.0
+#: the first live map (and the first statistics and trace charts) of a run come this long after its
+#: start: the start is when the browser is busiest (the page redrawn after the click, the first draws),
+#: and most of the default fits on the sample data end sooner; those draw these charts once, at the end
+MAP_FIRST_SECONDS = 1.0
 #: training points drawn on the live map (a fixed random subset beyond): each is an SVG element that the
 #: browser restyles with every new map; the finished run's map shows FINAL_POINTS
 LIVE_POINTS = 250
@@ -381,10 +385,15 @@ with right:
             # the server to build and the browser to draw) at most every SECONDARY_SECONDS while running
             now = time.perf_counter()
             objective = figures.objective_curve(hist)
-            fresh = cached is None or cached[3] != curves_key[:2] or not moving or \
-                now - cached[2] >= SECONDARY_SECONDS
-            stats, traces = live_secondary(hist) if fresh else cached[1][1:]
-            built = now if fresh else cached[2]
+            if moving and (cached is None or cached[3] != curves_key[:2]):  # a new run: first ones later
+                stats, traces = live_pending()
+                built = (r.started_at or now) + MAP_FIRST_SECONDS - SECONDARY_SECONDS
+            elif not moving or now - cached[2] >= SECONDARY_SECONDS:
+                stats, traces = live_secondary(hist)
+                built = now
+            else:
+                stats, traces = cached[1][1:]
+                built = cached[2]
             st.session_state["_live_curves"] = (curves_key, (objective, stats, traces), built, curves_key[:2])
         if data.n_features == 2:
             last = live_map(r, final=not moving)
@@ -406,6 +415,14 @@ with right:
         if err or len(slots) > 2:
             slot(slots, 2).error(f"Prediction failed: {err}") if err else slot(slots, 2).empty()
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
+
+    def live_pending():
+        """The statistics and trace charts of a run in its first MAP_FIRST_SECONDS."""
+        if "_live_pending" not in st.session_state:  # the same figures each time: their JSON is made once
+            st.session_state["_live_pending"] = (
+                figures.empty_figure("Statistics: drawn from the first second of a run on"),
+                figures.empty_figure("Traces: drawn from the first second of a run on"))
+        return st.session_state["_live_pending"]
 
     def live_secondary(hist: list):
         """The hyperparameter or sampler statistics, and the snapshot traces."""
@@ -429,17 +446,25 @@ with right:
         key = (r.id, data.key)
         box = st.session_state.get("_live_map_box")
         if box is None or box.get("key") != key:
-            box = st.session_state["_live_map_box"] = {"key": key}  # a plain dict: the thread writes it
+            # a plain dict: the thread writes it. The first live map is due MAP_FIRST_SECONDS after the
+            # start: a run shorter than that draws its map once, at the end.
+            start = r.started_at if r.started_at is not None else time.perf_counter()
+            box = {"key": key, "end": start + MAP_FIRST_SECONDS - MAP_SECONDS}
+            st.session_state["_live_map_box"] = box
         fig = box.get("fig")
-        if not r.fitted:
-            return fig
         snap = r.snapshot_id
-        if box.get("snap") == snap and (not final or box.get("final")):
-            if not final and not box.get("busy") and _map_rested(box):
-                # the map is due and has drawn the newest state: ask the run for a newer one (a process
-                # run's child pickles its state only when asked), drawn when it arrives
+        if final:
+            if not r.fitted or (box.get("snap") == snap and box.get("final")):
+                return fig
+        else:
+            if box.get("busy") or not _map_rested(box):
+                return fig
+            if not r.fitted or box.get("snap") == snap:
+                # due, and the newest state has been drawn already (or there is none yet): ask the run for
+                # a newer one (a process run's child pickles its state only when asked), drawn when it
+                # arrives
                 r.want_snapshot()
-            return fig
+                return fig
         # while the run goes on, a coarser grid (a sampler's map costs one prediction per draw and
         # point); the finished run's map has the full resolution
         grid, truth = ui.map_grid(data, MAP_GRID if final else LIVE_GRID)
@@ -463,9 +488,8 @@ with right:
         if final:
             work()
             return box.get("fig")
-        if not box.get("busy") and _map_rested(box):
-            box["busy"] = True
-            threading.Thread(target=work, name="bsvm-map", daemon=True).start()
+        box["busy"] = True
+        threading.Thread(target=work, name="bsvm-map", daemon=True).start()
         return fig
 
     def _map_rested(box: dict) -> bool:
