@@ -372,40 +372,67 @@ def _energy(model: HingeModel, theta: np.ndarray, gz: np.ndarray, count: np.ndar
     return U, theta - model.c * gz
 
 
+class RowOrder:
+    """A permutation of the design's rows (a :class:`Screen`'s order), held by reference: per-chain
+    states share it (``bsvm.chains.take_chains`` keeps it whole). ``token`` identifies it."""
+
+    __slots__ = ("perm", "token")
+
+    def __init__(self, perm: np.ndarray, token: int):
+        self.perm, self.token = perm, token
+
+
+def _same_order(a: RowOrder | None, b: RowOrder | None) -> bool:
+    return a is b or (a is not None and b is not None and a.token == b.token)
+
+
 class ActiveSet(NamedTuple):
     """The hinge activity at a state, for :func:`binary_full_update`: A (C, n) bool, True where
-    l - s > 0, and gzc = (Z^T A)^T (C, p + 1) (the last column: the count |A|). With a :class:`Screen`
-    (token ``token``), ``reach`` (C,) is each state's band length in the screen's order: beyond it A is
-    the screen's reference activity (None: unknown)."""
+    l - s > 0, and gzc = (Z^T A)^T (C, p + 1) (the last column: the count |A|). A's columns are the rows
+    in ``order`` (a :class:`Screen`'s row order; None: the design's), and ``reach`` (C,) says how far
+    each chain's A may differ from the screen's reference activity (the length of its band; n: anywhere)."""
 
     A: np.ndarray
     gzc: np.ndarray
     reach: np.ndarray | None = None
-    token: int = 0
+    order: RowOrder | None = None
 
     def take(self, idx) -> ActiveSet:
         """The active sets of the chains ``idx``."""
         return ActiveSet(self.A[idx], self.gzc[idx], None if self.reach is None else self.reach[idx],
-                         self.token)
+                         self.order)
+
+    def in_order(self, order: RowOrder | None) -> ActiveSet:
+        """The same activity with A's columns in ``order`` (reach becomes n: unknown)."""
+        if _same_order(self.order, order):
+            return self
+        A = self.A
+        if self.order is not None:  # back to the design's row order
+            A = np.empty_like(A)
+            A[:, self.order.perm] = self.A
+        if order is not None:
+            A = A[:, order.perm]
+        reach = None if order is None else np.full(A.shape[0], A.shape[1])
+        return ActiveSet(A, self.gzc, reach, order)
 
     @staticmethod
     def select(mask: np.ndarray, new: ActiveSet, old: ActiveSet) -> ActiveSet:
-        """Per chain, ``new`` where ``mask`` (C,) else ``old`` (HMC's accept step)."""
-        reach = None
-        if new.reach is not None and old.reach is not None and new.token == old.token:
-            reach = np.where(mask, new.reach, old.reach)
+        """Per chain, ``new`` where ``mask`` (C,) else ``old`` (HMC's accept step), in ``new``'s order."""
+        old = old.in_order(new.order)
+        reach = None if new.reach is None else np.where(mask, new.reach, old.reach)
         return ActiveSet(np.where(mask[:, None], new.A, old.A), np.where(mask[:, None], new.gzc, old.gzc),
-                         reach, new.token)
+                         reach, new.order)
 
     def put(self, idx, part: ActiveSet) -> ActiveSet:
-        """A copy with the chains ``idx`` replaced by ``part``."""
-        A, gzc = self.A.copy(), self.gzc.copy()
+        """A copy with the chains ``idx`` replaced by ``part`` (in ``part``'s order)."""
+        base = self.in_order(part.order)
+        A, gzc = base.A.copy(), base.gzc.copy()
         A[idx], gzc[idx] = part.A, part.gzc
         reach = None
-        if self.reach is not None and part.reach is not None and self.token == part.token:
-            reach = self.reach.copy()
+        if part.reach is not None:
+            reach = base.reach.copy()
             reach[idx] = part.reach
-        return ActiveSet(A, gzc, reach, part.token)
+        return ActiveSet(A, gzc, reach, part.order)
 
 
 def binary_full_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: ActiveSet | None,
@@ -436,71 +463,62 @@ def binary_active_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray,
     if prev is None:
         gzc = np.ascontiguousarray(_chain_sums(A, Z))
     else:
+        prev = prev.in_order(None)
         gzc = prev.gzc.copy()
         for c in range(A.shape[0]):
             # chain-major A: a chain's switches are a 1-D flatnonzero, in row order
-            _add_switches(gzc, c, A[c], np.flatnonzero(A[c] != prev.A[c]), Z)
+            rows = np.flatnonzero(A[c] != prev.A[c])
+            if rows.size > Z.shape[0] // 8:
+                gzc[c] = _chain_sums(A[c:c + 1], Z)[0]
+            elif rows.size:
+                gzc[c] += np.where(A[c, rows], 1.0, -1.0) @ Z[rows]
     return ActiveSet(A, gzc)
-
-
-def _add_switches(gzc: np.ndarray, c: int, A_c: np.ndarray, rows: np.ndarray, Z: np.ndarray) -> None:
-    """gzc[c] += the rows (sorted) whose activity switched, signed by their new activity A_c; a chain
-    whose switches exceed n / 8 is summed in full."""
-    if rows.size > Z.shape[0] // 8:
-        gzc[c] = _chain_sums(A_c[None], Z)[0]
-    elif rows.size:
-        gzc[c] += np.where(A_c[rows], 1.0, -1.0) @ Z[rows]
 
 
 # ----------------------------------------------------------------- screening with a movement bound
 _U64 = 2.0 ** -53  # float64 unit roundoff
-_screens: dict = {}  # key -> (weakref to the design or None, Screen); one design's screens at a time
+_screens: dict = {}  # key -> (weakref to the design or None, Screen); one screen at a time per process
 
 
 class Screen(NamedTuple):
-    """Safe screening of the hinge activity (El Ghaoui et al. 2012's idea, for a sampler's moves).
+    """Safe screening of the hinge activity along a sampler's path (the idea of El Ghaoui et al. 2012's
+    safe feature elimination, here for rows and with a movement bound).
 
-    With a reference point theta_r (the metric's centre) and exact margins s_r = Z theta_r, for any theta
-    and any invertible L (the metric factor: L L^T the posterior covariance's estimate), Cauchy-Schwarz
-    in the whitened coordinates gives
+    With a reference point theta_r (the metric's centre) and its exact margins s_r = Z theta_r, for any
+    theta and any invertible L (the metric factor: L L^T estimates the posterior covariance),
+    Cauchy-Schwarz in the whitened coordinates gives
 
         |z_i theta - s_r,i| = |(L^T z_i) . L^-1 (theta - theta_r)| <= nz_i R,   nz_i = ||L^T z_i||,
-                                                                           R = ||L^-1 (theta - theta_r)||,
+                                                                         R = ||L^-1 (theta - theta_r)||,
 
     so row i's activity at theta is its reference activity whenever q_i = |s_r,i - l| / nz_i > R
-    (+ rounding: see ``threshold``). The rows are sorted by q once per screen, and the design's first
-    ``kmax`` rows in that order are copied (column-major): the rows a state must compute are then the
-    prefix of length k = #{q_i <= R'}, one contiguous matrix-vector product of k rows, found by a binary
-    search. With the metric of the posterior, nz_i is the posterior sd of margin i and R the distance
-    from the centre in posterior sds (~sqrt(p) for a typical draw): at 20,000 x 20 the band holds ~15 %
-    of the rows (measured over a fit's draws: 12-21 %, 10-99 % quantiles). A state whose band exceeds
-    ``kmax`` (early burn-in) is computed in full.
+    (+ rounding: ``threshold``). The rows are sorted by q once per screen and the design is copied in
+    that order (column-major): the rows a state must compute are then the prefix of length
+    k = #{q_i <= R'}, found by a binary search, one contiguous matrix-vector product of k rows. With the
+    posterior's metric nz_i is the posterior sd of margin i and R the distance from the centre in
+    posterior sds (~sqrt(p) for a typical draw; the bound is tight only along z_i's direction): at
+    20,000 x 20 the band holds ~15 % of the rows (12-21 %, 10-90 % quantiles over a fit's draws).
 
     Everything is a function of (Z, l, centre, L), the same in every process, and each chain's band is
     its own, so a seed gives the same draws whatever ``n_jobs``."""
 
-    token: int  # identifies the screen (a hash of its inputs: the same in every process)
+    order: RowOrder  # the rows by increasing q (and the screen's token)
     centre: np.ndarray  # (p,)
     Linv: np.ndarray  # (p, p) L^-1
-    slack: float  # rounding term per unit of ||theta|| + ||theta_r|| (see threshold)
+    slack: float  # rounding allowance per unit of ||theta|| + ||theta_r|| (see threshold)
     centre_norm: float
     q: np.ndarray  # (n,) sorted keys
-    order: np.ndarray  # (n,) rows in key order
-    base: np.ndarray  # (n,) bool, the reference activity in key order
-    Zs: np.ndarray  # (kmax, p) the first kmax rows in key order, column-major
-
-    @property
-    def kmax(self) -> int:
-        return self.Zs.shape[0]
+    base: np.ndarray  # (n,) bool, the reference activity in the screen's order
+    Zs: np.ndarray  # (n, p) the design's rows in the screen's order, column-major
 
     def threshold(self, theta: np.ndarray) -> np.ndarray:
         """R' (C,): rows with q_i > R' keep their reference activity, as float64 margins decide it.
 
         The float64 margin fl(z_i theta) is within gamma ||z_i|| ||theta|| of the exact one and s_r,i
         within gamma ||z_i|| ||theta_r|| (gamma = (p + 3) u, Higham's bound for any summation order), and
-        ||z_i|| <= ||L^-1||_F nz_i; ``slack`` = 2 gamma ||L^-1||_F (a factor 2 for the bound's own
-        rounding). The factor 1 + 1e-6 covers the rounding of R (computed with L^-1, whose relative error
-        is ~cond(L) u) and of the keys."""
+        ||z_i|| <= ||L^-1||_F nz_i: ``slack`` = 2 gamma ||L^-1||_F (a factor 2 for the bound's own
+        rounding). The factor 1 + 1e-6 covers the rounding of R (computed with the inverse L^-1, whose
+        relative error is ~cond(L) u) and of the keys."""
         delta = np.ascontiguousarray(theta - self.centre)
         w = np.matmul(self.Linv, delta[:, :, None])[..., 0]  # per chain, as apply_factor
         R = np.sqrt(np.einsum("cp,cp->c", w, w))
@@ -508,85 +526,79 @@ class Screen(NamedTuple):
         return (R + self.slack * (tn + self.centre_norm)) * (1.0 + 1e-6)
 
 
-def make_screen(Z: np.ndarray, p: int, l: float, centre: np.ndarray, L, kmax_fraction: float = 0.5) -> Screen:
+def make_screen(Z: np.ndarray, p: int, l: float, centre: np.ndarray, L) -> Screen:
     """The :class:`Screen` of design ``Z`` (first ``p`` columns) at ``centre`` with the metric factor
-    ``L`` ((p, p), lower triangular or any invertible matrix; None: the identity), cached per process
-    (the design's rows are sorted and copied once per metric)."""
+    ``L`` ((p, p), any invertible matrix; None: the identity), cached per process: the design's rows are
+    sorted and copied once per metric (at 20,000 x 21 ~5 ms)."""
     import hashlib
+    import weakref
 
     centre = np.ascontiguousarray(centre, dtype=float).reshape(p)
     Lm = np.eye(p) if L is None else np.asarray(L, dtype=float).reshape(p, p)
     h = hashlib.blake2b(digest_size=8)
-    for part in (np.asarray(Z.shape), np.asarray([p, l, kmax_fraction]), centre, Lm):
+    for part in (np.asarray(Z.shape, dtype=float), np.asarray([p, l], dtype=float), centre, Lm):
         h.update(np.ascontiguousarray(part).tobytes())
     token = int.from_bytes(h.digest(), "little") >> 1
     filename = getattr(Z, "filename", None)
     zkey = (str(filename), int(getattr(Z, "offset", 0))) if filename is not None else id(Z)
-    key = (zkey, token)
-    hit = _screens.get(key)
+    hit = _screens.get((zkey, token))
     if hit is not None and (hit[0] is None or hit[0]() is Z):
         return hit[1]
-    import weakref
-
     Zm = _margin_design(Z, p)
-    n = Zm.shape[0]
     s_r = _chain_products(Z, centre[None])[0]
     W = np.asarray(Zm @ Lm)  # (n, p): rows L^T z_i
     nz = np.sqrt(np.einsum("ij,ij->i", W, W))
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.abs(s_r - l) / nz
-    q = np.where(np.isfinite(q), q, 0.0)  # a zero row (nz = 0) is computed whenever screened
-    order = np.argsort(q, kind="stable")
+    q = np.where(np.isfinite(q), q, 0.0)  # a zero row (nz = 0) is always in the band
+    perm = np.argsort(q, kind="stable")
     Linv = np.linalg.inv(Lm)
-    gamma = (p + 3) * _U64
-    kmax = int(kmax_fraction * n)
-    screen = Screen(token, centre, Linv, 2.0 * gamma * float(np.linalg.norm(Linv)),
-                    float(np.linalg.norm(centre)), q[order], order, (s_r < l)[order],
-                    np.asfortranarray(Zm[order[:kmax]]))
-    if filename is None:
-        _screens.clear()
-        _screens[key] = (weakref.ref(Z), screen)
-    else:
-        _screens.clear()
-        _screens[key] = (None, screen)
+    screen = Screen(RowOrder(perm, token), centre, Linv,
+                    2.0 * (p + 3) * _U64 * float(np.linalg.norm(Linv)), float(np.linalg.norm(centre)),
+                    q[perm], (s_r < l)[perm], np.asfortranarray(Zm[perm]))
+    _screens.clear()  # the previous metric's screen is not needed again
+    _screens[(zkey, token)] = (None if filename is not None else weakref.ref(Z), screen)
     return screen
 
 
 def _screened_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: ActiveSet | None,
                      screen: Screen) -> ActiveSet:
-    """``binary_active_update`` with a :class:`Screen`: per chain, the margins of the band's k rows (a
-    contiguous product over the sorted copy); the rows outside keep the reference activity. The rows
-    whose activity changed from ``prev`` can only lie in the longer of the two states' bands, so only
-    that prefix is compared; they are added to Z^T A in row order, as ``binary_active_update`` does, so
-    Z^T A does not depend on the screen. A chain with k > ``kmax`` (or no previous state) is computed in
-    full (``_chain_active``), and so is every chain when the previous states' bands are unknown."""
-    C, n = theta.shape[0], Z.shape[0]
-    p = theta.shape[1]
+    """``binary_active_update`` with a :class:`Screen` (A in the screen's order): per chain, the margins
+    of the band's k rows (a contiguous product over the sorted copy); the rows beyond keep the reference
+    activity. The rows whose activity changed from ``prev`` can only lie in the longer of the two
+    states' bands, so only that prefix is compared; they are added to Z^T A in the design's row order,
+    as ``binary_active_update`` does, so Z^T A does not depend on the screen. Without ``prev`` (or from
+    another screen's order) the activity is computed in full once."""
     k = np.searchsorted(screen.q, screen.threshold(theta), side="right")
-    usable = prev is not None and prev.reach is not None and prev.token == screen.token
-    if not usable:
-        full = binary_active_update(model, theta, Z, prev)
-        return ActiveSet(full.A, full.gzc, k, screen.token)
-    A = prev.A.copy()
-    gzc = prev.gzc.copy()
-    order, base, Zs, l = screen.order, screen.base, screen.Zs, model.l
+    order = screen.order
+    if prev is None:
+        full = binary_active_update(model, theta, Z, None)
+        return ActiveSet(full.A[:, order.perm], full.gzc, k, order)
+    prev = prev.in_order(order)
+    A, gzc = prev.A.copy(), prev.gzc.copy()
+    perm, base, Zs, l = order.perm, screen.base, screen.Zs, model.l
     theta = np.ascontiguousarray(theta)
-    for c in range(C):
-        kc, m = int(k[c]), int(max(k[c], prev.reach[c]))
-        if kc > screen.kmax:
-            A_c = _chain_active(Z, theta[c:c + 1], l)[0]
-            rows = np.flatnonzero(A_c != prev.A[c])
-            A[c] = A_c
-        else:
-            new = np.empty(m, dtype=bool)
-            new[kc:] = base[kc:m]
-            if kc:
-                np.less(Zs[:kc] @ theta[c], l, out=new[:kc])
-            rows = order[:m][new != prev.A[c, order[:m]]]
-            rows.sort()
-            A[c, rows] = ~prev.A[c, rows]
-        _add_switches(gzc, c, A[c], rows, Z)
-    return ActiveSet(A, gzc, k, screen.token)
+    n = Z.shape[0]
+    for c in range(theta.shape[0]):
+        kc = int(k[c])
+        m = max(kc, int(prev.reach[c]))
+        new = np.empty(m, dtype=bool)
+        if kc:
+            np.less(Zs[:kc] @ theta[c], l, out=new[:kc])
+        new[kc:] = base[kc:m]
+        j = np.flatnonzero(new != A[c, :m])
+        if not j.size:
+            continue
+        A[c, j] = new[j]
+        if j.size > n // 8:  # a far jump: the sum in full, as binary_active_update does
+            A_row = np.empty(n, dtype=bool)
+            A_row[perm] = A[c]
+            gzc[c] = _chain_sums(A_row[None], Z)[0]
+            continue
+        rows = perm[j]
+        srt = np.argsort(rows)  # in row order, so the sum does not depend on the screen
+        gzc[c] += np.where(new[j[srt]], 1.0, -1.0) @ Z[rows[srt]]
+    return ActiveSet(A, gzc, k, order)
 
 
 def binary_batch(model: HingeModel, theta: np.ndarray, Zb: np.ndarray, scale: float,
