@@ -111,7 +111,7 @@ def test_hmc_with_the_screen_keeps_the_draws_of_each_chain_and_of_the_unscreened
         out = np.empty((C, 12, P))
         for g in groups:
             pot = S.Potential(model, X, None, None, ChainLayout(np.asarray(g), C), Z)
-            pot.incremental_min_size, pot.screen_min_rows = 0, 0 if screen else 10 ** 9
+            pot.incremental_min_size, pot.screen_min_size = 0, 0 if screen else 10 ** 9
             eng = S.HMC(pot, None)
             rng = ChainRNG.from_seeds([seeds[i] for i in g])
             state = eng.init(rng, theta0[g])

@@ -137,12 +137,18 @@ class Potential:
 
     @property
     def incremental(self) -> bool:
-        """Whether :meth:`update` is available (binary, full data, ``signed_design``'s Z)."""
-        # below ~3e5 entries in Z the update's bookkeeping costs more than the product it saves
-        # (measured per HMC transition: 1,000 x 22 1.8x slower, 5,000 x 22 1.2x slower, 20,000 x 22
+        """Whether :meth:`update` is available (binary, full data, ``signed_design``'s Z) and pays: with a
+        screen (``use_screen``), or unscreened from ``incremental_min_size`` entries in Z."""
+        # unscreened, below ~3e5 entries in Z the update's bookkeeping costs more than the product it
+        # saves (measured per HMC transition: 1,000 x 22 1.8x slower, 5,000 x 22 1.2x slower, 20,000 x 22
         # 1.3x faster)
+        return self.screen is not None or (self._update_possible
+                                            and self.Z.size >= self.incremental_min_size)
+
+    @property
+    def _update_possible(self) -> bool:
         return (self.Z is not None and self.batch_size is None
-                and self.Z.shape[1] == self.model.n_params + 1 and self.Z.size >= self.incremental_min_size)
+                and self.Z.shape[1] == self.model.n_params + 1)
 
     @property
     def hinge_sums_available(self) -> bool:
@@ -150,16 +156,18 @@ class Potential:
         return (self.Z is not None and self.batch_size is None
                 and self.Z.shape[1] == self.model.n_params + 1)
 
-    #: rows from which the incremental update screens the rows by a movement bound (``potential.Screen``)
-    screen_min_rows = 10_000
+    #: entries of Z from which HMC screens the rows by a movement bound (``potential.Screen``)
+    screen_min_size = 200_000
     screen: Screen | None = None
 
     def use_screen(self, tuning: Tuning) -> None:
-        """Set up (or keep) the screen of ``tuning``'s metric and centre, when the update is incremental
-        and ``n >= screen_min_rows``: below that the band's bookkeeping (a dozen small array operations
-        per chain and gradient) costs more than the matrix-vector product it saves (measured per HMC
-        transition; see docs/subgradient.md)."""
-        if (tuning.centre is None or not self.incremental or self.Z.shape[0] < self.screen_min_rows
+        """Set up (or keep) the screen of ``tuning``'s metric and centre (binary, full data, a dense or no
+        metric, a centre, >= ``screen_min_size`` entries in Z). Below that the band's bookkeeping (a dozen
+        small array operations per chain and gradient, ~1 us each) costs more than the matrix-vector
+        product it saves: CPU s of a 150-draw default fit (4 chains, one thread, with / without the
+        screen): 2,000 x 20 0.64 / 0.42, 5,000 x 20 0.62 / 0.51, 5,000 x 50 1.22 / 1.33, 10,000 x 20
+        0.66 / 0.86; 20,000 x 20 and 100,000 x 50 in docs/subgradient.md."""
+        if (tuning.centre is None or not self._update_possible or self.Z.size < self.screen_min_size
                 or (tuning.factor is not None and np.ndim(tuning.factor) != 2)):
             self.screen = None
             return
