@@ -235,7 +235,11 @@ class HMC:
     draws whose log posterior hardly moves.) In burn-in the count follows ``Tuning.count_step`` (the step
     each dual-averaging stage started from) instead of the averaging's current probe. An integer fixes the
     step count. On binary data with >= 3e5 entries in the signed design, each gradient updates the
-    previous point's active set (``potential.binary_full_update``) instead of recomputing Z^T A."""
+    previous point's active set (``potential.binary_full_update``) instead of recomputing Z^T A; from
+    2e5 entries, with a dense metric and its centre in ``Tuning.centre`` (the estimator's laplace
+    preconditioner), it also computes only the margins of the rows whose activity the movement bound
+    leaves uncertain (``potential.Screen``). The Metropolis-Hastings test uses the exact potential either
+    way (the screen changes no decision)."""
 
     def __init__(self, potential: Potential, n_leapfrog: int | None, jitter: float = 0.2,
                  trajectory: float = 0.5 * np.pi):
