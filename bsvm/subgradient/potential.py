@@ -568,7 +568,7 @@ def _screened_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: 
     states' bands, so only that prefix is compared; they are added to Z^T A in the design's row order,
     as ``binary_active_update`` does, so Z^T A does not depend on the screen. Without ``prev`` (or from
     another screen's order) the activity is computed in full once."""
-    k = np.searchsorted(screen.q, screen.threshold(theta), side="right")
+    k = screen.q.searchsorted(screen.threshold(theta), side="right")
     order = screen.order
     if prev is None:
         full = binary_active_update(model, theta, Z, None)
