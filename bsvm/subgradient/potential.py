@@ -557,6 +557,8 @@ def make_screen(Z: np.ndarray, p: int, l: float, centre: np.ndarray, L) -> Scree
                     q[perm], (s_r < l)[perm], np.asfortranarray(Zm[perm]))
     _screens.clear()  # the previous metric's screen is not needed again
     _screens[(zkey, token)] = (None if filename is not None else weakref.ref(Z), screen)
+    if filename is None:
+        weakref.finalize(Z, _screens.pop, (zkey, token), None)  # the copy goes with the design (a fit's Z)
     return screen
 
 
