@@ -507,22 +507,30 @@ class Screen(NamedTuple):
     Linv: np.ndarray  # (p, p) L^-1
     slack: float  # rounding allowance per unit of ||theta|| + ||theta_r|| (see threshold)
     centre_norm: float
+    factor_norm: float  # ||L||_F
     q: np.ndarray  # (n,) sorted keys
     base: np.ndarray  # (n,) bool, the reference activity in the screen's order
     Zs: np.ndarray  # (n, p) the design's rows in the screen's order, column-major
 
     def threshold(self, theta: np.ndarray) -> np.ndarray:
-        """R' (C,): rows with q_i > R' keep their reference activity, as float64 margins decide it.
+        """R' = a R + b (C,): rows with q_i > R' keep their reference activity, as float64 margins decide.
 
         The float64 margin fl(z_i theta) is within gamma ||z_i|| ||theta|| of the exact one and s_r,i
-        within gamma ||z_i|| ||theta_r|| (gamma = (p + 3) u, Higham's bound for any summation order), and
-        ||z_i|| <= ||L^-1||_F nz_i: ``slack`` = 2 gamma ||L^-1||_F (a factor 2 for the bound's own
-        rounding). The factor 1 + 1e-6 covers the rounding of R (computed with the inverse L^-1, whose
-        relative error is ~cond(L) u) and of the keys."""
+        within gamma ||z_i|| ||theta_r|| (gamma = (p + 3) u, Higham's bound for any summation order);
+        ||z_i|| <= ||L^-1||_F nz_i and ||theta|| <= ||theta_r|| + ||L||_F R. With
+        slack = 2 gamma ||L^-1||_F (a factor 2 for the bound's own rounding), a = (1 + slack ||L||_F) and
+        b = 2 slack ||theta_r||, each times 1 + 1e-6, which covers the rounding of R (computed with the
+        inverse L^-1, whose relative error is ~cond(L) u) and of the keys."""
         w = (theta - self.centre) @ self.Linv.T  # only sizes the band: its rounding moves no decision
-        R2 = np.einsum("cp,cp->c", w, w)
-        tn2 = np.einsum("cp,cp->c", theta, theta)
-        return (np.sqrt(R2) + self.slack * (np.sqrt(tn2) + self.centre_norm)) * (1.0 + 1e-6)
+        return np.sqrt(np.einsum("cp,cp->c", w, w)) * self.a + self.b
+
+    @property
+    def a(self) -> float:
+        return (1.0 + self.slack * self.factor_norm) * (1.0 + 1e-6)
+
+    @property
+    def b(self) -> float:
+        return 2.0 * self.slack * self.centre_norm * (1.0 + 1e-6)
 
 
 def make_screen(Z: np.ndarray, p: int, l: float, centre: np.ndarray, L) -> Screen:
@@ -554,7 +562,7 @@ def make_screen(Z: np.ndarray, p: int, l: float, centre: np.ndarray, L) -> Scree
     Linv = np.linalg.inv(Lm)
     screen = Screen(RowOrder(perm, token), centre, Linv,
                     2.0 * (p + 3) * _U64 * float(np.linalg.norm(Linv)), float(np.linalg.norm(centre)),
-                    q[perm], (s_r < l)[perm], np.asfortranarray(Zm[perm]))
+                    float(np.linalg.norm(Lm)), q[perm], (s_r < l)[perm], np.asfortranarray(Zm[perm]))
     _screens.clear()  # the previous metric's screen is not needed again
     _screens[(zkey, token)] = (None if filename is not None else weakref.ref(Z), screen)
     if filename is None:
