@@ -125,3 +125,28 @@ def test_hmc_with_the_screen_keeps_the_draws_of_each_chain_and_of_the_unscreened
     ref = run([[0, 1, 2, 3]], screen=False)
     np.testing.assert_array_equal(run([[0, 1, 2, 3]]), ref)
     np.testing.assert_array_equal(run([[0, 1], [2, 3]]), ref)
+
+
+def test_active_set_select_and_put_leave_their_inputs_unchanged_unless_in_place():
+    from bsvm.subgradient.potential import ActiveSet
+
+    rng = np.random.default_rng(0)
+
+    def make():
+        return ActiveSet(rng.uniform(size=(3, 50)) < 0.5, rng.normal(size=(3, 4)), rng.integers(0, 50, 3))
+
+    new, old = make(), make()
+    keep = [a.copy() for a in (*new[:3], *old[:3])]
+    mask = np.array([True, False, True])
+    out = ActiveSet.select(mask, new, old)
+    for a, b in zip((*new[:3], *old[:3]), keep):
+        np.testing.assert_array_equal(a, b)
+    for field in range(3):
+        np.testing.assert_array_equal(out[field], np.where(mask.reshape((-1,) + (1,) * (out[field].ndim - 1)),
+                                                           new[field], old[field]))
+    part = old.take([1])
+    put = new.put([1], part)
+    np.testing.assert_array_equal(new.A, keep[0])
+    np.testing.assert_array_equal(put.A[[0, 2]], new.A[[0, 2]])
+    np.testing.assert_array_equal(put.A[1], old.A[1])
+    assert ActiveSet.select(mask, new, old, inplace=True).A is new.A  # in place: no copy

@@ -416,23 +416,33 @@ class ActiveSet(NamedTuple):
         return ActiveSet(A, self.gzc, reach, order)
 
     @staticmethod
-    def select(mask: np.ndarray, new: ActiveSet, old: ActiveSet) -> ActiveSet:
-        """Per chain, ``new`` where ``mask`` (C,) else ``old`` (HMC's accept step), in ``new``'s order."""
+    def select(mask: np.ndarray, new: ActiveSet, old: ActiveSet, inplace: bool = False) -> ActiveSet:
+        """Per chain, ``new`` where ``mask`` (C,) else ``old`` (HMC's accept step), in ``new``'s order.
+        ``inplace``: ``new``'s arrays are the caller's to overwrite (only the rejected chains' rows are
+        then copied, instead of a pass over every chain's A)."""
         old = old.in_order(new.order)
-        reach = None if new.reach is None else np.where(mask, new.reach, old.reach)
-        return ActiveSet(np.where(mask[:, None], new.A, old.A), np.where(mask[:, None], new.gzc, old.gzc),
-                         reach, new.order)
+        if not inplace:
+            new = ActiveSet(new.A.copy(), new.gzc.copy(), None if new.reach is None else new.reach.copy(),
+                            new.order)
+        rej = np.flatnonzero(~np.asarray(mask, dtype=bool))
+        if rej.size:
+            new.A[rej], new.gzc[rej] = old.A[rej], old.gzc[rej]
+            if new.reach is not None:
+                new.reach[rej] = old.reach[rej]
+        return new
 
-    def put(self, idx, part: ActiveSet) -> ActiveSet:
-        """A copy with the chains ``idx`` replaced by ``part`` (in ``part``'s order)."""
+    def put(self, idx, part: ActiveSet, inplace: bool = False) -> ActiveSet:
+        """A copy (``inplace``: this set, its arrays overwritten) with the chains ``idx`` replaced by
+        ``part`` (in ``part``'s order)."""
         base = self.in_order(part.order)
-        A, gzc = base.A.copy(), base.gzc.copy()
-        A[idx], gzc[idx] = part.A, part.gzc
-        reach = None
+        if not inplace:  # (in_order shares gzc, and A and reach when no conversion was needed)
+            base = ActiveSet(base.A if base.A is not self.A else base.A.copy(), base.gzc.copy(),
+                             base.reach if base.reach is None or base.reach is not self.reach else base.reach.copy(),
+                             base.order)
+        base.A[idx], base.gzc[idx] = part.A, part.gzc
         if part.reach is not None:
-            reach = base.reach.copy()
-            reach[idx] = part.reach
-        return ActiveSet(A, gzc, reach, part.order)
+            base.reach[idx] = part.reach
+        return ActiveSet(base.A, base.gzc, base.reach if part.reach is not None else None, part.order)
 
 
 def binary_full_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: ActiveSet | None,

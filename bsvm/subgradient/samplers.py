@@ -325,8 +325,8 @@ class HMC:
                         U = U.copy()
                         U[idx] = U_l
                     g[idx] = g_l
-                    if act_l is not None:
-                        active = active.put(idx, act_l)
+                    if act_l is not None:  # the step's own arrays (made by its first evaluation)
+                        active = active.put(idx, act_l, inplace=True)
                     r[idx] = r[idx] - kick[i][idx] * apply_factor_t(L_l, g_l)
                 if path is not None and i < steps[0]:
                     path.append(theta[0])
@@ -340,7 +340,7 @@ class HMC:
         kept_active = None
         if active is not None:
             old = state.active if state.active is not None else self.potential.update(state.theta, None)[2]
-            kept_active = ActiveSet.select(accepted, active, old)
+            kept_active = ActiveSet.select(accepted, active, old, inplace=True)  # active: made in this step
         new = HMCState(np.where(a, theta, state.theta), np.where(accepted, U, state.U),
                        np.where(a, g, state.grad), kept_active)
         info = StepInfo(new.U, accept_prob, np.where(accepted, H1, H0), dH > 1000.0, steps.astype(float),
