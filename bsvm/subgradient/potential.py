@@ -436,8 +436,10 @@ class ActiveSet(NamedTuple):
         ``part`` (in ``part``'s order)."""
         base = self.in_order(part.order)
         if not inplace:  # (in_order shares gzc, and A and reach when no conversion was needed)
-            base = ActiveSet(base.A if base.A is not self.A else base.A.copy(), base.gzc.copy(),
-                             base.reach if base.reach is None or base.reach is not self.reach else base.reach.copy(),
+            reach = base.reach
+            if reach is not None and reach is self.reach:
+                reach = reach.copy()
+            base = ActiveSet(base.A if base.A is not self.A else base.A.copy(), base.gzc.copy(), reach,
                              base.order)
         base.A[idx], base.gzc[idx] = part.A, part.gzc
         if part.reach is not None:
