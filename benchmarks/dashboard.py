@@ -265,8 +265,18 @@ def upload_split(csv: Path):
 def _upload(pg, url: str, csv: Path, query: str) -> None:
     """Open a session from a link (``query``), upload ``csv`` on the Data page, open the Train page."""
     pg.goto(f"{url}/?{query}")
-    pg.locator('[data-testid="stSelectbox"]').first.click()
-    pg.get_by_role("option", name="Upload a CSV...").click()
+    option = pg.get_by_role("option", name="Upload a CSV...")
+    for attempt in range(3):
+        # a rerun of the new page just after its first run can close the list the click opened (seen
+        # twice in ~40 uploads on a loaded machine): open it again
+        pg.locator('[data-testid="stSelectbox"]').first.click()
+        try:
+            option.wait_for(timeout=10_000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError
+            if attempt == 2:
+                raise
+    option.click()
     pg.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(str(csv))
     pg.get_by_text("Uploaded:").wait_for()
     pg.locator('[data-testid="stMetric"]', has_text="training rows").wait_for()
