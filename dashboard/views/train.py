@@ -474,7 +474,7 @@ with right:
             yield_to_fits()
             t0 = time.perf_counter()
             try:
-                new = figures.model_map(model, data, grid, "Live map", truth=truth,
+                new = figures.model_map(model, data, grid, "Fitted map" if final else "Live map", truth=truth,
                                         max_points=FINAL_POINTS if final else LIVE_POINTS, light=not final)
                 error = ""
             except Exception as exc:  # noqa: BLE001 - shown under the charts, never as a traceback
