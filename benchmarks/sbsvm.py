@@ -157,8 +157,8 @@ def ripley_table(seeds=range(5), n=250):
         mad = mean_abs_deviation(truth, model.predict_proba(grid))
         d = model.defaults_
         # kernel="auto" stacks its fits: the weight of each (bsvm.sbsvm.loo.stacking_weights)
-        kernel = " ".join(f"{k}:{d[f'weight.{k}']:.2f}" for k in ("rbf", "ard", "linear")
-                          if d.get(f"weight.{k}", 0) > 0) or d.get("kernel", model.kernel)
+        kernel = " ".join(f"{k[7:]}:{v:.2f}" for k, v in d.items()
+                          if k.startswith("weight.") and v > 0) or d.get("kernel", model.kernel)
         mad_probit = mean_abs_deviation(truth, model.set_params(predictive="probit").predict_proba(grid))
         mad_hinge = mean_abs_deviation(truth, model.set_params(predictive="hinge").predict_proba(grid))
         platt = PlattSVM(random_state=seed).fit(X, y)
