@@ -157,6 +157,13 @@ def test_stack_of_a_base_rate_component_predicts_it():
     m1, v1 = m._latent(grid, geom, post)
     np.testing.assert_allclose(mean, 0.5 * m1 + 0.5 * B, rtol=1e-12)
     np.testing.assert_allclose(var, 0.5 * (v1 + m1**2) + 0.5 * B**2 - mean**2, rtol=1e-9, atol=1e-12)
+    # the base rate alone (all the weight): every output is the constant
+    m.components_ = [("base_rate", 1.0, None, None, (0.0, B))]
+    np.testing.assert_allclose(m.predict_proba(grid)[:, 1], ndtr(B), rtol=1e-12)
+    np.testing.assert_allclose(m.decision_function(grid), B, rtol=1e-9)
+    mean, var = m.predict_latent(grid)
+    np.testing.assert_allclose(mean, B, rtol=1e-12)
+    np.testing.assert_allclose(var, 0.0, atol=1e-12)
 
 
 def test_auto_kernel_weights_ard_when_features_differ_in_relevance():

@@ -847,7 +847,7 @@ class SBSVM(BayesianClassifier):
         rate's component is the point Phi^-1(p), on the probit scale)."""
         X = check_predict_data(self, X)
         comps = self._components()
-        if len(comps) == 1:
+        if len(comps) == 1 and comps[0][1] is not None:  # (a stack of the base rate alone goes below)
             return self._latent(X)
         mean, second = 0.0, 0.0
         for w, geom, post, link in comps:
@@ -862,7 +862,8 @@ class SBSVM(BayesianClassifier):
         with ``predictive="calibrated"`` (kernel variants) the link argument (A m* + B) / sqrt(1 + A^2 v*);
         for a stack, Phi^-1 of its p(y = 1 | x) (which is that argument for a single fit)."""
         X = check_predict_data(self, X)
-        if len(self._components()) > 1:
+        comps = self._components()
+        if len(comps) > 1 or comps[0][1] is None:
             return ndtri(np.clip(self._p1(X), 1e-300, 1.0 - 1e-16))
         mean, var = self._latent(X)
         if self.predictive != "calibrated" or self.geometry_.kind != "sparse":
