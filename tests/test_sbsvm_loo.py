@@ -110,16 +110,22 @@ def test_stacking_weights_maximise_the_loo_log_score_over_a_grid():
     assert w1[0] == pytest.approx(1.0, abs=1e-3)
 
 
-def test_stacked_predictive_is_the_weighted_sum_of_its_fits():
+@pytest.mark.parametrize("stacking", ["loo", "cv"])
+def test_stacked_predictive_is_the_weighted_sum_of_its_fits(stacking):
     """kernel='auto' on Ripley's data: the weights recorded in defaults_ are those of components_ (sum 1,
     none below the 0.01 floor), and predict_proba is their weighted sum of each fit's calibrated
     predictive Phi((A m* + B) / sqrt(1 + A^2 v*)), computed here from the fit's own q(u) (the base rate:
     the constant Phi(B) of its link (0, B), the training rows' (n1 + 1) / (n + 2))."""
     Xr, yr = make_ripley(250, random_state=1)
-    m = SBSVM(random_state=1).fit(Xr, yr)
+    m = SBSVM(random_state=1, stacking=stacking).fit(Xr, yr)
     d = m.defaults_
-    assert d["weighting"] == "5-fold cross-validation"
-    names = ["rbf", "ard", "linear", "rbf.fixed", "linear.fixed", "base_rate"]
+    names = ["rbf", "ard", "linear"]
+    if stacking == "cv":
+        assert d["weighting"] == "5-fold cross-validation"
+        names += ["rbf.fixed", "linear.fixed", "base_rate"]
+    else:
+        assert d["weighting"] == "cavity leave-one-out, Akaike's charge"
+        assert not any(f"weight.{k}" in d for k in ("rbf.fixed", "linear.fixed", "base_rate"))
     w = np.array([d[f"weight.{k}"] for k in names])
     assert w.sum() == pytest.approx(1.0) and np.all((w == 0) | (w >= 0.01))
     comps = {c[0]: c for c in m.components_}
