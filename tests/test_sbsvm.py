@@ -119,7 +119,8 @@ def test_ripley_calibration_close_to_the_truth():
                    "102 alone: 0.0644 vs 0.0493, the RBF fit with all the weight); over seeds 0-19 (SBSVM "
                    "and Platt with random_state=seed) 0.0567 vs 0.0542, SBSVM better on 7 of 20 (seed 12 "
                    "a tie), mean difference 0.0025 +- 0.0023 (s.e.); on seeds 7, 13 and 19 every candidate "
-                   "fit is further from the truth than Platt")
+                   "fit is further from the truth than Platt. stacking='cv' is further off: 0.0442 here, "
+                   "0.0601 over seeds 0-19")
 def test_ripley_calibration_no_worse_than_platt():
     mad_s, mad_p = _ripley_mads()
     assert mad_s.mean() <= mad_p.mean(), (mad_s, mad_p)
@@ -195,8 +196,9 @@ def test_latent_predictive_matches_corrected_eq13():
     """predict_latent against eq. 13 as corrected in NOTES.md item 4, computed here with explicit solves
     from the fitted q(u) = N(mean_, cov_) in the paper's coordinates:
     m* = K*m Kmm^-1 mu,  v* = K** - K*m Kmm^-1 Km* + K*m Kmm^-1 Z Kmm^-1 Km*  (the paper prints a minus on
-    the last term). A flipped sign on either variance term fails this."""
-    est = SBSVM(n_inducing=15, max_iter=40, random_state=0).fit(X, y)
+    the last term). A flipped sign on either variance term fails this. (One kernel: a kernel="auto" stack's
+    latent is the mixture of its fits', tests/test_sbsvm_loo.py.)"""
+    est = SBSVM(kernel="rbf", n_inducing=15, max_iter=40, random_state=0).fit(X, y)
     Xs = (Xt - est.x_mean_) / est.x_scale_
     Zs = (est.inducing_points_ - est.x_mean_) / est.x_scale_
     k = est.kernel_

@@ -110,14 +110,22 @@ def test_stacking_weights_maximise_the_loo_log_score_over_a_grid():
     assert w1[0] == pytest.approx(1.0, abs=1e-3)
 
 
-def test_stacked_predictive_is_the_weighted_sum_of_its_fits():
+@pytest.mark.parametrize("stacking", ["loo", "cv"])
+def test_stacked_predictive_is_the_weighted_sum_of_its_fits(stacking):
     """kernel='auto' on Ripley's data: the weights recorded in defaults_ are those of components_ (sum 1,
     none below the 0.01 floor), and predict_proba is their weighted sum of each fit's calibrated
-    predictive Phi((A m* + B) / sqrt(1 + A^2 v*)), computed here from the fit's own q(u)."""
+    predictive Phi((A m* + B) / sqrt(1 + A^2 v*)), computed here from the fit's own q(u) (the base rate:
+    the constant Phi(B) of its link (0, B), the training rows' (n1 + 1) / (n + 2))."""
     Xr, yr = make_ripley(250, random_state=1)
-    m = SBSVM(random_state=1).fit(Xr, yr)
+    m = SBSVM(random_state=1, stacking=stacking).fit(Xr, yr)
     d = m.defaults_
     names = ["rbf", "ard", "linear"]
+    if stacking == "cv":
+        assert d["weighting"] == "5-fold cross-validation"
+        names += ["rbf.fixed", "linear.fixed", "base_rate"]
+    else:
+        assert d["weighting"] == "cavity leave-one-out, Akaike's charge"
+        assert not any(f"weight.{k}" in d for k in ("rbf.fixed", "linear.fixed", "base_rate"))
     w = np.array([d[f"weight.{k}"] for k in names])
     assert w.sum() == pytest.approx(1.0) and np.all((w == 0) | (w >= 0.01))
     comps = {c[0]: c for c in m.components_}
@@ -126,12 +134,42 @@ def test_stacked_predictive_is_the_weighted_sum_of_its_fits():
     expect = np.zeros(len(grid))
     for name, wk, geom, post, (A, B) in m.components_:
         assert wk == pytest.approx(d[f"weight.{name}"])
+        if name == "base_rate":
+            assert A == 0 and ndtr(B) == pytest.approx((yr.sum() + 1) / (len(yr) + 2))
+            expect += wk * ndtr(B)
+            continue
         phi, t, _ = features(geom, m._scaled(grid))
         mean, var = phi @ post.m, np.einsum("ij,ij->i", phi @ E.covariance(post), phi) + t
         expect += wk * ndtr((A * mean + B) / np.sqrt(1 + A * A * var))
     np.testing.assert_allclose(m.predict_proba(grid)[:, 1], expect, rtol=1e-10, atol=1e-12)
     assert np.array_equal(m.predict(grid) == m.classes_[1], m.decision_function(grid) > 0)
     assert len(m.components_) >= 2, "this set's fits are close: the test needs a mixture"
+
+
+def test_stack_of_a_base_rate_component_predicts_it():
+    """A stack holding the base rate: predict_proba and predict_latent treat it as the constant
+    Phi(B) (latent B, variance 0), whatever the predictive."""
+    Xr, yr = make_ripley(100, random_state=3)
+    m = SBSVM(random_state=0).fit(Xr, yr)
+    name, w, geom, post, link = m.components_[0]
+    B = 0.3
+    m.components_ = [(name, 0.5, geom, post, link), ("base_rate", 0.5, None, None, (0.0, B))]
+    grid = np.random.default_rng(1).uniform([-1.2, -0.2], [1.0, 1.2], size=(50, 2))
+    for predictive in ("calibrated", "probit", "hinge"):
+        m.set_params(predictive=predictive)
+        single = m._component_p1(geom, post, link, grid)
+        np.testing.assert_allclose(m.predict_proba(grid)[:, 1], 0.5 * single + 0.5 * ndtr(B), rtol=1e-12)
+    mean, var = m.predict_latent(grid)
+    m1, v1 = m._latent(grid, geom, post)
+    np.testing.assert_allclose(mean, 0.5 * m1 + 0.5 * B, rtol=1e-12)
+    np.testing.assert_allclose(var, 0.5 * (v1 + m1**2) + 0.5 * B**2 - mean**2, rtol=1e-9, atol=1e-12)
+    # the base rate alone (all the weight): every output is the constant
+    m.components_ = [("base_rate", 1.0, None, None, (0.0, B))]
+    np.testing.assert_allclose(m.predict_proba(grid)[:, 1], ndtr(B), rtol=1e-12)
+    np.testing.assert_allclose(m.decision_function(grid), B, rtol=1e-9)
+    mean, var = m.predict_latent(grid)
+    np.testing.assert_allclose(mean, B, rtol=1e-12)
+    np.testing.assert_allclose(var, 0.0, atol=1e-12)
 
 
 def test_auto_kernel_weights_ard_when_features_differ_in_relevance():
