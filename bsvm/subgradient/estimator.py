@@ -46,7 +46,7 @@ from ..params import (
     positive_int,
 )
 from . import samplers as S
-from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, run_segment
+from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, attach_screen, run_segment
 from .features import fit_feature_map, transform
 from .laplace import find_mode, laplace_pilot, per_datum_noise
 from .potential import (
@@ -235,6 +235,8 @@ class _HingeSampler(BayesianClassifier):
                     span = min(max(left, 0.0), max(1.0, 0.1 * compute))
                     cap = 5 if rate is None else max(1, int(span / rate))
                     t1 = min(t1, t + cap)
+                if parallel:  # the metric's screen built once here, not once per worker
+                    carries = attach_screen(spec, data, carries, pool.share)
                 cpu0 = time.process_time()
                 outs = pool.map(run_segment, [
                     (spec, data, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path,
@@ -787,7 +789,7 @@ class SubgradientHMC(_HingeSampler):
             out = []
             for c in carries:
                 tun = c.tuning._replace(factor=L_new, cv=new_cv if use_cv else c.tuning.cv,
-                                        centre=None if sg else centre)
+                                        centre=None if sg else centre, screen=None)
                 if h_new is not None:
                     tun = tun._replace(step_size=np.full(len(c.rng), h_new))
                 state = c.state

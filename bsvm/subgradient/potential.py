@@ -571,10 +571,13 @@ def make_screen(Z: np.ndarray, p: int, l: float, centre: np.ndarray, L) -> Scree
         q = np.abs(s_r - l) / nz
     q = np.where(np.isfinite(q), q, 0.0)  # a zero row (nz = 0) is always in the band
     perm = np.argsort(q, kind="stable")
+    Zs = np.empty((Z.shape[0], p), order="F")
+    for j in range(p):  # column by column, straight into the column-major copy (Zm[perm] then a
+        np.take(Zm[:, j], perm, out=Zs[:, j])  # transpose took twice as long: 0.08 vs 0.04 s at 100k x 51)
     Linv = np.linalg.inv(Lm)
     screen = Screen(RowOrder(perm, token), centre, Linv,
                     2.0 * (p + 3) * _U64 * float(np.linalg.norm(Linv)), float(np.linalg.norm(centre)),
-                    float(np.linalg.norm(Lm)), q[perm], (s_r < l)[perm], np.asfortranarray(Zm[perm]))
+                    float(np.linalg.norm(Lm)), q[perm], (s_r < l)[perm], Zs)
     _screens.clear()  # the previous metric's screen is not needed again
     _screens[(zkey, token)] = (None if filename is not None else weakref.ref(Z), screen)
     if filename is None:

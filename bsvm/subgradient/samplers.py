@@ -98,6 +98,10 @@ class Tuning(NamedTuple):
     # (p,) the metric's centre (the pilot's mode, then each metric window's mean): HMC's reference point
     # for screening the hinge activity (potential.Screen); None: no screening
     centre: np.ndarray | None = None
+    # the Screen of (centre, factor), built once by the caller and shared with every worker
+    # (driver.attach_screen: its sorted copy of the design is one memory map, not one build per process);
+    # None: the engine builds it (make_screen). Set to None whenever centre or factor changes.
+    screen: Screen | None = None
 
 
 class StepInfo(NamedTuple):
@@ -173,6 +177,11 @@ class Potential:
             return
         src = (tuning.factor, tuning.centre)
         if self.screen is not None and self._screen_src[0] is src[0] and self._screen_src[1] is src[1]:
+            return
+        given = tuning.screen
+        if given is not None and given.Zs.shape[0] == self.Z.shape[0] and np.array_equal(given.centre,
+                                                                                           tuning.centre):
+            self.screen, self._screen_src = given, src  # built by the caller (driver.attach_screen)
             return
         self.screen = make_screen(self.Z, self.model.n_params, self.model.l, tuning.centre, tuning.factor)
         self._screen_src = src
