@@ -39,11 +39,15 @@ def build_engine(spec: EngineSpec, X, y, layout: ChainLayout | None = None, Z=No
 
 
 def attach_screen(spec: EngineSpec, data, carries: list, share) -> list:
-    """The carries with their tuning's :class:`~.potential.Screen` built here, once, and its sorted copy of
-    the design registered with ``share`` (``ChainPool.share``: one memory map for every worker), so the
-    workers do not each sort and copy the design again for the same metric (~0.15 s per metric and
-    process at 100,000 x 50). HMC only, where ``Potential.use_screen`` would screen; the screen is the one
-    the engine would build itself (``make_screen`` of the same Z, centre and factor), so no draw changes."""
+    """The carries with their tuning's :class:`~.potential.Screen` when this process has built it already
+    (``cached_screen``: the chains ran here with that metric before moving to the workers), its sorted
+    copy of the design registered with ``share`` (``ChainPool.share``: one memory map for every worker),
+    so the workers do not each sort and copy the design again (~0.13 s per metric and process at
+    100,000 x 50). A metric this process has not used (a window end while the chains are in the workers,
+    or chains that move at the first segment) is left to the workers: built here it would be serial work
+    while both workers wait (the same ~0.13 s, plus ~0.03 s to write the map), built there it runs on
+    both cores at once. HMC only, where ``Potential.use_screen`` would screen; the screen is the one the
+    engine would build itself (``make_screen`` of the same Z, centre and factor), so no draw changes."""
     if spec.kind != "hmc" or not carries or carries[0].tuning.centre is None:
         return carries
     X, y, Z = data
@@ -52,7 +56,7 @@ def attach_screen(spec: EngineSpec, data, carries: list, share) -> list:
         tun = c.tuning
         if tun.screen is None or not np.array_equal(tun.screen.centre, tun.centre):
             pot = Potential(spec.model, X, y, None, None, Z)
-            pot.use_screen(tun._replace(screen=None))
+            pot.use_screen(tun._replace(screen=None), build=False)
             if pot.screen is None:
                 return carries
             tun = tun._replace(screen=pot.screen._replace(Zs=share(pot.screen.Zs)))

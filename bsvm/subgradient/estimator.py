@@ -31,6 +31,7 @@ from ..chains import (
     take_chains,
 )
 from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
+from ..cost import estimate
 from ..data import check_predict_data
 from ..diagnostics import rank_diagnostics
 from ..draws import proba_draws_chunked, to_datatree
@@ -162,9 +163,16 @@ class _HingeSampler(BayesianClassifier):
         return Phi, y
 
     # -- the run loop ------------------------------------------------------------------------------------
+    def _chain_pool(self) -> ChainPool:
+        """The fit's :class:`ChainPool`: one group per job (``chain_groups``), the threshold of
+        ``bsvm.chains.set_parallel_threshold``."""
+        return ChainPool(len(chain_groups(self._n_chains, resolve_n_jobs(self.n_jobs))),
+                         parallel_threshold_seconds())
+
     def _drive(self, spec, Phi, y, y_index, seeds, theta0_rng_fn, tuning0, adaptation, monitor_every,
-               window_hook=None):
-        """Generator of progress records; runs the chains in segments (see ``driver.py``)."""
+               window_hook=None, pool=None):
+        """Generator of progress records; runs the chains in segments (see ``driver.py``). ``pool``: a
+        :class:`ChainPool` made (and perhaps started, ``ChainPool.predict``) by the caller, else a new one."""
         C, n = self._n_chains, Phi.shape[0]
         B, thin = self._n_burnin, self._thin
         chain_rng = ChainRNG.from_seeds(seeds)
@@ -202,7 +210,7 @@ class _HingeSampler(BayesianClassifier):
         self._stats = {}
         acc_since = []
         self.n_jobs_, self.parallel_start_ = 1, None
-        with ChainPool(len(final_groups), parallel_threshold_seconds()) as pool:
+        with pool if pool is not None else self._chain_pool() as pool:
             Z = None
             if self.model_.n_classes == 2 and spec.kind != "gibbs":
                 # column-major for full-data HMC (per-chain matrix-vector products stream columns),
@@ -213,7 +221,7 @@ class _HingeSampler(BayesianClassifier):
             while True:
                 resumed = time.perf_counter()
                 t_prev = t
-                parallel = pool.in_workers
+                parallel = pool.poll()  # the workers, once started (predict / offer) and answering
                 if parallel and self.parallel_start_ is None:
                     carries, groups = _split_carry(carries[0], final_groups, C), final_groups
                     self.n_jobs_, self.parallel_start_ = len(groups), t
@@ -720,6 +728,10 @@ class SubgradientHMC(_HingeSampler):
         model, C, n, P = self.model_, self._n_chains, Phi.shape[0], self.model_.n_params
         sampler = self.sampler
         sg = sampler != "hmc"
+        # fits that bsvm.cost predicts well above the parallel threshold start their workers now, while the
+        # pilot runs, and move the chains from the first segment (ChainPool.predict)
+        pool = self._chain_pool()
+        pool.predict(estimate(self, X.shape[0], X.shape[1], len(self.classes_)).seconds)
 
         L, mode = None, None
         if self.preconditioner == "laplace":
@@ -800,7 +812,7 @@ class SubgradientHMC(_HingeSampler):
             return out
 
         yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, monitor_every,
-                               window_hook if windows else None)
+                               window_hook if windows else None, pool)
 
 
 class GibbsSVM(_HingeSampler):

@@ -42,6 +42,7 @@ from .potential import (
     binary_full_update,
     binary_hinge_sums,
     binary_subgradient,
+    cached_screen,
     make_screen,
     potential_and_grad,
     potential_and_grad_cv,
@@ -164,7 +165,7 @@ class Potential:
     screen_min_size = 200_000
     screen: Screen | None = None
 
-    def use_screen(self, tuning: Tuning) -> None:
+    def use_screen(self, tuning: Tuning, build: bool = True) -> None:
         """Set up (or keep) the screen of ``tuning``'s metric and centre (binary, full data, a dense or no
         metric, a centre, >= ``screen_min_size`` entries in Z). Below that the band's bookkeeping (a dozen
         small array operations per chain and gradient, ~1 us each) costs more than the matrix-vector
@@ -183,7 +184,8 @@ class Potential:
                                                                                            tuning.centre):
             self.screen, self._screen_src = given, src  # built by the caller (driver.attach_screen)
             return
-        self.screen = make_screen(self.Z, self.model.n_params, self.model.l, tuning.centre, tuning.factor)
+        make = make_screen if build else cached_screen  # build=False: only one this process has
+        self.screen = make(self.Z, self.model.n_params, self.model.l, tuning.centre, tuning.factor)
         self._screen_src = src
 
     def hinge_sums(self, theta, active: ActiveSet | None):
