@@ -14,7 +14,10 @@ once" is unchanged when it runs a subset of them.
 loky processes, or any backend chosen with ``joblib.parallel_config``, e.g. ``backend="dask"`` for a
 ``dask.distributed`` cluster). A fit starts in-process and moves its groups to the workers only when the
 rest of the run is estimated, at the measured speed, at >= :func:`set_parallel_threshold`'s seconds
-(default 1 s); the workers are started in the background meanwhile (:meth:`ChainPool.offer`). Large
+(default 1 s); the workers are started in the background meanwhile (:meth:`ChainPool.offer`). A fit whose
+whole run is predicted before sampling (``bsvm.cost``) at >= ``ChainPool.predict_factor`` (3) x that
+threshold starts the workers at once, while its pilot runs, and moves from the first segment
+(:meth:`ChainPool.predict`). Large
 read-only arrays are shared with process workers as memory maps (:meth:`ChainPool.share`), so a segment
 of work ships only the chains' small states.
 

@@ -520,9 +520,12 @@ _RUN_DOC = """
     only once the rest of the run, at the CPU time per iteration that the chains took so far in this
     process, is estimated at >= 1 CPU s
     (``bsvm.chains.set_parallel_threshold``; 0 = from the start); the workers start in the background
-    meanwhile. The rest of the run is the budget left (n_samples, max_iter, max_time) or, for
-    n_samples="auto", the iterations up to twice the next scheduled check's draws. Small fits therefore
-    stay in one process (worker start-up and a round trip per segment would cost more than they save).
+    meanwhile. A fit that ``bsvm.cost`` predicts at >= 3x that threshold (``ChainPool.predict_factor``;
+    e.g. 100,000 x 50 hmc, ~7 s predicted; not 20,000 x 20, ~1.8 s) starts them before its pilot and
+    moves from the first segment. The rest of the run is the budget left (n_samples, max_iter,
+    max_time) or, for n_samples="auto", the iterations up to twice the next scheduled check's draws.
+    Small fits therefore stay in one process (worker start-up and a round trip per segment would cost
+    more than they save).
     Fitted: ``n_jobs_`` (processes the chains ran in at the end: 1 = this process) and
     ``parallel_start_`` (the iteration at which they moved, None if they never did).
 """
