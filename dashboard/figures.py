@@ -126,12 +126,19 @@ def no_stats_message(kind: str) -> str:
 
 
 def metric_names(history) -> list[str]:
-    names: dict[str, None] = {}
+    """The scalar metrics of the newest 50 records and the first, in order; those that are NaN in all of
+    them left out (GibbsSVM records ``step_size`` as NaN: it has none, and its statistics chart stayed
+    an empty frame)."""
+    names: dict[str, bool] = {}
     for rec in history[-50:] + history[:1]:
         for k, v in rec.metrics.items():
             if np.isscalar(v):
-                names[k] = None
-    return list(names)
+                try:
+                    finite = bool(np.isfinite(v))
+                except TypeError:  # a string or other non-number: kept as before
+                    finite = True
+                names[k] = names.get(k, False) or finite
+    return [k for k, finite in names.items() if finite]
 
 
 def split_metrics(names) -> dict[str, list[str]]:

@@ -13,11 +13,14 @@ How:
 - The child runs ``estimator.fit_iter(X, y)`` and obeys control messages between two records: ``go``
   (run on, or ``n`` more records), ``halt`` (pause/stop: it flushes what it has and waits, keeping the
   generator, so Continue resumes), ``interval`` (slow motion). Cancel terminates the child at once.
-- It sends back, throttled: the new progress records at most every :data:`RECORD_SECONDS`, and a
-  pickled snapshot of the estimator (fitted attributes of the last record, ``history_`` left out) at most
-  every :data:`SNAPSHOT_SECONDS` and no more often than 20 x its own pickling time (so a large sampler
-  state costs the fit at most about 5%); a snapshot always goes with a halt and with the first record,
-  and the final estimator at the end.
+- It sends back the new progress records at most every :data:`RECORD_SECONDS`, and a pickled snapshot
+  of the estimator (fitted attributes of the last record, ``history_`` left out) only when asked
+  (``snap``, :meth:`ProcessRun.want_snapshot`: the live map asks when it is about to be recomputed) and
+  with every halt; the final estimator at the end.
+  A snapshot sent while the fit runs is for the live map only: a sampler's per-draw arrays in it are
+  thinned to :data:`LIVE_DRAWS` draws (:func:`_live_view`). Measured on 2,000 Ripley rows, MS-BPM's
+  periodic snapshots (one a second, growing to 36 MB) had the child pickle 110-150 MB over an 8 s fit,
+  and each live map voted with all 2,000+ draws (1-1.5 s of the server's CPU per map).
 - The child exits when the server goes away (its pipe ends), so it is never orphaned for longer than
   one record.
 
@@ -41,10 +44,9 @@ PRELOAD = ["numpy", "scipy.linalg", "sklearn.base", "bsvm", "bsvm.sbsvm", "bsvm.
            "bsvm.seeger", "bsvm.platt", "dashboard.procrun"]
 #: the child sends its new records at most this often (they are small)
 RECORD_SECONDS = 0.05
-#: and a snapshot of the estimator (for the live map) at most this often: the live map is recomputed at
-#: most once a second (the Train page's MAP_SECONDS), so more would be pickled, piped and unpickled for
-#: nothing (an MS-BPM snapshot on 2,000 rows is 12 MB)
-SNAPSHOT_SECONDS = 1.0
+#: a live snapshot (sent while the fit runs, for the live map) keeps at most about this many of a
+#: sampler's draws (see :func:`_live_view`); the snapshots of a halt and the final estimator keep all
+LIVE_DRAWS = 200
 
 _LOCK = threading.Lock()
 _CTX = None
@@ -176,9 +178,45 @@ if not _in_forkserver():  # the forkserver forks children: it must stay single-t
     _LAUNCHER.start()
 
 
-def _snapshot_bytes(estimator) -> bytes:
+def _draw_index(n_chains: int, n_draws: int, keep: int):
+    """Indices of at most about ``keep`` draws in all (per chain: evenly spaced, the newest included), or
+    None when there are not more than that."""
+    import numpy as np
+
+    per_chain = max(1, keep // max(1, n_chains))
+    if n_draws <= per_chain:
+        return None
+    return np.unique(np.linspace(n_draws - 1, 0, per_chain).round().astype(int))
+
+
+def _live_view(view) -> None:
+    """Thin a snapshot's per-draw arrays for the live map: ``samples_`` (n_chains, n_draws, ...) and every
+    array attribute with the same two leading axes (``potential_``, ``log_posterior_``...), the same
+    draws of each, so the snapshot stays consistent. A sampler's ``predict_proba`` averages over its
+    draws: a live map from LIVE_DRAWS evenly spaced draws costs the server and the pipe a fixed amount
+    however long the run, and differs from the full average by the draws' Monte Carlo error
+    (sd <= 0.5 / sqrt(LIVE_DRAWS) = 0.035 for a vote fraction). The final map uses every draw."""
+    import numpy as np
+
+    s = view.__dict__.get("samples_")
+    if not isinstance(s, np.ndarray) or s.ndim < 2:
+        return
+    idx = _draw_index(s.shape[0], s.shape[1], LIVE_DRAWS)
+    if idx is None:
+        return
+    lead = s.shape[:2]
+    for name, value in list(view.__dict__.items()):
+        if isinstance(value, np.ndarray) and value.ndim >= 2 and value.shape[:2] == lead:
+            view.__dict__[name] = value[:, idx]
+
+
+def _snapshot_bytes(estimator, live: bool = False) -> bytes:
+    """The estimator pickled without ``history_`` (the parent keeps the records itself); ``live``: for
+    the live map only (its per-draw arrays thinned, :func:`_live_view`)."""
     view = copy.copy(estimator)  # fit_iter writes the fitted attributes before it yields: consistent
-    view.__dict__.pop("history_", None)  # the parent keeps the records itself
+    view.__dict__.pop("history_", None)
+    if live:
+        _live_view(view)
     return pickle.dumps(view, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -237,7 +275,8 @@ class _Outbox:
 def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma: no cover - runs in a child
     """The child's loop (see the module docstring). Messages to the parent:
     ("records", [Progress...], records_so_far, wall, snapshot bytes or None), ("halted", seq),
-    ("done", bytes of the final estimator without history_, records, wall), ("failed", message)."""
+    ("done", bytes of the final estimator without history_, records, wall), ("failed", message).
+    From the parent: ("go", steps, seq), ("halt", seq), ("interval", seconds), ("snap",)."""
     out = _Outbox(conn)
     try:
         gen = estimator.fit_iter(X, y)
@@ -247,18 +286,12 @@ def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma:
         return
     running = True
     pending, count, wall = [], 0, 0.0
-    last_rec = last_snap = -1e9
-    snap_every = SNAPSHOT_SECONDS
+    last_rec = -1e9
+    want = False  # a live snapshot with the next record: when the parent asks (the live map is due)
 
-    def flush(snapshot: bool, tail=None) -> None:
-        nonlocal pending, last_rec, last_snap, snap_every
-        blob = None
-        now = time.perf_counter()
-        if snapshot and count:
-            blob = _snapshot_bytes(estimator)
-            done = time.perf_counter()
-            snap_every = max(SNAPSHOT_SECONDS, 20 * (done - now))
-            last_snap = done
+    def flush(snapshot: bool, tail=None, live: bool = False) -> None:
+        nonlocal pending, last_rec
+        blob = _snapshot_bytes(estimator, live=live) if snapshot and count else None
         out.put(pending, count, wall, blob, tail)
         pending, last_rec = [], time.perf_counter()
 
@@ -277,6 +310,8 @@ def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma:
                 flush(True, ("halted", seq))
             elif kind == "interval":
                 interval = msg[1]
+            elif kind == "snap":
+                want = True
         t0 = time.perf_counter()
         try:
             rec = next(gen)
@@ -301,8 +336,10 @@ def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma:
                 running = False
                 flush(True, ("halted", seq))
                 continue
-        if interval > 0 or now - last_snap >= snap_every or now - last_rec >= RECORD_SECONDS:
-            flush(interval > 0 or now - last_snap >= snap_every)
+        if want or interval > 0 or now - last_rec >= RECORD_SECONDS:
+            # slow motion: a snapshot with every record (one record per redraw; the map follows each)
+            flush(want or interval > 0, live=True)
+            want = False
         if interval > 0 and conn.poll(interval):  # slow motion; a control message ends the wait
             continue
 
@@ -334,6 +371,7 @@ class ProcessRun(Run):
         self._computing = False
         self._seq = 0
         self._snapshots = 0
+        self._asked = 0  # the snapshot count a request is outstanding for (want_snapshot)
 
     # -- what pages read --------------------------------------------------------------------------------
     @property
@@ -351,6 +389,19 @@ class ProcessRun(Run):
     @property
     def busy(self) -> bool:
         return self._computing
+
+    @property
+    def snapshot_id(self) -> int:
+        """Changes with every new estimator (snapshot or final): what the live map was drawn from."""
+        return self._snapshots + (self.status == DONE)
+
+    def want_snapshot(self) -> None:
+        """Ask the child for a snapshot with its next record (the live map is about to be redrawn); at
+        most one request is outstanding."""
+        with self._lock:
+            if self._asked <= self._snapshots and self._computing and self._conn is not None:
+                self._asked = self._snapshots + 1
+                self._send(("snap",))
 
     @property
     def pid(self) -> int | None:

@@ -162,6 +162,15 @@ class Run(_Worker):
         return self.estimator
 
     @property
+    def snapshot_id(self) -> int:
+        """Changes with every new state to predict with (here: every record; a view is taken each)."""
+        return self.records + (self.status == DONE)
+
+    def want_snapshot(self) -> None:
+        """Ask for a fresh state to predict with (a no-op here: the view follows every record; a process
+        run's child sends one on request)."""
+
+    @property
     def rate(self) -> float:
         """Iterations per second of compute (the estimator's own clock, pauses excluded)."""
         h = self.history

@@ -9,6 +9,8 @@ back on a session's first run, so a shared link opens the same demo.
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 from bsvm.data import LoadedCSV, load_csv
@@ -16,7 +18,10 @@ from bsvm.samples import SAMPLES, sample_path
 
 from .analysis import Prepared, prepare
 from .methods import METHODS
-from .runner import Registry
+from .runner import Registry, Run
+
+#: seconds a page change waits for the fits it stopped to hand back their state (see enter_page)
+HALT_WAIT = 1.0
 
 UPLOAD = "upload"
 PLAYGROUND = "playground"  # generated 2-D points edited by clicks (dashboard/playground.py)
@@ -177,8 +182,16 @@ def enter_page(page: str) -> None:
     st.session_state["_page"] = page
     if prev is None or prev == page:
         return
-    for item in registry().halt_page(prev, f"you left the {prev.title()} page"):
+    halted = registry().halt_page(prev, f"you left the {prev.title()} page")
+    for item in halted:
         st.toast(f"Stopped {item.label}: you left the {prev.title()} page.", icon=":material/stop_circle:")
+    # A fit in a child process hands its state back with the halt (it pickles it only when asked, see
+    # dashboard/procrun.py): wait for it, one record (usually well under a second, at most HALT_WAIT), so
+    # that the page opened shows the model where it stopped.
+    t_end = time.perf_counter() + HALT_WAIT
+    for item in halted:
+        if isinstance(item, Run):
+            item.join(max(0.0, t_end - time.perf_counter()))
 
 
 def data_key(c: dict) -> str:

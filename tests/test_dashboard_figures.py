@@ -634,3 +634,13 @@ def test_live_charts_send_one_element_with_only_the_new_figures(monkeypatch):
     first, second = (s["data"]["charts"] for s in sent)
     assert [("fig" in c, c["rev"]) for c in first] == [(True, 1), (True, 1)]
     assert [("fig" in c, c["rev"]) for c in second] == [(False, 1), (True, 2)]
+
+
+def test_a_metric_that_is_nan_in_every_record_is_not_plotted():
+    """GibbsSVM records step_size as NaN (it has none): its statistics chart says so instead of showing
+    an empty frame."""
+    hist = [Progress(i, 0.1 * i, {"potential": 50.0 - i, "step_size": np.nan,
+                                  "rhat": np.nan if i < 3 else 1.1}) for i in range(1, 6)]
+    names = figures.metric_names(hist)
+    assert "step_size" not in names and "rhat" in names and "potential" in names
+    assert figures.split_metrics(names)["sampler"] == []

@@ -4,9 +4,9 @@ The fit runs in the session's run registry (dashboard/runner.py), not in this sc
 flags through callbacks and return at once. While the run computes, a fragment redraws the newest
 progress records every ``LOOP_PERIOD`` in a loop inside its script run, updating its placeholders and
 charts in place (dashboard/livechart.py); a click on a control starts a new script run, which
-interrupts the loop. The fragment's timer (``REDRAW_SECONDS``) only restarts a loop that has run for
-``LOOP_SECONDS``.
-"""
+interrupts the loop. The fragment's timer (``TIMER_WHILE_LOOPING``) only restarts a loop that has run
+for ``LOOP_SECONDS``. The live map asks the run for a new snapshot of its state only when it is due
+(``Run.want_snapshot``): a fit in a child process pickles its state for nobody otherwise."""
 
 import threading
 import time
@@ -33,7 +33,11 @@ PAGE = "train"
 #: the live map waits this many times its own computing time before it is recomputed, and at least
 #: MAP_SECONDS: each new map costs the server a prediction and the browser a redraw of its heatmap
 MAP_SHARE = 5.0
-MAP_SECONDS = 1.0
+MAP_SECONDS = 2.0
+#: the first live map (and the first statistics and trace charts) of a run come this long after its
+#: start: the start is when the browser is busiest (the page redrawn after the click, the first draws),
+#: and most of the default fits on the sample data end sooner; those draw these charts once, at the end
+MAP_FIRST_SECONDS = 1.0
 #: training points drawn on the live map (a fixed random subset beyond): each is an SVG element that the
 #: browser restyles with every new map; the finished run's map shows FINAL_POINTS
 LIVE_POINTS = 250
@@ -41,7 +45,7 @@ LIVE_POINTS = 250
 LIVE_GRID = 30
 #: while a run goes on, the objective is redrawn with every new record, the statistics and trace charts
 #: at most this often (so the browser's and the server's drawing time goes to the learning curve)
-SECONDARY_SECONDS = 1.0
+SECONDARY_SECONDS = 2.0
 FINAL_POINTS = 800
 #: while a run goes on, the live view redraws in a loop inside its script run: every LOOP_PERIOD
 #: seconds, resting at least LOOP_MIN_REST between two redraws (a slow redraw must not take the whole
@@ -50,7 +54,10 @@ FINAL_POINTS = 800
 LOOP_PERIOD = 0.2
 LOOP_MIN_REST = 0.05
 POLL = 0.01
+#: the wait between writing a run's new status and rerunning the page (see rerun_after_flush)
+FLUSH_SECONDS = 0.03
 LOOP_SECONDS = 60.0
+TIMER_WHILE_LOOPING = 1.0
 
 trace("script-start")
 st.title("Train")
@@ -215,16 +222,28 @@ with right:
         st.error(msg)
     # no estimate while the child still computes (a Stop's own rerun stays quick): the options have not
     # changed since the run started, so it fits
-    cost, refused, warned = (None, "", "") if busy else cost_estimate()
+    # (the estimate shown then is the one made before Start). Its two places are always there, filled or
+    # empty: an element that comes and goes would shift the live charts' places at the run's end, and the
+    # charts would vanish while the page computes the final figures.
+    cost_slot, warn_slot = st.empty(), st.empty()
+    if busy:
+        cost, refused, warned = None, "", ""
+        if shown := st.session_state.get("_train_cost_caption"):
+            cost_slot.caption(shown)
+    else:
+        cost, refused, warned = cost_estimate()
+        st.session_state.pop("_train_cost_caption", None)
     fits = not refused
     if refused:
-        st.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
+        cost_slot.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
     elif cost is not None:
         describe = cost.describe() if hasattr(cost, "describe") else \
             f"about {float(cost.memory_bytes) / 2**20:,.0f} MB and {float(cost.seconds):,.1f} s"
-        st.caption(f"Estimated cost on {len(data.y_train):,} rows: {describe}.")
+        shown = st.session_state["_train_cost_caption"] = \
+            f"Estimated cost on {len(data.y_train):,} rows: {describe}."
+        cost_slot.caption(shown)
     if warned:
-        st.warning(warned, icon=":material/schedule:")
+        warn_slot.warning(warned, icon=":material/schedule:")
     status = run.status if run is not None else None
     can_resume = run is not None and run.can_resume and not stale
     # widths follow the labels ("Continue" is the longest), so none is cut short ("Con…") at 1280 px; and
@@ -252,7 +271,15 @@ with right:
               help="One progress record per redraw (about four a second), so a class can follow the run "
                    "step by step; off, the method runs at full speed while the page redraws.")
 
-    @st.fragment(run_every=REDRAW_SECONDS if busy else None)
+    # While the live view loops inside its script run, the fragment's timer is only the fallback that
+    # restarts a loop past LOOP_SECONDS: each tick is a rerun request from the browser (all the page's
+    # widget states, ~3 KB), queued by the server behind the loop, so it ticks every TIMER_WHILE_LOOPING
+    # instead of every redraw. Without the loop (another Streamlit, or tests that switch it off) the
+    # timer redraws, every REDRAW_SECONDS.
+    looping = float(st.session_state.get("_live_loop_seconds", LOOP_SECONDS)) > 0 and can_redraw_in_place()
+    timer = (TIMER_WHILE_LOOPING if looping else REDRAW_SECONDS) if busy else None
+
+    @st.fragment(run_every=timer)
     def live_view():
         yield_to_fits()  # a fragment rerun has its own thread
         r: Run | None = reg.get(PAGE)
@@ -268,7 +295,7 @@ with right:
             # rerun the whole page (buttons, timer off) instead of building the figures twice.
             st.progress(r.fraction, text=progress_text(r))
             trace("fragment-saw-end", status=r.status)
-            st.rerun(scope="app")
+            rerun_after_flush()
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
@@ -290,6 +317,7 @@ with right:
             return
         t_end = time.perf_counter() + loop_s
         tick = time.perf_counter()
+        shown = _news(r)
         while time.perf_counter() < t_end:
             tick = max(tick + LOOP_PERIOD, time.perf_counter() + LOOP_MIN_REST)
             while time.perf_counter() < tick:  # the run's end is seen within POLL seconds
@@ -301,8 +329,26 @@ with right:
             if not (r.status == RUNNING or r.busy):
                 slot(slots, 0).progress(r.fraction, text=progress_text(r))
                 trace("loop-saw-end", status=r.status)
-                st.rerun(scope="app")  # buttons, final figures, timer off
+                rerun_after_flush()  # buttons, final figures, timer off
+            if _news(r) == shown:
+                # no new record and no new map since the last redraw: nothing would change on the page,
+                # so nothing is sent (each redraw costs the browser a render of two elements)
+                continue
             draw_live(r, slots, full=False, again=True)
+            shown = _news(r)
+
+    def _news(r: Run) -> tuple:
+        """What a redraw would show that can change while a run goes on: its records, status and map."""
+        box = st.session_state.get("_live_map_box") or {}
+        return r.records, r.status, id(box.get("fig")), box.get("error")
+
+    def rerun_after_flush():
+        """Rerun the whole page once the status just written (done, paused...) has gone to the browser.
+        A full script run drops the messages still queued for the browser when it starts (Streamlit's
+        ForwardMsgQueue, flushed every 5 ms): a rerun called at once often dropped the new status, and
+        the page said "done" only once the whole rerun had been drawn (measured: 0.4-0.6 s later)."""
+        time.sleep(FLUSH_SECONDS)
+        st.rerun(scope="app")
 
     def slot(slots: list, i: int):
         """The i-th placeholder of the live view, made when first written: an ``st.empty`` sent to the
@@ -339,10 +385,15 @@ with right:
             # the server to build and the browser to draw) at most every SECONDARY_SECONDS while running
             now = time.perf_counter()
             objective = figures.objective_curve(hist)
-            fresh = cached is None or cached[3] != curves_key[:2] or not moving or \
-                now - cached[2] >= SECONDARY_SECONDS
-            stats, traces = live_secondary(hist) if fresh else cached[1][1:]
-            built = now if fresh else cached[2]
+            if moving and (cached is None or cached[3] != curves_key[:2]):  # a new run: first ones later
+                stats, traces = live_pending()
+                built = (r.started_at or now) + MAP_FIRST_SECONDS - SECONDARY_SECONDS
+            elif not moving or now - cached[2] >= SECONDARY_SECONDS:
+                stats, traces = live_secondary(hist)
+                built = now
+            else:
+                stats, traces = cached[1][1:]
+                built = cached[2]
             st.session_state["_live_curves"] = (curves_key, (objective, stats, traces), built, curves_key[:2])
         if data.n_features == 2:
             last = live_map(r, final=not moving)
@@ -364,6 +415,14 @@ with right:
         if err or len(slots) > 2:
             slot(slots, 2).error(f"Prediction failed: {err}") if err else slot(slots, 2).empty()
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
+
+    def live_pending():
+        """The statistics and trace charts of a run in its first MAP_FIRST_SECONDS."""
+        if "_live_pending" not in st.session_state:  # the same figures each time: their JSON is made once
+            st.session_state["_live_pending"] = (
+                figures.empty_figure("Statistics: drawn from the first second of a run on"),
+                figures.empty_figure("Traces: drawn from the first second of a run on"))
+        return st.session_state["_live_pending"]
 
     def live_secondary(hist: list):
         """The hyperparameter or sampler statistics, and the snapshot traces."""
@@ -387,20 +446,35 @@ with right:
         key = (r.id, data.key)
         box = st.session_state.get("_live_map_box")
         if box is None or box.get("key") != key:
-            box = st.session_state["_live_map_box"] = {"key": key}  # a plain dict: the thread writes it
+            # a plain dict: the thread writes it. The first live map is due MAP_FIRST_SECONDS after the
+            # start: a run shorter than that draws its map once, at the end.
+            start = r.started_at if r.started_at is not None else time.perf_counter()
+            box = {"key": key, "end": start + MAP_FIRST_SECONDS - MAP_SECONDS}
+            st.session_state["_live_map_box"] = box
         fig = box.get("fig")
-        if not r.fitted or box.get("records") == r.records:
-            return fig
+        snap = r.snapshot_id
+        if final:
+            if not r.fitted or (box.get("snap") == snap and box.get("final")):
+                return fig
+        else:
+            if box.get("busy") or not _map_rested(box):
+                return fig
+            if not r.fitted or box.get("snap") == snap:
+                # due, and the newest state has been drawn already (or there is none yet): ask the run for
+                # a newer one (a process run's child pickles its state only when asked), drawn when it
+                # arrives
+                r.want_snapshot()
+                return fig
         # while the run goes on, a coarser grid (a sampler's map costs one prediction per draw and
         # point); the finished run's map has the full resolution
         grid, truth = ui.map_grid(data, MAP_GRID if final else LIVE_GRID)
-        model, records = r.model, r.records
+        model = r.model
 
         def work():
             yield_to_fits()
             t0 = time.perf_counter()
             try:
-                new = figures.model_map(model, data, grid, "Live map", truth=truth,
+                new = figures.model_map(model, data, grid, "Fitted map" if final else "Live map", truth=truth,
                                         max_points=FINAL_POINTS if final else LIVE_POINTS, light=not final)
                 error = ""
             except Exception as exc:  # noqa: BLE001 - shown under the charts, never as a traceback
@@ -408,18 +482,20 @@ with right:
                 new = None
             t1 = time.perf_counter()
             trace("map", s=f"{t1 - t0:.4f}", final=final)
-            box.update(fig=new if new is not None else box.get("fig"), records=records, error=error,
+            box.update(fig=new if new is not None else box.get("fig"), snap=snap, final=final, error=error,
                        cost=t1 - t0, end=t1, busy=False)
 
         if final:
             work()
             return box.get("fig")
-        rest = max(MAP_SECONDS, MAP_SHARE * box.get("cost", 0))
-        rested = time.perf_counter() - box.get("end", -1e9) >= rest
-        if not box.get("busy") and rested:
-            box["busy"] = True
-            threading.Thread(target=work, name="bsvm-map", daemon=True).start()
+        box["busy"] = True
+        threading.Thread(target=work, name="bsvm-map", daemon=True).start()
         return fig
+
+    def _map_rested(box: dict) -> bool:
+        """The live map has rested MAP_SHARE x its last computing time, and at least MAP_SECONDS."""
+        rest = max(MAP_SECONDS, MAP_SHARE * box.get("cost", 0))
+        return time.perf_counter() - box.get("end", -1e9) >= rest
 
     st.session_state["_live_full"] = True  # read by the fragment: this is a full page run
     live_view()
