@@ -184,11 +184,12 @@ _SAMPLERS = {
 
 
 @pytest.mark.parametrize("name", list(_SAMPLERS))
-def test_small_fits_stay_in_process_and_moved_chains_keep_their_draws(name):
+def test_small_fits_stay_in_process_and_moved_chains_keep_their_draws(name, monkeypatch):
     """The rule: a fit estimated under the threshold (here 60 CPU s) never starts the workers, and says
-    so (n_jobs_ = 1); with the threshold at 0 the chains run in loky workers from the start, and with a
-    threshold that the first measured segment passes they move mid-run (threads: ready at once). Same
-    draws every way."""
+    so (n_jobs_ = 1); with the threshold at 0 the chains run in loky workers from the start; a
+    SubgradientHMC fit that bsvm.cost predicts at >= ChainPool.predict_factor x the threshold starts them
+    before sampling and moves at the first segment (threads: ready at once); with the prediction out of
+    play and a threshold that the first measured segment passes they move mid-run. Same draws every way."""
     make = _SAMPLERS[name]
     ref = _fit(make)
     with parallel_threshold(60.0):
@@ -198,10 +199,16 @@ def test_small_fits_stay_in_process_and_moved_chains_keep_their_draws(name):
         loky = _fit(make, n_jobs=2)
     assert loky.n_jobs_ == 2 and loky.parallel_start_ == 0
     with joblib.parallel_config(backend="threading"), parallel_threshold(1e-12):
+        early = _fit(make, n_jobs=2)
+    assert early.n_jobs_ == 2
+    if name != "gibbs":  # GibbsSVM has no time model here: the measured rule alone
+        assert early.parallel_start_ == 0
+    monkeypatch.setattr(ChainPool, "predict_factor", np.inf)
+    with joblib.parallel_config(backend="threading"), parallel_threshold(1e-12):
         moved = _fit(make, n_jobs=-1)
     assert moved.n_jobs_ == joblib.effective_n_jobs(-1) or moved.n_jobs_ == 3
     assert moved.parallel_start_ is not None and moved.parallel_start_ > 0
-    for est in (small, loky, moved):
+    for est in (small, loky, early, moved):
         np.testing.assert_array_equal(est.samples_, ref.samples_)
         np.testing.assert_array_equal(est.potential_, ref.potential_)
 

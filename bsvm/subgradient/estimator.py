@@ -31,6 +31,7 @@ from ..chains import (
     take_chains,
 )
 from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
+from ..cost import estimate
 from ..data import check_predict_data
 from ..diagnostics import rank_diagnostics
 from ..draws import proba_draws_chunked, to_datatree
@@ -46,7 +47,7 @@ from ..params import (
     positive_int,
 )
 from . import samplers as S
-from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, run_segment
+from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, attach_screen, run_segment
 from .features import fit_feature_map, transform
 from .laplace import find_mode, laplace_pilot, per_datum_noise
 from .potential import (
@@ -162,9 +163,16 @@ class _HingeSampler(BayesianClassifier):
         return Phi, y
 
     # -- the run loop ------------------------------------------------------------------------------------
+    def _chain_pool(self) -> ChainPool:
+        """The fit's :class:`ChainPool`: one group per job (``chain_groups``), the threshold of
+        ``bsvm.chains.set_parallel_threshold``."""
+        return ChainPool(len(chain_groups(self._n_chains, resolve_n_jobs(self.n_jobs))),
+                         parallel_threshold_seconds())
+
     def _drive(self, spec, Phi, y, y_index, seeds, theta0_rng_fn, tuning0, adaptation, monitor_every,
-               window_hook=None):
-        """Generator of progress records; runs the chains in segments (see ``driver.py``)."""
+               window_hook=None, pool=None):
+        """Generator of progress records; runs the chains in segments (see ``driver.py``). ``pool``: a
+        :class:`ChainPool` made (and perhaps started, ``ChainPool.predict``) by the caller, else a new one."""
         C, n = self._n_chains, Phi.shape[0]
         B, thin = self._n_burnin, self._thin
         chain_rng = ChainRNG.from_seeds(seeds)
@@ -202,7 +210,7 @@ class _HingeSampler(BayesianClassifier):
         self._stats = {}
         acc_since = []
         self.n_jobs_, self.parallel_start_ = 1, None
-        with ChainPool(len(final_groups), parallel_threshold_seconds()) as pool:
+        with pool if pool is not None else self._chain_pool() as pool:
             Z = None
             if self.model_.n_classes == 2 and spec.kind != "gibbs":
                 # column-major for full-data HMC (per-chain matrix-vector products stream columns),
@@ -213,7 +221,7 @@ class _HingeSampler(BayesianClassifier):
             while True:
                 resumed = time.perf_counter()
                 t_prev = t
-                parallel = pool.in_workers
+                parallel = pool.poll()  # the workers, once started (predict / offer) and answering
                 if parallel and self.parallel_start_ is None:
                     carries, groups = _split_carry(carries[0], final_groups, C), final_groups
                     self.n_jobs_, self.parallel_start_ = len(groups), t
@@ -235,6 +243,8 @@ class _HingeSampler(BayesianClassifier):
                     span = min(max(left, 0.0), max(1.0, 0.1 * compute))
                     cap = 5 if rate is None else max(1, int(span / rate))
                     t1 = min(t1, t + cap)
+                if parallel:  # the metric's screen built once here, not once per worker
+                    carries = attach_screen(spec, data, carries, pool.share)
                 cpu0 = time.process_time()
                 outs = pool.map(run_segment, [
                     (spec, data, y_rows, adaptation, plan, carries[i], t, t1, i == 0 and plan.record_path,
@@ -510,9 +520,12 @@ _RUN_DOC = """
     only once the rest of the run, at the CPU time per iteration that the chains took so far in this
     process, is estimated at >= 1 CPU s
     (``bsvm.chains.set_parallel_threshold``; 0 = from the start); the workers start in the background
-    meanwhile. The rest of the run is the budget left (n_samples, max_iter, max_time) or, for
-    n_samples="auto", the iterations up to twice the next scheduled check's draws. Small fits therefore
-    stay in one process (worker start-up and a round trip per segment would cost more than they save).
+    meanwhile. A fit that ``bsvm.cost`` predicts at >= 3x that threshold (``ChainPool.predict_factor``;
+    e.g. 100,000 x 50 hmc, ~7 s predicted; not 20,000 x 20, ~1.8 s) starts them before its pilot and
+    moves from the first segment. The rest of the run is the budget left (n_samples, max_iter,
+    max_time) or, for n_samples="auto", the iterations up to twice the next scheduled check's draws.
+    Small fits therefore stay in one process (worker start-up and a round trip per segment would cost
+    more than they save).
     Fitted: ``n_jobs_`` (processes the chains ran in at the end: 1 = this process) and
     ``parallel_start_`` (the iteration at which they moved, None if they never did).
 """
@@ -718,6 +731,10 @@ class SubgradientHMC(_HingeSampler):
         model, C, n, P = self.model_, self._n_chains, Phi.shape[0], self.model_.n_params
         sampler = self.sampler
         sg = sampler != "hmc"
+        # fits that bsvm.cost predicts well above the parallel threshold start their workers now, while the
+        # pilot runs, and move the chains from the first segment (ChainPool.predict)
+        pool = self._chain_pool()
+        pool.predict(estimate(self, X.shape[0], X.shape[1], len(self.classes_)).seconds)
 
         L, mode = None, None
         if self.preconditioner == "laplace":
@@ -787,7 +804,7 @@ class SubgradientHMC(_HingeSampler):
             out = []
             for c in carries:
                 tun = c.tuning._replace(factor=L_new, cv=new_cv if use_cv else c.tuning.cv,
-                                        centre=None if sg else centre)
+                                        centre=None if sg else centre, screen=None)
                 if h_new is not None:
                     tun = tun._replace(step_size=np.full(len(c.rng), h_new))
                 state = c.state
@@ -798,7 +815,7 @@ class SubgradientHMC(_HingeSampler):
             return out
 
         yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, monitor_every,
-                               window_hook if windows else None)
+                               window_hook if windows else None, pool)
 
 
 class GibbsSVM(_HingeSampler):

@@ -42,6 +42,7 @@ from .potential import (
     binary_full_update,
     binary_hinge_sums,
     binary_subgradient,
+    cached_screen,
     make_screen,
     potential_and_grad,
     potential_and_grad_cv,
@@ -98,6 +99,10 @@ class Tuning(NamedTuple):
     # (p,) the metric's centre (the pilot's mode, then each metric window's mean): HMC's reference point
     # for screening the hinge activity (potential.Screen); None: no screening
     centre: np.ndarray | None = None
+    # the Screen of (centre, factor), built once by the caller and shared with every worker
+    # (driver.attach_screen: its sorted copy of the design is one memory map, not one build per process);
+    # None: the engine builds it (make_screen). Set to None whenever centre or factor changes.
+    screen: Screen | None = None
 
 
 class StepInfo(NamedTuple):
@@ -160,7 +165,7 @@ class Potential:
     screen_min_size = 200_000
     screen: Screen | None = None
 
-    def use_screen(self, tuning: Tuning) -> None:
+    def use_screen(self, tuning: Tuning, build: bool = True) -> None:
         """Set up (or keep) the screen of ``tuning``'s metric and centre (binary, full data, a dense or no
         metric, a centre, >= ``screen_min_size`` entries in Z). Below that the band's bookkeeping (a dozen
         small array operations per chain and gradient, ~1 us each) costs more than the matrix-vector
@@ -174,7 +179,13 @@ class Potential:
         src = (tuning.factor, tuning.centre)
         if self.screen is not None and self._screen_src[0] is src[0] and self._screen_src[1] is src[1]:
             return
-        self.screen = make_screen(self.Z, self.model.n_params, self.model.l, tuning.centre, tuning.factor)
+        given = tuning.screen
+        if given is not None and given.Zs.shape[0] == self.Z.shape[0] and np.array_equal(given.centre,
+                                                                                           tuning.centre):
+            self.screen, self._screen_src = given, src  # built by the caller (driver.attach_screen)
+            return
+        make = make_screen if build else cached_screen  # build=False: only one this process has
+        self.screen = make(self.Z, self.model.n_params, self.model.l, tuning.centre, tuning.factor)
         self._screen_src = src
 
     def hinge_sums(self, theta, active: ActiveSet | None):
