@@ -5,7 +5,10 @@ A multipage app (``st.navigation``): Data, Train, Calibration, Diagnostics, Comp
 """
 
 import sys
+import time
 from pathlib import Path
+
+_T0 = time.time()  # this script run's start, for the server's event log (BSVM_DASH_TRACE)
 
 _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only dashboard/ on the path
@@ -39,8 +42,13 @@ with st.sidebar:
     ui.import_problems()
     st.caption("bsvm: Bayesian SVMs as scikit-learn estimators. Settings are kept in the URL, so the link "
                "in the address bar reopens this demo.")
-    livechart.preload()  # the Train page's live charts need plotly.js: fetch it while the user looks around
 try:
     page.run()
 finally:  # also when a page stops early (st.stop) or reruns
     state.sync_url()
+    # The Train page's live charts need plotly.js: fetch it while the user looks around. Mounted after
+    # the page's own elements: its component (and the chunks Streamlit loads for it) must not hold up
+    # the Data page's first paint.
+    with st.sidebar:
+        livechart.preload()
+    procrun.trace("script", start=f"{_T0:.3f}", page=page.url_path or "data")

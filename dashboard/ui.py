@@ -164,6 +164,19 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, light: bo
                                                  "a headless Chromium; the first one takes a few seconds).")
 
 
+def svg_chart(svg: str, key: str, make_fig=None, *, name: str | None = None) -> None:
+    """A static chart (an SVG string from dashboard/quickplot.py) shown inline: no plotly.js, so it
+    appears with the page's first paint. ``make_fig``: builds the Plotly version of the same chart, only
+    when the user asks for the PNG download (kaleido draws Plotly figures)."""
+    st.markdown(f'<div class="bsvm-svg-chart" data-key="{key}">{svg}</div>', unsafe_allow_html=True)
+    if make_fig is not None:
+        st.download_button("PNG", data=lambda: _png_or_message(styled(make_fig())),
+                           file_name=f"{name or key}.png", mime="image/png", key=f"png:{key}",
+                           on_click="ignore", icon=":material/download:", type="tertiary",
+                           help="Download this figure as a PNG image (drawn by kaleido in a headless "
+                                "Chromium; the first one takes a few seconds).")
+
+
 def _png_or_message(fig) -> bytes:
     try:
         return png_bytes(fig)
