@@ -22,7 +22,6 @@ from dashboard import livechart, procrun, state, ui  # noqa: E402
 # dashboard/procrun.py) and do many small NumPy calls, each releasing and re-taking the GIL; while a page
 # redraws (pure Python), every re-take waited up to the default 5 ms switch interval.
 sys.setswitchinterval(0.0005)
-procrun.yield_to_fits()  # this script run's thread: a fit's child process goes first
 st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
 state.init()
 
@@ -36,6 +35,10 @@ pages = [
     st.Page(_PAGES / "compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
 ]
 page = st.navigation(pages)
+if page.url_path not in ("", "data"):
+    # this script run's thread: a fit's child process goes first. Not on the Data page, the first a
+    # user opens: no fit of this session runs there, and its start-up must not wait behind others.
+    procrun.yield_to_fits()
 state.enter_page(page.url_path or "data")  # leaving a page stops the work it started
 with st.sidebar:
     ui.presentation_toggle()
