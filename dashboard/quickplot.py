@@ -21,9 +21,7 @@ from .figures import CLASS_COLOURS
 
 #: at most this many points are drawn (a fixed random subset above it): an SVG element per point
 MAX_POINTS = 3000
-#: per-point tooltips (an SVG <title>) up to this many points
-TOOLTIP_POINTS = 1500
-
+_R = 3.5  # marker radius
 _W = 480  # the drawing's own units, about the Data page's chart column at 1280 px; scaled to fit
 _FONT = 'font-family="Source Sans Pro, Source Sans 3, sans-serif"'
 _GRID = "#ebf0f8"  # plotly_white's grid and text colours: like the Plotly charts on the other pages
@@ -73,9 +71,9 @@ def _subset(n: int, max_points: int, seed: int = 0) -> np.ndarray:
 
 def scatter_svg(X2, y, classes, axis_titles=("x1", "x2"), title: str = "", height: int = 420,
                 max_points: int = MAX_POINTS) -> str:
-    """A scatter of the rows ``X2`` (n, 2) coloured by class, with axes, grid, legend and a tooltip per
-    point (up to TOOLTIP_POINTS points). Above ``max_points`` rows a fixed random subset is drawn and
-    the title says so. Non-finite coordinates are left out."""
+    """A scatter of the rows ``X2`` (n, 2) coloured by class, with axes, grid and legend (no tooltips:
+    the Train page's charts are the interactive ones). Above ``max_points`` rows a fixed random subset
+    is drawn and the title says so. Non-finite coordinates are left out."""
     X2 = np.asarray(X2, dtype=float).reshape(-1, 2)
     y = np.asarray(y)
     n_all = len(y)
@@ -117,17 +115,18 @@ def scatter_svg(X2, y, classes, axis_titles=("x1", "x2"), title: str = "", heigh
     parts.append(f'<text x="14" y="{top + ph / 2:.1f}" font-size="13" text-anchor="middle" fill="{_TEXT}" '
                  f'transform="rotate(-90 14 {top + ph / 2:.1f})" {_FONT}>'
                  f'{escape(str(axis_titles[1]))}</text>')
-    tips = len(y) <= TOOLTIP_POINTS
     ly = top + 10
     for k, c in enumerate(classes):
         colour = CLASS_COLOURS[k % len(CLASS_COLOURS)]
-        m = y == c
+        pts = X2[y == c]
         name = escape(f"class {c}")
-        parts.append(f'<g fill="{colour}" stroke="white" stroke-width="0.5" class="bsvm-svg-class">')
-        for a, b in X2[m]:
-            tip = f"<title>{name}: ({_fmt(a)}, {_fmt(b)})</title>" if tips else ""
-            parts.append(f'<circle cx="{sx(a):.1f}" cy="{sy(b):.1f}" r="3.5">{tip}</circle>')
-        parts.append("</g>")
+        # one <path> of arcs per class, not an element per point: the browser's page framework turns
+        # every element of this markup into a node of its own (500 circles with tooltips cost it about
+        # 0.3 s of the main thread before the page's widgets appeared)
+        d = "".join(f"M{sx(a) - _R:.1f},{sy(b):.1f}a{_R},{_R} 0 1,0 {2 * _R},0a{_R},{_R} 0 1,0 -{2 * _R},0"
+                    for a, b in pts)
+        parts.append(f'<path class="bsvm-svg-class" data-n="{len(pts)}" fill="{colour}" stroke="white" '
+                     f'stroke-width="0.5" d="{d}"/>')
         lx = left + pw + 18
         parts.append(f'<circle cx="{lx}" cy="{ly}" r="4" fill="{colour}"/>'
                      f'<text x="{lx + 10}" y="{ly + 4}" font-size="12" fill="{_TEXT}" {_FONT}>{name}</text>')
