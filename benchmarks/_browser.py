@@ -158,7 +158,13 @@ def crawl(pg, url: str, methods, seed: int = 0, clicks: int = 6, shots=None, log
             if not enabled:
                 break
             name = rng.choice(enabled)
-            button(pg, name).click()
+            try:  # the button may have been disabled since (the run ended): a state, not a problem
+                button(pg, name).click(timeout=10_000)
+            except Exception as err:  # noqa: BLE001 - playwright's TimeoutError
+                if button(pg, name).is_enabled():
+                    raise
+                log(f"  {m}: {name} was disabled before the click ({str(err).splitlines()[0][:60]})")
+                continue
             done.append(name)
             pg.wait_for_timeout(rng.uniform(0, 1200))
             problems += [f"{m} after {'/'.join(done)}: {t}" for t in exception_texts(pg)]

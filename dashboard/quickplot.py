@@ -120,9 +120,9 @@ def scatter_svg(X2, y, classes, axis_titles=("x1", "x2"), title: str = "", heigh
         colour = CLASS_COLOURS[k % len(CLASS_COLOURS)]
         pts = X2[y == c]
         name = escape(f"class {c}")
-        # one <path> of arcs per class, not an element per point: the browser's page framework turns
-        # every element of this markup into a node of its own (500 circles with tooltips cost it about
-        # 0.3 s of the main thread before the page's widgets appeared)
+        # one <path> of arcs per class, not an element per point: st.markdown turns every element of
+        # this markup into a React node, rendered in the same passes as the page's widgets (with a
+        # <circle> and a <title> per point, the widgets appeared later than with Plotly's deferred chart)
         d = "".join(f"M{sx(a) - _R:.1f},{sy(b):.1f}a{_R},{_R} 0 1,0 {2 * _R},0a{_R},{_R} 0 1,0 -{2 * _R},0"
                     for a, b in pts)
         parts.append(f'<path class="bsvm-svg-class" data-n="{len(pts)}" fill="{colour}" stroke="white" '
