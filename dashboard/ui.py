@@ -114,8 +114,10 @@ def presentation_toggle() -> None:
 
 def styled(fig):
     """The figure as shown: in presentation mode with larger fonts (a copy; the builder stays pure)."""
-    if not presenting():
-        return fig
+    return _presentation_style(fig) if presenting() else fig
+
+
+def _presentation_style(fig):
     fig = go.Figure(fig)
     fig.update_layout(font={"size": 17}, title_font={"size": 21}, legend_font={"size": 16})
     # Streamlit's chart theme sets its own axis fonts: name the sizes on the axes themselves
@@ -170,7 +172,9 @@ def svg_chart(svg: str, key: str, make_fig=None, *, name: str | None = None) -> 
     when the user asks for the PNG download (kaleido draws Plotly figures)."""
     st.markdown(f'<div class="bsvm-svg-chart" data-key="{key}">{svg}</div>', unsafe_allow_html=True)
     if make_fig is not None:
-        st.download_button("PNG", data=lambda: _png_or_message(styled(make_fig())),
+        # the PNG is drawn when the download is asked for, outside this script run: decide the styling now
+        style = _presentation_style if presenting() else (lambda fig: fig)
+        st.download_button("PNG", data=lambda: _png_or_message(style(make_fig())),
                            file_name=f"{name or key}.png", mime="image/png", key=f"png:{key}",
                            on_click="ignore", icon=":material/download:", type="tertiary",
                            help="Download this figure as a PNG image (drawn by kaleido in a headless "
