@@ -359,8 +359,8 @@ def live_soak(url: str, pid: int, p, n_train: int = 2000, seconds: float = 10.0,
     return {"redraw": redraw, "memory": memory}
 
 
-#: the Data page's first chart: an inline SVG (dashboard/quickplot.py) or a Plotly chart drawn
-FIRST_CHART = ".bsvm-svg, .js-plotly-plot .main-svg"
+#: the Data page's first chart: an SVG image (dashboard/quickplot.py) or a Plotly chart drawn
+FIRST_CHART = 'img[src^="data:image/svg+xml"], .js-plotly-plot .main-svg'
 
 
 def startup(url: str, p, pid: int | None = None) -> dict:

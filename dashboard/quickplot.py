@@ -1,11 +1,10 @@
-"""Static charts as inline SVG strings: the Data page's overview (a scatter of the rows, the class
-balance), drawn by the browser with no plotly.js at all.
+"""Static charts as SVG strings: the Data page's overview (a scatter of the rows, the class balance),
+shown as images (``st.image`` sends an SVG string as a data URL), with no plotly.js at all.
 
 Why: the Data page is the first a user opens, and it must be usable within 2 s of the request (issue 14
-sec. 4). A Plotly chart there made the browser fetch and evaluate plotly.js (4.7 MB; about 1.4 s of the
-main thread under tracing) before the first chart appeared (4-5 s after the request), and it competed
-with the page's widgets for the one main thread. An SVG of a few hundred circles is shown with the
-page's first paint. The figures stay pure functions of arrays (no Streamlit here); the Plotly versions
+sec. 4). A Plotly chart there made the browser fetch and evaluate plotly.js (4.7 MB; 1.4 s of the
+browser's main thread in a trace) before the first chart appeared, 4-6 s after the request (now: with
+the page's widgets). The figures stay pure functions of arrays (no Streamlit here); the Plotly versions
 (dashboard/figures.py) are still built for the PNG download, on click.
 """
 
@@ -23,7 +22,9 @@ from .figures import CLASS_COLOURS
 MAX_POINTS = 3000
 _R = 3.5  # marker radius
 _W = 480  # the drawing's own units, about the Data page's chart column at 1280 px; scaled to fit
-_FONT = 'font-family="Source Sans Pro, Source Sans 3, sans-serif"'
+# an SVG shown as an image cannot use the page's web fonts: a system sans-serif (a family name with a
+# digit must be quoted, or the whole list is ignored and the text falls back to serif)
+_FONT = 'font-family="\'Source Sans 3\', \'Source Sans Pro\', Arial, sans-serif"'
 _GRID = "#ebf0f8"  # plotly_white's grid and text colours: like the Plotly charts on the other pages
 _TEXT = "#2a3f5f"
 

@@ -167,10 +167,14 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, light: bo
 
 
 def svg_chart(svg: str, key: str, make_fig=None, *, name: str | None = None) -> None:
-    """A static chart (an SVG string from dashboard/quickplot.py) shown inline: no plotly.js, so it
-    appears with the page's first paint. ``make_fig``: builds the Plotly version of the same chart, only
-    when the user asks for the PNG download (kaleido draws Plotly figures)."""
-    st.markdown(f'<div class="bsvm-svg-chart" data-key="{key}">{svg}</div>', unsafe_allow_html=True)
+    """A static chart (an SVG string from dashboard/quickplot.py) shown as an image: no plotly.js, so
+    it appears with the page's first paint. ``make_fig``: builds the Plotly version of the same chart,
+    only when the user asks for the PNG download (kaleido draws Plotly figures).
+
+    An image (``st.image`` sends the SVG as a data URL), not markup in ``st.markdown``: the browser's
+    Markdown element parses its text again on each of the page's render passes while the script's
+    elements arrive, and a chart's markup made the page's widgets appear later than with no chart."""
+    st.image(svg, width="stretch")
     if make_fig is not None:
         # the PNG is drawn when the download is asked for, outside this script run: decide the styling now
         style = _presentation_style if presenting() else (lambda fig: fig)
