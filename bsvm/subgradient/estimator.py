@@ -756,7 +756,8 @@ class SubgradientHMC(_HingeSampler):
             h0 = self.step_size or (self._default_sg_step(sampler, V) if V is not None else fallback)
         else:
             h0 = self.step_size or (0.5 if L is not None else 0.05)
-        tuning0 = S.Tuning(np.full(C, float(h0)), factor, cv)
+        # hmc: the metric's centre is the reference point of the screened hinge activity (potential.Screen)
+        tuning0 = S.Tuning(np.full(C, float(h0)), factor, cv, centre=None if sg else mode)
         windows = self._adaptation_windows() if self.preconditioner == "laplace" else []
         adaptation = S.WindowAdaptation(self._n_burnin, float(self.target_accept),
                                         adapt_step=(not sg and self.step_size is None),
@@ -785,7 +786,8 @@ class SubgradientHMC(_HingeSampler):
                 h_new = self._default_sg_step(sampler, noise_level(L_new, theta, centre))
             out = []
             for c in carries:
-                tun = c.tuning._replace(factor=L_new, cv=new_cv if use_cv else c.tuning.cv)
+                tun = c.tuning._replace(factor=L_new, cv=new_cv if use_cv else c.tuning.cv,
+                                        centre=None if sg else centre)
                 if h_new is not None:
                     tun = tun._replace(step_size=np.full(len(c.rng), h_new))
                 state = c.state
