@@ -359,8 +359,9 @@ def live_soak(url: str, pid: int, p, n_train: int = 2000, seconds: float = 10.0,
     return {"redraw": redraw, "memory": memory}
 
 
-#: the Data page's first chart: an SVG image (dashboard/quickplot.py) or a Plotly chart drawn
-FIRST_CHART = 'img[src^="data:image/svg+xml"], .js-plotly-plot .main-svg'
+#: the Data page's first chart: an SVG (dashboard/quickplot.py; an image where components are missing)
+#: or a Plotly chart drawn
+FIRST_CHART = '.bsvm-svg, img[src^="data:image/svg+xml"], .js-plotly-plot .main-svg'
 
 
 def startup(url: str, p, pid: int | None = None) -> dict:
