@@ -25,16 +25,16 @@ def _free_port() -> int:
 
 
 @contextmanager
-def dashboard_server(timeout: float = 60.0):
-    """Run ``streamlit run dashboard/app.py`` headless on a free port; yield ``(url, seconds, pid)``:
-    seconds from launch until its health endpoint answered, and the server's process id (for its
-    memory); stop it on exit. RuntimeError (with the end of the
-    server's output) if it exits or does not come up within ``timeout``."""
+def dashboard_server(timeout: float = 60.0, app: Path | None = None):
+    """Run ``streamlit run dashboard/app.py`` (or another ``app``: the start-up floor's minimal apps)
+    headless on a free port; yield ``(url, seconds, pid)``: seconds from launch until its health
+    endpoint answered, and the server's process id (for its memory); stop it on exit. RuntimeError
+    (with the end of the server's output) if it exits or does not come up within ``timeout``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     url = f"http://127.0.0.1:{_free_port()}"
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "dashboard" / "app.py"),
+        [sys.executable, "-m", "streamlit", "run", str(app or ROOT / "dashboard" / "app.py"),
          "--server.headless", "true", "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -158,7 +158,13 @@ def crawl(pg, url: str, methods, seed: int = 0, clicks: int = 6, shots=None, log
             if not enabled:
                 break
             name = rng.choice(enabled)
-            button(pg, name).click()
+            try:  # the button may have been disabled since (the run ended): a state, not a problem
+                button(pg, name).click(timeout=10_000)
+            except Exception as err:  # noqa: BLE001 - playwright's TimeoutError
+                if button(pg, name).is_enabled():
+                    raise
+                log(f"  {m}: {name} was disabled before the click ({str(err).splitlines()[0][:60]})")
+                continue
             done.append(name)
             pg.wait_for_timeout(rng.uniform(0, 1200))
             problems += [f"{m} after {'/'.join(done)}: {t}" for t in exception_texts(pg)]

@@ -5,7 +5,10 @@ A multipage app (``st.navigation``): Data, Train, Calibration, Diagnostics, Comp
 """
 
 import sys
+import time
 from pathlib import Path
+
+_T0 = time.time()  # this script run's start, for the server's event log (BSVM_DASH_TRACE)
 
 _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only dashboard/ on the path
@@ -19,7 +22,6 @@ from dashboard import livechart, procrun, state, ui  # noqa: E402
 # dashboard/procrun.py) and do many small NumPy calls, each releasing and re-taking the GIL; while a page
 # redraws (pure Python), every re-take waited up to the default 5 ms switch interval.
 sys.setswitchinterval(0.0005)
-procrun.yield_to_fits()  # this script run's thread: a fit's child process goes first
 st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
 state.init()
 
@@ -33,14 +35,23 @@ pages = [
     st.Page(_PAGES / "compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
 ]
 page = st.navigation(pages)
+if page.url_path not in ("", "data"):
+    # this script run's thread: a fit's child process goes first. Not on the Data page, the first a
+    # user opens: no fit of this session runs there, and its start-up must not wait behind others.
+    procrun.yield_to_fits()
 state.enter_page(page.url_path or "data")  # leaving a page stops the work it started
 with st.sidebar:
     ui.presentation_toggle()
     ui.import_problems()
     st.caption("bsvm: Bayesian SVMs as scikit-learn estimators. Settings are kept in the URL, so the link "
                "in the address bar reopens this demo.")
-    livechart.preload()  # the Train page's live charts need plotly.js: fetch it while the user looks around
 try:
     page.run()
 finally:  # also when a page stops early (st.stop) or reruns
     state.sync_url()
+    # The Train page's live charts need plotly.js: fetch it while the user looks around. Mounted after
+    # the page's own elements: its component (and the chunks Streamlit loads for it) must not hold up
+    # the Data page's first paint.
+    with st.sidebar:
+        livechart.preload()
+    procrun.trace("script", start=f"{_T0:.3f}", page=page.url_path or "data")

@@ -114,8 +114,10 @@ def presentation_toggle() -> None:
 
 def styled(fig):
     """The figure as shown: in presentation mode with larger fonts (a copy; the builder stays pure)."""
-    if not presenting():
-        return fig
+    return _presentation_style(fig) if presenting() else fig
+
+
+def _presentation_style(fig):
     fig = go.Figure(fig)
     fig.update_layout(font={"size": 17}, title_font={"size": 21}, legend_font={"size": 16})
     # Streamlit's chart theme sets its own axis fonts: name the sizes on the axes themselves
@@ -162,6 +164,62 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, light: bo
                            mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",
                            type="tertiary", help="Download this figure as a PNG image (drawn by kaleido in "
                                                  "a headless Chromium; the first one takes a few seconds).")
+
+
+_SVG_JS = r"""
+export default function (component) {
+  const { data, parentElement } = component;
+  if (!data || !data.svg) return;
+  const show = () => {
+    let div = parentElement.querySelector("div.bsvm-svg-chart");
+    if (!div) {
+      div = document.createElement("div");
+      div.className = "bsvm-svg-chart";
+      parentElement.appendChild(div);
+    }
+    if (div._svg !== data.svg) { div.innerHTML = data.svg; div._svg = data.svg; }
+  };
+  // once the browser is idle: the page's widgets (the user's next step) are drawn first
+  if (window.requestIdleCallback) window.requestIdleCallback(show, {timeout: 1000});
+  else setTimeout(show, 100);
+}
+"""
+
+
+@st.cache_resource(show_spinner=False)
+def _svg_component():
+    """A ``st.components.v2`` component that puts an SVG string into the page; None where the API is
+    missing (then ``st.image`` shows it)."""
+    try:
+        from streamlit.components import v2
+
+        return v2.component("bsvm_svg_chart", html="", js=_SVG_JS, isolate_styles=False)
+    except Exception:  # noqa: BLE001 - another Streamlit
+        return None
+
+
+def svg_chart(svg: str, key: str, make_fig=None, *, name: str | None = None) -> None:
+    """A static chart (an SVG string from dashboard/quickplot.py): no plotly.js, and drawn once the
+    browser is idle after the page's widgets. ``make_fig``: builds the Plotly version of the same chart,
+    only when the user asks for the PNG download (kaleido draws Plotly figures).
+
+    Measured on the Data page (python -m benchmarks dashboard): the same SVG as markup in
+    ``st.markdown`` or as an image (``st.image``) was drawn in the same render passes as the widgets
+    and made the first selectbox appear later; put into the page by a small component once the browser
+    is idle, it comes just after them."""
+    mount = _svg_component()
+    if mount is None:
+        st.image(svg, width="stretch")
+    else:
+        mount(key=f"svg:{key}", data={"svg": svg}, height="content")
+    if make_fig is not None:
+        # the PNG is drawn when the download is asked for, outside this script run: decide the styling now
+        style = _presentation_style if presenting() else (lambda fig: fig)
+        st.download_button("PNG", data=lambda: _png_or_message(style(make_fig())),
+                           file_name=f"{name or key}.png", mime="image/png", key=f"png:{key}",
+                           on_click="ignore", icon=":material/download:", type="tertiary",
+                           help="Download this figure as a PNG image (drawn by kaleido in a headless "
+                                "Chromium; the first one takes a few seconds).")
 
 
 def _png_or_message(fig) -> bytes:

@@ -112,7 +112,7 @@ def test_tour_with_every_control(server, page):
     pg.locator("h1", has_text="Data").wait_for()
     pg.locator('[data-testid="stSelectbox"]').first.wait_for()
     pg.get_by_text("300 points on two noisy half circles").wait_for()
-    pg.locator(".js-plotly-plot").first.wait_for()
+    pg.locator(".bsvm-svg").first.wait_for()  # the Data page's charts: SVG (dashboard/quickplot.py)
     _no_exception(pg, "Data")
     _shots(pg, "1_data")
 

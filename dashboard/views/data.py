@@ -11,9 +11,9 @@ import numpy as np  # noqa: E402
 
 from bsvm.data import guess_label, numeric_columns, read_csv_table  # noqa: E402
 from bsvm.samples import SAMPLES, sample_path  # noqa: E402
-from dashboard import figures, state, ui  # noqa: E402
+from dashboard import figures, quickplot, state, ui  # noqa: E402
 from dashboard.analysis import pca2  # noqa: E402
-from dashboard.runner import Job  # noqa: E402
+from dashboard.runner import Job, trace  # noqa: E402
 
 #: uploads above this size are parsed in a background job (smaller ones take well under a second)
 BIG_UPLOAD = 2 * 2**20
@@ -181,7 +181,10 @@ with right:
             X2, var = pca2(X_all)
             axes = (f"PC1 ({var[0]:.0%} of variance)", f"PC2 ({var[1]:.0%})")
         title = "All rows" + (" (first two principal components)" if d > 2 else "")
-        ui.chart(figures.data_scatter(X2, y_all, data.classes, axes, title), key="data_scatter", light=True)
+        # inline SVG, not Plotly: shown with the page's first paint (see dashboard/quickplot.py)
+        ui.svg_chart(quickplot.scatter_svg(X2, y_all, data.classes, axes, title), "data_scatter",
+                     lambda: figures.data_scatter(X2, y_all, data.classes, axes, title))
+        trace("data_chart")  # the first chart is queued (the start-up benchmark's breakdown)
     if data is not None:
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("training rows", len(data.y_train))
@@ -189,8 +192,10 @@ with right:
         m3.metric("features", data.n_features)
         m4.metric("classes", len(data.classes))
         if c["sample"] != state.PLAYGROUND:
-            ui.chart(figures.class_balance(data.y_train, data.classes, "Class balance (training rows)"),
-                     key="data_balance", light=True)
+            counts = [int(np.sum(data.y_train == k)) for k in data.classes]
+            balance = "Class balance (training rows)"
+            ui.svg_chart(quickplot.bars_svg([str(k) for k in data.classes], counts, balance), "data_balance",
+                         lambda: figures.class_balance(data.y_train, data.classes, balance))
         if data.truth:
             st.success("True p(y|x) known for this data: the Calibration page draws its contours and "
                        "measures each method's deviation from it.")
