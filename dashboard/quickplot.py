@@ -1,5 +1,6 @@
 """Static charts as SVG strings: the Data page's overview (a scatter of the rows, the class balance),
-shown as images (``st.image`` sends an SVG string as a data URL), with no plotly.js at all.
+put into the page by a small component once the browser is idle (``ui.svg_chart``; ``st.image`` where
+that component API is missing), with no plotly.js at all.
 
 Why: the Data page is the first a user opens, and it must be usable within 2 s of the request (issue 14
 sec. 4). A Plotly chart there made the browser fetch and evaluate plotly.js (4.7 MB; 1.4 s of the

@@ -147,23 +147,21 @@ def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
     return fig.to_image(format="png", width=width, height=h, scale=1)
 
 
-def chart(fig, key: str, *, png: bool = True, name: str | None = None, light: bool = False, **kw):
-    """``st.plotly_chart`` with presentation styling and, under it, a PNG download made on click.
-
-    ``light``: drawn by the live-chart component instead (dashboard/livechart.py), which loads plotly.js
-    on its own after the page's widgets are shown; ``st.plotly_chart`` makes the browser compile its
-    Plotly bundle before the page can be used (the Data page, the first a user opens, took seconds)."""
-    if light:
-        from .livechart import live_chart
-
-        live_chart(styled(fig), key=key, full=True)
-    else:
-        st.plotly_chart(styled(fig), key=key, **kw)
+def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
+    """``st.plotly_chart`` with presentation styling and, under it, a PNG download made on click."""
+    shown = styled(fig)
+    st.plotly_chart(shown, key=key, **kw)
     if png:
-        st.download_button("PNG", data=lambda: _png_or_message(fig), file_name=f"{name or key}.png",
-                           mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",
-                           type="tertiary", help="Download this figure as a PNG image (drawn by kaleido in "
-                                                 "a headless Chromium; the first one takes a few seconds).")
+        _png_button(lambda: shown, key, name)
+
+
+def _png_button(make_fig, key: str, name: str | None) -> None:
+    """A PNG download of ``make_fig()`` (the figure as shown), drawn by kaleido only when it is asked
+    for, outside the script run."""
+    st.download_button("PNG", data=lambda: _png_or_message(make_fig()), file_name=f"{name or key}.png",
+                       mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",
+                       type="tertiary", help="Download this figure as a PNG image (drawn by kaleido in a "
+                                             "headless Chromium; the first one takes a few seconds).")
 
 
 _SVG_JS = r"""
@@ -215,11 +213,7 @@ def svg_chart(svg: str, key: str, make_fig=None, *, name: str | None = None) -> 
     if make_fig is not None:
         # the PNG is drawn when the download is asked for, outside this script run: decide the styling now
         style = _presentation_style if presenting() else (lambda fig: fig)
-        st.download_button("PNG", data=lambda: _png_or_message(style(make_fig())),
-                           file_name=f"{name or key}.png", mime="image/png", key=f"png:{key}",
-                           on_click="ignore", icon=":material/download:", type="tertiary",
-                           help="Download this figure as a PNG image (drawn by kaleido in a headless "
-                                "Chromium; the first one takes a few seconds).")
+        _png_button(lambda: style(make_fig()), key, name)
 
 
 def _png_or_message(fig) -> bytes:

@@ -20,6 +20,28 @@ def _problem(n=400, d=5, seed=0):
     return HingeModel(1.0, 1.0, 2, d), signed_design(X, y), rng
 
 
+def _hmc_draws(model, Z, groups, seeds, theta0, tuning, steps, screen_min_size=10 ** 9):
+    """(C, steps, P) HMC states with the chains run in ``groups`` (each group one Potential, as the
+    workers of ``n_jobs`` would), the incremental update forced on; after each group's run its U is
+    checked against the full recomputation. Returns the draws and the last group's Potential."""
+    C, P = len(seeds), model.n_params
+    X = Z[:, :model.n_features]  # unused by the binary fast path
+    out = np.empty((C, steps, P))
+    for g in groups:
+        pot = S.Potential(model, X, None, None, ChainLayout(np.asarray(g), C), Z)
+        pot.incremental_min_size, pot.screen_min_size = 0, screen_min_size
+        assert pot.incremental
+        eng = S.HMC(pot, None)
+        rng = ChainRNG.from_seeds([seeds[i] for i in g])
+        state = eng.init(rng, theta0[g])
+        for t in range(steps):
+            state, info = eng.step(rng, state, tuning._replace(step_size=tuning.step_size[g]))
+            out[g, t] = state.theta
+        assert np.all(info.accept_prob > 0.0)
+        np.testing.assert_allclose(state.U, binary_full(model, state.theta, Z)[0], rtol=1e-12)
+    return out, pot
+
+
 def test_update_along_a_path_equals_the_full_recomputation():
     model, Z, rng = _problem()
     theta = rng.normal(size=(3, model.n_params))
@@ -35,28 +57,13 @@ def test_update_along_a_path_equals_the_full_recomputation():
 
 def test_hmc_with_the_update_keeps_the_draws_of_each_chain_whatever_the_grouping():
     model, Z, _ = _problem()
-    X = Z[:, :model.n_features]  # unused by the binary fast path
     C, P = 4, model.n_params
     seeds = np.random.SeedSequence(7).spawn(C)
     theta0 = np.random.default_rng(1).normal(size=(C, P)) * 0.3
     tuning = S.Tuning(np.full(C, 0.15))
 
     def run(groups):
-        out = np.empty((C, 15, P))
-        for g in groups:
-            pot = S.Potential(model, X, None, None, ChainLayout(np.asarray(g), C), Z)
-            pot.incremental_min_size = 0  # force the update on this small problem
-            assert pot.incremental
-            eng = S.HMC(pot, None)
-            rng = ChainRNG.from_seeds([seeds[i] for i in g])
-            state = eng.init(rng, theta0[g])
-            for t in range(15):
-                state, info = eng.step(rng, state, tuning._replace(step_size=tuning.step_size[g]))
-                out[g, t] = state.theta
-            assert np.all(info.accept_prob > 0.0)
-            U0, _ = binary_full(model, state.theta, Z)
-            np.testing.assert_allclose(state.U, U0, rtol=1e-12)
-        return out
+        return _hmc_draws(model, Z, groups, seeds, theta0, tuning, 15)[0]
 
     np.testing.assert_array_equal(run([[0, 1, 2, 3]]), run([[0, 1], [2, 3]]))
 
@@ -101,26 +108,16 @@ def test_screened_update_decides_every_row_as_the_float64_margins():
 
 def test_hmc_with_the_screen_keeps_the_draws_of_each_chain_and_of_the_unscreened_run():
     model, Z, L, centre, _, _ = _screen_problem(n=1500, d=4, seed=5)
-    X = Z[:, :model.n_features]
     C, P = 4, model.n_params
     seeds = np.random.SeedSequence(11).spawn(C)
     theta0 = centre + 0.5 * (L @ np.random.default_rng(2).normal(size=(P, C))).T
     tuning = S.Tuning(np.full(C, 0.3), L, centre=centre)
 
     def run(groups, screen=True):
-        out = np.empty((C, 12, P))
-        for g in groups:
-            pot = S.Potential(model, X, None, None, ChainLayout(np.asarray(g), C), Z)
-            pot.incremental_min_size, pot.screen_min_size = 0, 0 if screen else 10 ** 9
-            eng = S.HMC(pot, None)
-            rng = ChainRNG.from_seeds([seeds[i] for i in g])
-            state = eng.init(rng, theta0[g])
-            for t in range(12):
-                state, info = eng.step(rng, state, tuning._replace(step_size=tuning.step_size[g]))
-                out[g, t] = state.theta
-            assert (pot.screen is not None) == screen
-            np.testing.assert_allclose(state.U, binary_full(model, state.theta, Z)[0], rtol=1e-12)
-        return out
+        draws, pot = _hmc_draws(model, Z, groups, seeds, theta0, tuning, 12,
+                                screen_min_size=0 if screen else 10 ** 9)
+        assert (pot.screen is not None) == screen
+        return draws
 
     ref = run([[0, 1, 2, 3]], screen=False)
     np.testing.assert_array_equal(run([[0, 1, 2, 3]]), ref)
