@@ -119,13 +119,10 @@ def test_stacked_predictive_is_the_weighted_sum_of_its_fits(stacking):
     Xr, yr = make_ripley(250, random_state=1)
     m = SBSVM(random_state=1, stacking=stacking).fit(Xr, yr)
     d = m.defaults_
-    names = ["rbf", "ard", "linear"]
-    if stacking == "cv":
-        assert d["weighting"] == "5-fold cross-validation"
-        names += ["rbf.fixed", "linear.fixed", "base_rate"]
-    else:
-        assert d["weighting"] == "cavity leave-one-out, Akaike's charge"
-        assert not any(f"weight.{k}" in d for k in ("rbf.fixed", "linear.fixed", "base_rate"))
+    # up to 1000 rows the fixed-hyperparameter fits and the base rate are candidates either way
+    names = ["rbf", "ard", "linear", "rbf.fixed", "linear.fixed", "base_rate"]
+    assert d["weighting"] == ("5-fold cross-validation" if stacking == "cv"
+                              else "cavity leave-one-out, Akaike's charge")
     w = np.array([d[f"weight.{k}"] for k in names])
     assert w.sum() == pytest.approx(1.0) and np.all((w == 0) | (w >= 0.01))
     comps = {c[0]: c for c in m.components_}
@@ -209,3 +206,18 @@ def test_auto_kernel_on_uninformative_features_predicts_the_base_rate():
     m = SBSVM(random_state=0).fit(Xn, yn)
     p = m.predict_proba(rng.standard_normal((500, 3)))[:, 1]
     assert np.abs(p - yn.mean()).max() < 0.05
+
+
+def test_extra_candidates_only_up_to_1000_rows():
+    """Above 1000 rows kernel='auto' stacks the three learned fits only (the fixed fits would cost more
+    than they could change there); the base rate's leave-one-out log density is the exact one."""
+    Xr, yr = make_ripley(1001, random_state=2)
+    d = SBSVM(random_state=0, max_iter=200).fit(Xr, yr).defaults_
+    assert {"weight.rbf", "weight.ard", "weight.linear"} <= set(d)
+    assert not any(f"weight.{k}" in d for k in ("rbf.fixed", "linear.fixed", "base_rate"))
+    Xs, ys = Xr[:300], yr[:300]
+    d = SBSVM(random_state=0).fit(Xs, ys).defaults_
+    n1, n = int(ys.sum()), len(ys)
+    p_loo = (n1 - ys + 1.0) / (n + 1.0)  # each row's base rate without it, p = (n1 + 1) / (n + 2)
+    expect = np.mean(np.log(np.where(ys == 1, p_loo, 1.0 - p_loo)))
+    assert d["loo_log_lik.base_rate"] == pytest.approx(expect, rel=1e-12)

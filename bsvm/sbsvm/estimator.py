@@ -116,24 +116,24 @@ class SBSVM(BayesianClassifier):
       With ``stacking="cv"``, n <= 1000 and each class at least 10 rows, that density is held out: 5-fold
       stratified cross-validation, each fold's rows predicted by the whole procedure (standardisation,
       every candidate from its own start, each link) refitted on the other four folds (about 5 times the
-      cost of the candidates' fits, a few seconds at n = 1000). The held-out score is honest about the
-      learned hyperparameters too, so three more candidates join: the RBF and the linear kernel with
-      their hyperparameters fixed at the initial values (learned ones over-fitted Flare: the fixed
-      linear kernel's cross-validated log score beat the learned one's on every training fold), and
-      the training base rate p = (n1 + 1) / (n + 2) (its link (0, Phi^-1(p)) on no latent function).
-      By default (``stacking="loo"``; and above 1000 rows, where the extra fits would cost more than the
-      fit: twonorm 2k) the three learned
-      fits are weighed on (up to 2000 of) the rows by their cavity leave-one-out predictives
-      (``bsvm.sbsvm.loo``, each with its own calibrated link) times exp(-c_k / n_rows): the cavity
-      leaves each row out of q, not out of the hyperparameters fitted on it, so each hyperparameter
-      beyond the isotropic kernel's is charged Akaike's one nat, spread over the rows (ARD: c = d - 1;
-      linear, one hyperparameter fewer: c = -1). Weights below 0.01 are dropped and the rest
-      renormalised. The prediction is the mixture sum_k w_k p_k(y | x) (``components_``); when n > 2000,
-      the largest-weight fit gets stage 2 (below) and the others stay as fitted on the hyperparameter
-      subset (the fits their weights were computed for): a stack costs one stage 2. Features of unequal
-      relevance (Splice's DNA positions) weight ARD; isotropic problems (ringnorm) weight the RBF; a
-      linear boundary or categorical codes (Flare) weight the linear kernel; close calls (Ripley) mix.
-      ``defaults_`` records the rule used (``weighting``), each candidate's weight
+      cost of the candidates' fits, a few seconds at n = 1000). Up to 1000 rows (either weighting) three
+      more candidates join: the RBF and the linear kernel with their hyperparameters fixed at the
+      initial values (learned ones over-fitted Flare: the fixed linear kernel's cross-validated log
+      score beat the learned one's on every training fold), and the training base rate
+      p = (n1 + 1) / (n + 2) (its link (0, Phi^-1(p)) on no latent function; its leave-one-out
+      predictive is exact). Above 1000 rows the extra fits would cost more than the fit (twonorm 2k).
+      By default (``stacking="loo"``) the fits are weighed on (up to 2000 of) the rows by their cavity
+      leave-one-out predictives (``bsvm.sbsvm.loo``, each with its own calibrated link) times
+      exp(-c_k / n_rows): the cavity leaves each row out of q, not out of the hyperparameters fitted on
+      it, so each learned hyperparameter beyond the isotropic kernel's is charged Akaike's one nat,
+      spread over the rows (ARD: c = d - 1; linear, one hyperparameter fewer: c = -1; the fixed fits
+      and the base rate, which learn none: c = 0, as the isotropic fit). Weights below 0.01 are dropped
+      and the rest renormalised. The prediction is the mixture sum_k w_k p_k(y | x) (``components_``);
+      when n > 2000, the largest-weight fit gets stage 2 (below) and the others stay as fitted on the
+      hyperparameter subset (the fits their weights were computed for): a stack costs one stage 2.
+      Features of unequal relevance (Splice's DNA positions) weight ARD; isotropic problems (ringnorm)
+      weight the RBF; a linear boundary or categorical codes (Flare) weight the linear kernels; close
+      calls (Ripley) mix. ``defaults_`` records the rule used (``weighting``), each candidate's weight
       (``weight.<name>``), its mean cavity leave-one-out log predictive (``loo_log_lik.<name>``), and
       with cross-validation its mean held-out log predictive (``cv_log_lik.<name>``) and the mixture's
       (``cv_log_lik.stacked``; else ``loo_log_lik.stacked``); ``kernel`` there and ``kernel_`` are the
@@ -210,12 +210,12 @@ class SBSVM(BayesianClassifier):
         normalised hinge likelihood); all use the corrected latent predictive of eq. 13 (docs/sbsvm.md
         section 6).
     stacking : how ``kernel="auto"`` weighs its candidates (rule above): "loo" (default) by cavity
-        leave-one-out with Akaike's charge, "cv" by 5-fold cross-validation with three more candidates
-        when n <= 1000. "cv" refits everything five times (Ripley sample, 175 rows: 0.4 -> 3 CPU s) and
-        was measured (``python -m benchmarks sbsvm --stacking cv``) better on Diabetis (error .2291 vs
-        .2408) and Flare (.3767 / .2130 vs .3833 / .2340) but worse on Ripley's calibration (mean
-        |p - p_true| .0601 vs .0567, Platt .0542): not the default, since the small 2-D data of teaching
-        demos, refitted at every click, would be 7x slower and further from the truth.
+        leave-one-out with Akaike's charge, "cv" by 5-fold cross-validation when n <= 1000. "cv" refits
+        everything five times (Ripley sample, 175 rows: 0.4 -> 3 CPU s) and was measured
+        (``python -m benchmarks sbsvm --stacking cv``) better on Diabetis (error .2291 vs .2421 for
+        "loo"), worse on Flare (.3767 / .2130 vs .3205 / .2095) and on Ripley's calibration (mean
+        |p - p_true| .0601 vs .0566, Platt .0542); "cv" figures are from before the extra candidates
+        joined "loo" (docs/sbsvm.md section 7).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches, the subsets and the ELBO subset.
     stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
@@ -606,20 +606,23 @@ class SBSVM(BayesianClassifier):
         the isotropic initial value; the same prior on each log-hyperparameter plus the ``ard_shrinkage``
         prior towards their mean); the linear kernel s2 x.x' + b2 (s2 = ``variance``, b2 = 1 to start;
         inducing inputs the origin and the d unit vectors, which make it exact, when d + 1 is at most m).
-        When the weights come from cross-validation (``_cross_validates``) three more: the RBF and the
-        linear kernel with their hyperparameters fixed at the initial values, and the training base rate.
+        Up to ``CV_MAX_ROWS`` rows (and without a stage budget) three more: the RBF and the linear kernel
+        with their hyperparameters fixed at the initial values, and the training base rate.
         Weights: from K-fold cross-validated log predictive densities (each fold's rows predicted by the
         whole procedure refitted on the other folds), or else from each fit's cavity leave-one-out
         predictive of (up to 2000 of) the engine's rows less Akaike's charge of one nat per hyperparameter
         beyond the isotropic kernel's spread evenly over those rows (the ARD fit pays d - 1 nats, the
-        linear kernel, one hyperparameter fewer than RBF + bias, gains one). Weights below
+        linear kernel, one hyperparameter fewer than RBF + bias, gains one; the fixed fits and the base
+        rate pay nothing). Weights below
         ``STACK_MIN_WEIGHT`` are dropped and the rest renormalised. (Warm-starting ARD from the isotropic
         optimum stopped near it: on Splice its error was 2-3x that of the fit from the start.)"""
         kern = state.geom.kernel
         bias = isinstance(kern, SumKernel)
         d = engine.X.shape[1]
         cv = self._cross_validates(engine.y, budget)
-        candidates = cv or getattr(self, "_cv_inner", False)
+        # up to CV_MAX_ROWS rows the fits at the initial hyperparameters and the base rate are candidates
+        # whichever the weighting (above, their extra fits would cost more than the fit: twonorm 2k)
+        candidates = budget is None and engine.y.size <= CV_MAX_ROWS
         expand = lambda th: np.concatenate([np.full(d, th[0]), th[1:]])  # noqa: E731 (iso -> ARD theta)
         theta_ard = expand(self._theta0)
         ard = ARDRBF(np.exp(theta_ard[:d]), float(np.exp(theta_ard[d])))
@@ -681,7 +684,11 @@ class SBSVM(BayesianClassifier):
             # (Their effective number under the prior, tr((J + Pi)^-1 J) from the ELBO's curvature J,
             # came out close to the raw count: ARD minus RBF 0.98 on Ripley, 6.4 on Diabetis, 18.7 on
             # ringnorm.)
-            charge = np.array([fits[k].geom.kernel.theta.size - kern.theta.size for k in names], float)
+            # The fixed fits and the base rate learn no hyperparameter: they are charged nothing, like
+            # the isotropic fit (crediting them the RBF's three instead moved Heart from .1630 to .1741
+            # error, 3 rows in 270, docs/sbsvm.md section 7).
+            charge = np.array([0.0 if fits[k] is None or k.endswith(".fixed")
+                               else fits[k].geom.kernel.theta.size - kern.theta.size for k in names], float)
             weights = stacking_weights(log_dens - charge / len(rows))
             self.defaults_["weighting"] = "cavity leave-one-out, Akaike's charge"
             self.defaults_["loo_log_lik.stacked"] = stacking_objective(log_dens, weights)
