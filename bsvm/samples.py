@@ -12,8 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .data import LoadedCSV, load_csv
+if TYPE_CHECKING:  # bsvm.data imports pandas (~0.3 s): listing the samples must not wait for it
+    from .data import LoadedCSV
 
 
 @dataclass(frozen=True)
@@ -52,4 +54,6 @@ def sample_path(file: str) -> Path:
 
 def load_sample(file: str) -> LoadedCSV:
     """Load a shipped sample with its label column."""
+    from .data import load_csv
+
     return load_csv(sample_path(file), label=SAMPLES[file].label)

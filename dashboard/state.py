@@ -10,15 +10,20 @@ back on a session's first run, so a shared link opens the same demo.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from bsvm.data import LoadedCSV, load_csv
 from bsvm.samples import SAMPLES, sample_path
 
-from .analysis import Prepared, prepare
 from .methods import METHODS
 from .runner import Registry, Run
+
+if TYPE_CHECKING:  # imported where used: both import pandas (~0.3 s), which the Data page's first
+    # elements (app.py's first run in a new server) must not wait for
+    from bsvm.data import LoadedCSV
+
+    from .analysis import Prepared
 
 #: seconds a page change waits for the fits it stopped to hand back their state (see enter_page)
 HALT_WAIT = 1.0
@@ -148,6 +153,8 @@ def bind(widget, name: str, label: str, store: dict | None = None, scope: str = 
 @st.cache_resource(show_spinner=False, max_entries=32)
 def _sample_table(sample: str, label: str, features: tuple) -> LoadedCSV:
     """A shipped sample, parsed once per server (shared read-only by every session)."""
+    from bsvm.data import load_csv
+
     return load_csv(sample_path(sample), label=label, features=list(features) or None)
 
 
@@ -159,6 +166,8 @@ def loaded_table(c: dict) -> LoadedCSV | None:
         up = st.session_state.get("upload")
         if up is None:
             return None
+        from bsvm.data import load_csv
+
         return load_csv(up["bytes"], label=c["label"], features=c["features"] or None,
                         dropna=bool(c.get("dropna")))
     return _sample_table(c["sample"], c["label"], tuple(c["features"]))
@@ -205,6 +214,8 @@ def data_key(c: dict) -> str:
 
 def current_data() -> Prepared | None:
     """The prepared split for the current settings, or None (with an st.error) when they do not work."""
+    from .analysis import prepare
+
     c = cfg()
     key = data_key(c)
     cached = st.session_state.get("data")

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-from . import analysis, figures, state
-from .analysis import Prepared, make_grid
+from . import state
 from .methods import Method
+
+if TYPE_CHECKING:  # analysis and figures import pandas (~0.3 s): app.py's sidebar (presentation_toggle,
+    # import_problems) runs before the Data page's first elements and must not wait for it
+    from .analysis import Prepared
 
 
 def option_widgets(method: Method, disabled: bool = False) -> dict:
@@ -48,11 +53,15 @@ def safe(fn, *args, what: str = "The method", **kw):
 
 def shown_points(data: Prepared, max_points: int = 800):
     """Training points to draw on a map (a fixed random subset when there are many)."""
+    from . import analysis
+
     return analysis.shown_points(data, max_points)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _grid_and_truth(key: str, n: int, _data: Prepared):
+    from .analysis import make_grid
+
     grid = make_grid(np.vstack([_data.X_train, _data.X_test]), n)
     return grid, (_data.true_proba(grid.points) if _data.truth else None)
 
@@ -68,6 +77,8 @@ def proba_map(model, data: Prepared, title: str, n: int = 60, truth: bool = True
     """The map of a fitted 2-D model (figures.model_map: p(y|x) with the true p(y|x) contours where
     known, or classes coloured by confidence); None with an st.error if prediction fails."""
     grid, true_p = map_grid(data, n)
+    from . import figures
+
     return safe(figures.model_map, model, data, grid, title, truth=true_p if truth else None,
                 what="Prediction")
 
@@ -76,6 +87,8 @@ def uncertainty_map(model, data: Prepared, name: str, kind: str, n: int = 60):
     """The uncertainty map of one model on the shared scale (see analysis.uncertainty), or None with a
     note when the model has no such quantity."""
     grid, _ = map_grid(data, n)
+    from . import analysis, figures
+
     u = safe(analysis.uncertainty, model, grid.points, kind, what=f"Uncertainty of {name}")
     if u is None:
         return None
@@ -253,6 +266,7 @@ def playground_refit(data: Prepared) -> None:
     seed = int(state.cfg()["seed"])
     # The refit is a registry job (progress, Cancel; cancelled when the user leaves the page or edits
     # the points again), never a fit inside this script run.
+    from . import analysis, figures
     from .runner import Job, fit_in_job
 
     key = f"{data.key}|{method.key}|{sorted(opts.items())!r}|{seed}"

@@ -7,23 +7,8 @@ import streamlit as st
 
 st.title("Data")  # first, before the heavier imports: a new session sees the page at once
 
-import numpy as np  # noqa: E402
-
-from bsvm.data import guess_label, numeric_columns, read_csv_table  # noqa: E402
 from bsvm.samples import SAMPLES, sample_path  # noqa: E402
-from dashboard import figures, quickplot, state, ui  # noqa: E402
-from dashboard.analysis import pca2  # noqa: E402
-from dashboard.runner import Job, trace  # noqa: E402
-
-#: uploads above this size are parsed in a background job (smaller ones take well under a second)
-BIG_UPLOAD = 2 * 2**20
-
-
-def _parse_job(token, raw: bytes):
-    token.progress(0.0, f"Parsing {len(raw) / 2**20:.1f} MB")
-    notes: list[str] = []
-    return read_csv_table(raw, notes), notes
-
+from dashboard import state  # noqa: E402
 
 st.markdown("Pick a data set to explore. The **samples** marked *true p(y|x) known* were generated from a "
             "known model, so the Calibration page can show how far each method's probabilities are from "
@@ -40,6 +25,27 @@ with left:
                help="Shipped samples live in sample_data/; the playground draws from bsvm.datasets; or "
                     "upload your own CSV (one row per example, a header row, a label column and numeric "
                     "feature columns; commas, semicolons or tabs).")
+
+# The rest imports pandas and plotly (~0.4 s in a new server's first session): after the data-set choice,
+# so that a user can pick while they load.
+import numpy as np  # noqa: E402
+
+from bsvm.data import guess_label, numeric_columns, read_csv_table  # noqa: E402
+from dashboard import figures, quickplot, ui  # noqa: E402
+from dashboard.analysis import pca2  # noqa: E402
+from dashboard.runner import Job, trace  # noqa: E402
+
+#: uploads above this size are parsed in a background job (smaller ones take well under a second)
+BIG_UPLOAD = 2 * 2**20
+
+
+def _parse_job(token, raw: bytes):
+    token.progress(0.0, f"Parsing {len(raw) / 2**20:.1f} MB")
+    notes: list[str] = []
+    return read_csv_table(raw, notes), notes
+
+
+with left:
     frame, notes = None, []
     if c["sample"] == state.UPLOAD:
         up = st.file_uploader(f"CSV file (at most {state.MAX_UPLOAD_MB} MB)", type=["csv", "txt", "tsv"],
