@@ -208,13 +208,33 @@ def _sbsvm(est, n, d, k) -> Cost:
 def _msbpm(est, n, d, k) -> Cost:
     """MS-BPM (bsvm/msbpm). The N x N Gram matrix, its eigendecomposition, the nugget's per-point block
     (N x N) and the least-squares start's (N + r) x (N + r) normal matrix and Cholesky factor: measured
-    ~4 N^2 doubles; the kept draws: chains x draws x (K - 1) x (N + 1). Time: O(N^3) set-up, then every
-    sweep moves all chains through O(N r) scores."""
-    S, D = _int(est.n_chains, 16), _int(est.n_samples, 100)
-    sweeps = _int(est.burn_in, 300) + D * _int(est.thin, 8)
-    draws = S * D * (k - 1) * (n + 1)
+    ~4 N^2 doubles; the kept draws: chains x draws x (K - 1) x (N + 1).
+
+    Time. The default two-class sampler ("hmc": ``prior="rkhs"``, ``nugget > 0``) moves every chain
+    through the r-dimensional principal subspace of the kernel (``rank_tol``), so a sweep costs about
+    6e-9 s x chains x N x r x n_leapfrog / 4, and the stopping rule's run is longer where r is large
+    (more directions to mix: ~200 kept draws at r / N ~ 0.05, ~900 at r = N). r is known only once the
+    pivoted Cholesky has run; before the fit it is guessed as min(N, 20 d^2 + 50) (RBF kernel, measured
+    rank at the default tolerance: 2-D Ripley-like data 70-90, 20-D twonorm/ringnorm all N up to 2000).
+    Measured default fits (CPU s, one thread) against this model: Ripley-like 175 / 500 / 1000 / 2000
+    rows 0.55 / 1.32 / 1.81 / 3.65 (model 1.2 / 1.8 / 2.7 / 4.6); twonorm 500 / 1000 / 2000 rows 5.8 /
+    31 / 166, ringnorm 7.1 / 20 / 191 (model 12 / 48 / 192). (The model of the line sampler, below,
+    had given 5-40 s for all of them.) The line sampler ("lines", or more classes): O(N^3) set-up, then
+    every sweep moves all chains through O(N r) scores."""
+    lines = not (k == 2 and est.sampler in ("auto", "hmc") and est.prior == "rkhs"
+                 and float(est.nugget) > 0)
+    if lines:
+        S, D = _int(est.n_chains, 16), _int(est.n_samples, 100)
+        sweeps = _int(est.burn_in, 300) + D * _int(est.thin, 8)
+        secs = 3e-10 * n**3 + 1e-6 * sweeps * S * n * (k - 1) + 2.0
+    else:
+        S = _int(est.n_chains, 8)
+        r = min(n, 20 * d * d + 50)
+        D = _int(est.n_samples, int(200 + 700 * r / n))
+        sweeps = _int(est.burn_in, 100) + D * _int(est.thin, 1)
+        secs = 6e-9 * sweeps * S * n * r * _int(est.n_leapfrog, 4) / 4 + 0.3
+    draws = S * min(D, 1000) * (k - 1) * (n + 1)
     mem = F8 * (4.5 * n * n + draws + 4 * n * d + 50 * S * n * (k - 1))
-    secs = 3e-10 * n**3 + 1e-6 * sweeps * S * n * (k - 1) + 2.0
     return Cost(mem, secs, "N^2 kernel: about 4 N x N matrices",
                 "use SBSVM (inducing points, memory independent of N) or SubgradientHMC(features='nystroem')")
 
