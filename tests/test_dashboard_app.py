@@ -636,3 +636,22 @@ def test_a_process_run_sends_snapshots_on_request_and_on_halt_only():
         assert r.snapshot_id == 2 and r.model.predict_proba(X[:3]).shape == (3, 2)  # the halt's
     finally:
         r.cancel()
+
+
+def test_the_forkserver_preloads_the_estimators_whatever_the_working_directory(tmp_path):
+    """``streamlit run /path/to/dashboard/app.py`` from another directory: the forkserver must still
+    import (and warm up) ``dashboard.procrun`` and the estimators, so a Start click pays a fork only.
+    (Python 3.11's forkserver does not apply the parent's sys.path before its preload.)"""
+    import subprocess
+
+    probe = ("import sys; sys.exit(0 if {'dashboard.procrun', 'bsvm.sbsvm', 'bsvm.msbpm'} <= set(sys.modules)"
+             " else 3)")
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"  # as app.py does
+            "from dashboard import procrun\n"
+            "procrun.prewarm(0); procrun._ensure_forkserver()\n"
+            f"p = procrun.context().Process(target=exec, args=({probe!r},))\n"
+            "p.start(); p.join(120); print(p.exitcode)\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=180)
+    assert out.stdout.strip().splitlines()[-1:] == ["0"], out.stdout + out.stderr[-2000:]
