@@ -2,6 +2,7 @@
 calls, shipped sample data, and the derivations the docstrings cite."""
 
 import ast
+import os
 import pathlib
 import re
 import subprocess
@@ -46,9 +47,26 @@ def test_every_import_of_the_library_is_declared():
     dist_to_module = {"scikit_learn": "sklearn", "arviz_stats": "arviz_stats", "dask": "dask"}
     modules = {dist_to_module.get(d, d) for d in declared} | {"distributed"}  # dask[distributed]
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
-    used = {m for p in (ROOT / "bsvm").rglob("*.py") for m in _imports(p)}
+    # bsvm/bench.py is the command-line forwarder to a checkout's benchmarks/ (not installed): only it may
+    # name that package, and only where it is run
+    used = {m for p in (ROOT / "bsvm").rglob("*.py") if p.name != "bench.py" for m in _imports(p)}
     missing = sorted(used - modules - stdlib - {"bsvm"})
     assert not missing, f"bsvm imports undeclared packages: {missing}"
+    assert set(_imports(ROOT / "bsvm" / "bench.py")) <= stdlib | {"benchmarks"}
+
+
+def test_python_m_bsvm_bench_runs_the_checkouts_benchmarks_or_says_where_they_are(tmp_path, monkeypatch,
+                                                                                 capsys):
+    """The issues name ``python -m bsvm.bench NAME``: from a checkout (any working directory) it is
+    ``python -m benchmarks NAME``; without one (an installed wheel) a message, exit code 2."""
+    out = subprocess.run([sys.executable, "-m", "bsvm.bench", "--help"], cwd=tmp_path, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0 and "usage: python -m benchmarks {" in out.stdout and "sbsvm" in out.stdout
+    from bsvm import bench
+
+    monkeypatch.setattr(bench, "_import_runner", lambda: None)
+    assert bench.main(["sbsvm"]) == 2
+    assert "python -m benchmarks NAME" in capsys.readouterr().err
 
 
 def _blas_threads():
