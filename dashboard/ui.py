@@ -16,13 +16,24 @@ if TYPE_CHECKING:  # analysis and figures import pandas (~0.3 s): app.py's sideb
     from .analysis import Prepared
 
 
+#: how a select option's None (a library default such as ``features=None``) is shown and kept in its widget
+NONE = "none"
+
+
 def option_widgets(method: Method, disabled: bool = False) -> dict:
     """One widget per option the method accepts, bound to the settings dict (and so to the URL)."""
     opts = state.method_options(method.key)
     for o in method.visible_options():
         kw = {"help": o.help, "disabled": disabled}
         scope = f"opt:{method.key}"
-        if o.kind == "select":
+        if o.kind == "select" and None in o.choices:
+            # a selectbox whose value is None shows its placeholder ("Choose an option"), as if nothing
+            # were chosen: the library's None is shown, and kept in the widget, as the word "none"
+            choices = [NONE if c is None else c for c in o.choices]
+            opts[o.name] = NONE if opts[o.name] is None else opts[o.name]
+            state.bind(st.selectbox, o.name, o.label, store=opts, scope=scope, options=choices, **kw)
+            opts[o.name] = None if opts[o.name] == NONE else opts[o.name]
+        elif o.kind == "select":
             state.bind(st.selectbox, o.name, o.label, store=opts, scope=scope, options=list(o.choices), **kw)
         elif o.kind == "bool":
             state.bind(st.checkbox, o.name, o.label, store=opts, scope=scope, **kw)

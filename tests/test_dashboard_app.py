@@ -655,3 +655,24 @@ def test_the_forkserver_preloads_the_estimators_whatever_the_working_directory(t
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=180)
     assert out.stdout.strip().splitlines()[-1:] == ["0"], out.stdout + out.stderr[-2000:]
+
+
+def test_a_select_option_whose_default_is_none_shows_none_not_an_empty_box():
+    """SubgradientHMC's ``features=None`` (raw inputs): the selectbox shows "none", not Streamlit's
+    "Choose an option" placeholder; choosing another value and back gives the library's None again."""
+    pytest.importorskip("bsvm.subgradient")
+    from dashboard import ui
+
+    at = _app(sample="ripley.csv", method="subgradient_hmc")
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    box = at.selectbox(key="w:opt:subgradient_hmc:features")
+    assert box.value == ui.NONE and box.options[0] == ui.NONE
+    assert at.session_state["cfg"]["opts"]["subgradient_hmc"]["features"] is None
+    box.set_value("nystroem").run()
+    assert at.session_state["cfg"]["opts"]["subgradient_hmc"]["features"] == "nystroem"
+    assert at.query_params.get("o.features") in ("nystroem", ["nystroem"])
+    at.selectbox(key="w:opt:subgradient_hmc:features").set_value(ui.NONE).run()
+    _ok(at)
+    assert at.session_state["cfg"]["opts"]["subgradient_hmc"]["features"] is None
+    assert "o.features" not in at.query_params
