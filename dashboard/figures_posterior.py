@@ -111,17 +111,16 @@ def energy_plot(energy: np.ndarray, bfmi: np.ndarray, *, height: int = 340):
                    legend=LEGEND_BELOW)
 
 
-def ess_evolution(table: pd.DataFrame, name: str, n_chains: int, min_per_chain: int = 100, *,
-                  height: int = 340):
+def ess_evolution(table: pd.DataFrame, name: str, threshold: float = 400.0, *, height: int = 340):
     """Bulk and tail ESS against the total number of draws (``analysis.ess_by_draws``): healthy chains
-    give lines that rise steadily; the dashed line is the 100-per-chain threshold."""
+    give lines that rise steadily; the dashed line is the stopping rule's ESS threshold (summed over
+    chains, ``bsvm.convergence.StoppingRule``)."""
     x = table["total draws"].to_numpy(dtype=float)
     traces = [{"type": "scatter", "x": x, "y": table[col].to_numpy(dtype=float), "mode": "lines+markers",
                "name": f"{col} ESS", "marker": {"size": 6}} for col in ("bulk", "tail")]
-    threshold = float(min_per_chain * n_chains)
     traces.append({"type": "scatter", "x": [x.min(), x.max()] if len(x) else [0, 1],
-                   "y": [threshold, threshold], "mode": "lines",
-                   "name": f"{min_per_chain} x {n_chains} chains",
+                   "y": [float(threshold), float(threshold)], "mode": "lines",
+                   "name": f"stopping rule: {threshold:g}",
                    "line": {"color": "grey", "dash": "dash"}})
     return _fast_figure(traces, f"ESS against draws: {name}", height,
                         xaxis=_axis("total draws (all chains)"),

@@ -356,7 +356,37 @@ def test_diagnostics_page_tables_and_flags_chains():
     table = at.dataframe[0].value
     assert list(table["flag"] != "ok") == [False, False, True]
     assert table["R-hat"].iloc[2] > 1.1
-    assert any("1 of 3 parameters" in w.value for w in at.warning)
+    assert any("1 of 3 quantities past" in w.value for w in at.warning)
+
+
+def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags():
+    """The sampler's last convergence check (what its run length was decided on) is shown as it computed
+    it; the parameter table flags by the same rule (MS-BPM's 8 chains were asked for 800 ESS before), and
+    a sampler whose rule does not check its parameters says so next to a flagged parameter."""
+    from bsvm.convergence import StoppingRule, assess
+
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(8, 200, 3))
+    S[:4, :, 2] += 0.5  # parameter 2 mixes slowly: flagged, but its rule did not check it
+    fake = _FakeSampler(S)
+    q = rng.normal(size=(8, 200, 3))
+    fake.convergence_ = assess(q, names=["log_posterior", "p(y|x)[0]", "p(y|x)[9]"])
+    fake.stopping_rule_ = StoppingRule().describe(2)
+    fake.converged_ = fake.convergence_.converged
+    assert fake.converged_
+    at = _app(sample="ripley.csv")
+    at.session_state["run"] = Run.from_fitted(fake)
+    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
+                                    "data_key": at.session_state["data"].key}
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    rule = at.dataframe[0].value
+    assert list(rule.index) == ["log_posterior", "p(y|x)[0]", "p(y|x)[9]"] and (rule["flag"] == "ok").all()
+    assert any(s.value.startswith("Converged: Stop when") for s in at.success)
+    table = at.dataframe[1].value
+    assert list(table["flag"] == "ok") == [True, True, False]
+    assert any("1 of 3 quantities past" in w.value for w in at.warning)
+    assert any("does not check its parameters" in c.value for c in at.caption)
 
 
 def test_compare_page_runs_every_method():

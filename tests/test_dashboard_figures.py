@@ -175,6 +175,19 @@ def test_snapshot_traces_draw_one_line_per_chain():
     assert "nothing" in figures.snapshot_traces([]).layout.annotations[0].text
     many = figures.snapshot_traces(_history(5, chains=12))          # capped at 8 series, and says so
     assert len(many.data) == 8 and "8 of its 12 series shown" in many.layout.title.text
+    # a legend of 3 names fits below the plot; one of 8 took most of the chart's height: hover only
+    assert fig.layout.showlegend is not False and many.layout.showlegend is False
+
+
+def test_chart_messages_are_wrapped_to_fit_a_half_width_chart():
+    """Plotly does not wrap an annotation: a long message ran off both sides of the chart."""
+    text = ("The live probability map needs exactly two features: choose two on the Data page (or use the "
+            "Calibration page's two-feature option).")
+    shown = figures.empty_figure(text).layout.annotations[0].text
+    lines = shown.split("<br>")
+    assert len(lines) > 1 and max(map(len, lines)) <= figures.MESSAGE_WIDTH
+    assert " ".join(lines) == text
+    assert figures.empty_figure("nothing").layout.annotations[0].text == "nothing"
 
 
 def test_a_single_record_is_visible_on_every_live_curve():
@@ -301,6 +314,32 @@ def test_diagnostics_table_flags_stuck_chains_and_passes_mixed_ones():
     bad[:2] += 2.0
     tb = figures.diagnostics_table(bad)
     assert (tb["R-hat"] > 1.1).all() and tb["flag"].str.contains("R-hat").all()
+    # a coordinate that never moves (MS-BPM pins some at 0) has no R-hat: flagged constant, not failed;
+    # chains each stuck at their own value are not constant, and fail
+    pinned = np.concatenate([good, np.zeros((4, 1000, 1))], axis=2)
+    tp = figures.diagnostics_table(pinned)
+    assert list(tp["flag"]) == ["ok", "ok", figures.CONSTANT]
+    apart = np.broadcast_to(np.arange(4.0)[:, None, None], (4, 1000, 1))
+    assert figures.diagnostics_table(apart)["flag"].iloc[0] not in ("ok", figures.CONSTANT)
+
+
+def test_the_dashboards_flags_are_the_samplers_stopping_rule():
+    """One rule everywhere: a run that met its stopping rule is not flagged by the Diagnostics page for the
+    same quantities (with 100 ESS per chain, MS-BPM's 8 chains were asked for 800)."""
+    from bsvm.convergence import StoppingRule, assess
+
+    rule = StoppingRule()
+    assert figures.RHAT_MAX == rule.rhat and figures.ESS_MIN == rule.ess_bulk == rule.ess_tail
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(8, 80, 3))  # 640 independent draws: ESS ~ 640, within the rule, below 8 x 100
+    q[:, :, 2] += np.arange(8)[:, None]  # chains apart: fails
+    status = assess(q, names=["log_posterior", "p(y|x)[0]", "p(y|x)[5]"])
+    t = figures.stopping_rule_table(status, 8)
+    assert list(t.index) == ["p(y|x)[5]", "log_posterior", "p(y|x)[0]"]  # the failing row first
+    assert t["flag"].iloc[0].startswith("R-hat") and (t["flag"].iloc[1:] == "ok").all()
+    np.testing.assert_allclose(t["R-hat"].to_numpy(), np.asarray(status.per_quantity["rhat"])[[2, 0, 1]])
+    assert (figures.diagnostics_table(q[:, :, :2])["flag"] == "ok").all()
+    assert figures.stopping_rule_table(assess(q[:, :3]), 8) is None  # too few draws: no check made
 
 
 def test_chain_figures_draw_the_selected_chains():
@@ -521,8 +560,8 @@ def test_ess_grows_with_draws_energy_bfmi_and_pair_plot():
     table = A.ess_by_draws(S, 0, n_points=5)
     assert table["draws"].iloc[-1] == 400 and np.all(np.diff(table["bulk"]) > 0)
     assert table["bulk"].iloc[-1] == pytest.approx(1600, rel=0.2)  # independent draws: ESS ~ all draws
-    fig = FP.ess_evolution(table, "param 0", 4)
-    assert fig.data[-1].y[0] == 400  # the 100-per-chain line
+    fig = FP.ess_evolution(table, "param 0", figures.ESS_MIN)
+    assert fig.data[-1].y[0] == 400  # the stopping rule's line
     # BFMI: white-noise energy gives 2 (E[dE^2] = 2 Var E); a slowly moving energy gives a small value
     walk = np.cumsum(rng.normal(size=(2, 2000)), axis=1)
     assert A.bfmi(rng.normal(size=(2, 4000))) == pytest.approx([2.0, 2.0], rel=0.1)

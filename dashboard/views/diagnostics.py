@@ -27,12 +27,20 @@ from dashboard.analysis import (
 from dashboard.methods import METHODS
 from dashboard.runner import Job, fit_in_job
 
+#: R-hat with four decimals: at three significant digits 1.0098 (within the rule) showed as 1.01
+R_HAT = {"R-hat": "{:.4f}"}
+
+
+def _formats(table) -> dict:
+    return {**{c: "{:.4g}" for c in table.columns if c != "flag"}, **R_HAT}
+
 st.title("Diagnostics")
 st.markdown(
     "For **samplers**: several chains started in different places should end up exploring the same "
     "distribution. **Good** looks like overlapping traces without trends, running means that settle on "
     "one level, autocorrelation that drops to zero quickly, flat rank histograms, R-hat at most 1.01 and at "
-    "least 100 effective draws per chain (Stan's thresholds; rows past them are flagged). For "
+    "least 400 effective draws over all chains (the samplers' own stopping rule, Vehtari et al. 2021; rows "
+    "past it are flagged). For "
     "**variational** fits there are no draws: convergence means a flat objective and settled "
     "hyperparameters.")
 
@@ -98,24 +106,55 @@ with t2:
     ui.chart(figures.running_means(S, param, chains, names[param]), key="diag_running")
     ui.chart(figures.rank_figure(S, param, chains, name=names[param]), key="diag_rank")
 
+status = getattr(est, "convergence_", None)
+rule_table = figures.stopping_rule_table(status, n_chains) if status is not None else None
+# besides the log posterior and p(y|x), SubgradientHMC and GibbsSVM check every parameter; MS-BPM does not
+monitors_params = rule_table is not None and any(
+    not (q == "log_posterior" or q.startswith("p(y|x")) for q in rule_table.index)
+if rule_table is not None:
+    st.subheader("The stopping rule's last check")
+    said = getattr(est, "stopping_rule_", "")
+    ok = bool(getattr(est, "converged_", False))
+    (st.success if ok else st.warning)(
+        ("Converged: " if ok else "Not converged: ") + (said[0].upper() + said[1:] if said else "") +
+        ("." if said else "") + ("" if ok else f" Failed: {status.explain()}."))
+    st.dataframe(rule_table.style.format(_formats(rule_table))
+                 .map(lambda v: "" if v == "ok" else "color: #c62828; font-weight: bold", subset=["flag"]),
+                 height=min(400, 38 + 35 * len(rule_table)))
+    st.caption(f"The numbers the sampler computed at its last check, on {status.draws} draws per chain "
+               f"({status.n_chains} chains): the quantities its run length was decided on. Failing rows "
+               "come first.")
+
 st.subheader("R-hat, ESS and MCSE")
 shown = min(n_par, 200)
 table = ui.safe(figures.diagnostics_table, S[:, :, :shown], names[:shown], what="The diagnostics")
 if table is not None:
-    n_bad = int((table["flag"] != "ok").sum())
+    n_const = int((table["flag"] == figures.CONSTANT).sum())
+    n_bad = int((~table["flag"].isin(["ok", figures.CONSTANT])).sum())
+    checked = shown - n_const
+    fixed = (f" {n_const} {'has' if n_const == 1 else 'have'} the same value in every draw of every chain, "
+             "so R-hat is undefined (flagged 'constant'): a coordinate the model fixes, or chains that "
+             "never moved." if n_const else "")
+    rule = (f"R-hat > {figures.RHAT_MAX:g} or bulk or tail ESS < {figures.ESS_MIN:g}, the stopping rule's "
+            "thresholds")
     (st.warning if n_bad else st.success)(
-        f"{n_bad} of {shown} parameters past Stan's thresholds (R-hat > {figures.RHAT_MAX}, "
-        f"ESS < {figures.ESS_PER_CHAIN_MIN} per chain)." if n_bad else
-        f"All {shown} parameters within Stan's thresholds.")
-    st.dataframe(table.style.format({c: "{:.4g}" for c in table.columns if c != "flag"})
-                 .map(lambda v: "color: #c62828; font-weight: bold" if v != "ok" else "", subset=["flag"]))
+        f"{n_bad} of {checked} quantities past them ({rule}).{fixed}" if n_bad else
+        f"All {checked} quantities within the stopping rule's thresholds.{fixed}")
+    if n_bad and rule_table is not None and not monitors_params:
+        st.caption(f"{meta.get('label', type(est).__name__)}'s stopping rule does not check its parameters "
+                   "one by one (the table above is what it checked): a flagged parameter mixes more slowly "
+                   "than the predictions it determines. A longer run (more draws per chain on the Train "
+                   "page) brings it within the thresholds.")
+    st.dataframe(table.style.format(_formats(table))
+                 .map(lambda v: "" if v in ("ok", figures.CONSTANT) else "color: #c62828; font-weight: bold",
+                      subset=["flag"]))
 
 st.subheader("ESS against draws, pair plot and energy")
 e1, e2 = st.columns(2)
 with e1:
     ess = ui.safe(ess_by_draws, S, param, what="ESS against draws")
     if ess is not None and len(ess):
-        ui.chart(figp.ess_evolution(ess, names[param], n_chains, figures.ESS_PER_CHAIN_MIN), key="diag_ess")
+        ui.chart(figp.ess_evolution(ess, names[param], figures.ESS_MIN), key="diag_ess")
         st.caption("Bulk and tail ESS from the first n draws of every chain (bsvm.diagnostics): lines that "
                    "rise steadily mean the chains keep adding information; flat lines mean they are stuck.")
 with e2:
