@@ -241,13 +241,18 @@ def _msbpm(est, n, d, k) -> Cost:
 
 def _seeger(est, n, d, k) -> Cost:
     """SeegerARD (bsvm/seeger). The prior covariance K, its Cholesky factor, K^-1 and the gradient matrix
-    G = K^-1 - K^-1 Sigma K^-1 - a a' with its temporaries: measured ~11 N^2 doubles. Time: about 10-15
-    outer steps."""
-    steps = min(_int(est.max_iter, 50), 15)
+    G = K^-1 - K^-1 Sigma K^-1 - a a' with its temporaries: measured ~11 N^2 doubles.
+
+    Time: the fit warm-starts on nested subsets, so its cost grows more slowly than its O(N^2) products
+    and O(N^3) factorisations suggest. Default fits, CPU s with one thread (November 2026): Ripley (2-D)
+    500 / 1500 rows 3.9 / 15.7; twonorm (20-D) 300 / 700 / 1000 / 1500 / 3000 rows 0.4 / 1.5 / 2.2-2.5 /
+    4.9 / 19-22; ringnorm (20-D) 700 / 1000 / 3000 rows 3.7 / 5.1-5.3 / 41-43; 30-D breast cancer 398
+    rows 2.4; the dashboard's Ripley sample (175 rows) ~1. The model below follows the slowest of them
+    (0.3 + 1.1e-3 N^1.3 s, plus N^3 / 1e10 for the factorisations at large N); the number of features
+    hardly matters (the outer steps taken do). It had been 15 steps of the costs before the warm starts,
+    5-14x too high (17 s shown for 700 rows that took 1.5-3.7 s)."""
     mem = F8 * (11 * n * n + 6 * n * d + 4 * n * (_int(est.n_factors, 3) + 2))
-    # per outer step: inner CG (O(n^2) products; measured ~0.4 s + 5e-7 n^2 at n = 500-1000), the
-    # Cholesky and inverse (O(n^3)) and the ARD gradient contractions (O(d n^2))
-    secs = steps * (0.4 + 5e-7 * n * n + 3e-10 * n**3 + 3e-8 * d * n * n) + 1.0
+    secs = (0.3 + 1.1e-3 * n ** 1.3 + 1e-10 * n ** 3) * min(1.0, _int(est.max_iter, 50) / 15)
     return Cost(mem, secs, "N^2 prior covariance: about 11 N x N matrices",
                 "use SBSVM(kernel='ard') (inducing points, memory independent of N)")
 

@@ -106,3 +106,18 @@ def test_msbpm_time_model_follows_the_default_samplers_rank():
     assert 1.0 < low < 15.0 and high > 300.0
     assert MSBPM(sampler="lines").estimate_cost(2000, 2, 2).seconds != low
     assert MSBPM().estimate_cost(2000, 2, 3).seconds > low  # more classes: the line sampler
+
+
+def test_seeger_time_model_follows_its_measured_default_fits():
+    """SeegerARD's estimate against its default fits (CPU s, one thread, in the docstring of
+    ``bsvm.cost._seeger``): at most 6x any of them (twonorm's 300 rows, the quickest), never below half;
+    the dashboard's 700-row samples no longer show 17 s for a 1.5-3.7 s fit; 3,000 rows stay below fit's
+    300 s warning (measured 19-43 s) and 15,000 rows (about 25x the 3,000-row work) pass it."""
+    measured = {(175, 2): 1.0, (500, 2): 3.9, (1500, 2): 15.7, (300, 20): 0.36, (700, 20): 3.7,
+                (1000, 20): 5.3, (1500, 20): 4.9, (3000, 20): 43.0, (398, 30): 2.4}
+    for (n, d), secs in measured.items():
+        est = SeegerARD().estimate_cost(n, d, 2).seconds
+        assert secs / 2 <= est <= 6 * secs, (n, d, est, secs)
+    seconds = lambda n, **kw: SeegerARD(**kw).estimate_cost(n, 20, 2).seconds  # noqa: E731
+    assert seconds(3000) < 300 < seconds(15000)
+    assert seconds(1000, max_iter=3) < seconds(1000)
