@@ -50,6 +50,16 @@ def _fast_figure(traces: list[dict], title: str, height: int = 320, **layout) ->
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
 
+#: the margin of a figure whose title has a second line (:func:`_subtitled`)
+SUBTITLE_MARGIN = {"l": 50, "r": 20, "t": 62, "b": 40}
+
+
+def _subtitled(title: str, note: str) -> str:
+    """A title with a note on a second, smaller line: as one line, the note ran off a half-width chart at
+    1280 px."""
+    return f"{title}<br><span style='font-size:12px'>{note}</span>"
+
+
 def _axis(title: str = "", **kw) -> dict:
     return {"title": {"text": title}, **kw}
 
@@ -216,9 +226,9 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     if n > MAX_LEGEND_ENTRIES:
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;
         # hovering a line names it
-        return _fast_figure(traces, f"{title} ({n} curves; hover to name one)", height,
+        return _fast_figure(traces, _subtitled(title, f"{n} curves: hover to name one"), height,
                             xaxis=_axis("iteration"), yaxis={"type": "log"} if log_y else {},
-                            showlegend=False)
+                            showlegend=False, margin=SUBTITLE_MARGIN)
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"),
                         yaxis={"type": "log"} if log_y else {}, legend=LEGEND_BELOW)
 
@@ -262,7 +272,31 @@ def objective_curve(history, height: int = 300):
               "potential": "potential U = -log posterior (lower is better)",
               "U": "potential U = -log posterior (lower is better)"}
     label = labels.get(name, name)
-    return metric_curves(history, [name], label, height=height)
+    fig = metric_curves(history, [name], label, height=height)
+    marks = row_changes(history)
+    if marks:
+        # SeegerARD warm-starts on a subset, then refits on all rows: its objective jumps there, a
+        # change of the data summed over, not a failure. A dotted line and the new row count say so.
+        fig.update_layout(
+            shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
+                     "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _ in marks],
+            annotations=[{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": f" {rows:,} rows",
+                          "showarrow": False, "xanchor": "left", "yanchor": "top",
+                          "font": {"size": 11, "color": "#666"}} for it, rows in marks])
+    return fig
+
+
+def row_changes(history) -> list[tuple[float, int]]:
+    """(iteration, rows) wherever the progress records' ``rows`` metric (the rows a fit works on) changes."""
+    out, prev = [], None
+    for rec in history:
+        rows = rec.metrics.get("rows")
+        if rows is None:
+            continue
+        if prev is not None and rows != prev:
+            out.append((float(rec.iteration), int(rows)))
+        prev = rows
+    return out
 
 
 def snapshot_keys(history) -> list[str]:
@@ -304,9 +338,9 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
                "marker": {"size": 5}} for j in range(n_series)]
     title = f"Trace of '{key}'"
     margin = {}
-    if width > n_series:  # on a line of its own: one line ran off a half-width chart
-        title += f"<br><span style='font-size:12px'>{n_series} of its {width} series shown</span>"
-        margin = {"margin": {"l": 50, "r": 20, "t": 62, "b": 40}}
+    if width > n_series:
+        title = _subtitled(title, f"{n_series} of its {width} series shown")
+        margin = {"margin": SUBTITLE_MARGIN}
     # a legend below the plot wraps its entries onto as many rows as they need: past LEGEND_SERIES
     # series it took most of the chart's height, so the lines are named on hover only
     legend = {"legend": LEGEND_BELOW} if n_series <= LEGEND_SERIES else {"showlegend": False}

@@ -683,3 +683,18 @@ def test_a_metric_that_is_nan_in_every_record_is_not_plotted():
     names = figures.metric_names(hist)
     assert "step_size" not in names and "rhat" in names and "potential" in names
     assert figures.split_metrics(names)["sampler"] == []
+
+
+def test_the_objective_curve_marks_where_a_fit_moves_to_more_rows():
+    """SeegerARD warm-starts on 500 rows, then refits on all 700: the free energy jumps up there. A dotted
+    line and "700 rows" say it is a change of data, not a failure; fits that keep their rows get none.
+    A long title note (many curves) goes on a line of its own instead of running off the chart."""
+    hist = [Progress(i, 0.1 * i, {"free_energy": 130.0 - i if i < 8 else 190.0 - i,
+                                  "rows": 500 if i < 8 else 700}) for i in range(12)]
+    assert figures.row_changes(hist) == [(8.0, 700)]
+    fig = figures.objective_curve(hist)
+    assert [sh.x0 for sh in fig.layout.shapes] == [8.0]
+    assert [a.text.strip() for a in fig.layout.annotations] == ["700 rows"]
+    assert not figures.objective_curve(_history(10)).layout.shapes
+    many = figures.metric_curves(hist, [f"w[{j}]" for j in range(30)], "Hyperparameters")
+    assert many.layout.title.text.startswith("Hyperparameters<br>") and "30 curves" in many.layout.title.text
