@@ -23,7 +23,7 @@ PROBA_SCALE = "RdBu_r"
 OBJECTIVES = ("elbo", "free_energy", "neg_free_energy", "log_posterior", "log_joint", "potential", "U")
 _HYPER = re.compile(r"(lengthscale|variance|amplitude|offset|relevance|^w\[|ard|^C$|^v$)", re.IGNORECASE)
 #: counters and flags that describe the run's bookkeeping, not its state (not plotted as curves)
-BOOKKEEPING = ("burnin", "n_draws", "draws_kept", "inner_iterations", "n_support")
+BOOKKEEPING = ("burnin", "n_draws", "draws_kept", "inner_iterations", "n_support", "stage", "rows")
 #: A horizontal legend under the plot, anchored to the figure's bottom edge: Plotly then shrinks the plot
 #: area to make room, so the legend never covers the x-axis title (a legend at a negative paper y does).
 MAX_LEGEND_ENTRIES = 12
@@ -259,8 +259,13 @@ def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=No
                         yaxis={"automargin": True}, showlegend=False)
 
 
-def objective_curve(history, height: int = 300):
-    """The learning curve: the ELBO (variational methods) or free energy / log posterior."""
+def objective_curve(history, height: int = 300, stages=None):
+    """The learning curve: the ELBO (variational methods) or free energy / log posterior.
+
+    Where a fit moves on to another model or more data its objective jumps, which is not a failure: a
+    dotted line marks each such place, from the records' ``stage`` (S-BSVM's kernel="auto" fits its
+    candidate kernels one after another, then stacks them; ``stages``: the estimator's ``stages_``, whose
+    names label the marks on hover) or ``rows`` (SeegerARD warm-starts on a subset, then refits on all)."""
     names = split_metrics(metric_names(history))["objective"]
     if not names:
         return empty_figure("This method reports no objective (ELBO / free energy)", height)
@@ -272,18 +277,52 @@ def objective_curve(history, height: int = 300):
               "potential": "potential U = -log posterior (lower is better)",
               "U": "potential U = -log posterior (lower is better)"}
     label = labels.get(name, name)
+    marks = stage_changes(history, stages) + [(it, f" {rows:,} rows", f"from here on all {rows:,} rows")
+                                              for it, rows in row_changes(history)]
+    numbered = any(text.strip().isdigit() for _, text, _ in marks)
+    if numbered:
+        label = _subtitled(label, "dotted: the next candidate fit (hover its number)")
     fig = metric_curves(history, [name], label, height=height)
-    marks = row_changes(history)
     if marks:
-        # SeegerARD warm-starts on a subset, then refits on all rows: its objective jumps there, a
-        # change of the data summed over, not a failure. A dotted line and the new row count say so.
+        # labels closer than 4 % of the axis would print over each other (the fixed-hyperparameter fits
+        # take a few steps each): one label for such a run of marks, "4-6", every name on hover
+        span = max(1.0, float(history[-1].iteration - history[0].iteration))
+        groups: list[list] = []
+        for mark in sorted(marks):
+            if groups and mark[0] - groups[-1][0][0] < 0.04 * span:
+                groups[-1].append(mark)
+            else:
+                groups.append([mark])
+        labels = [(g[0][0], g[0][1] if len(g) == 1 else f"{g[0][1]}-{g[-1][1].strip()}",
+                   "<br>".join(m[2] for m in g)) for g in groups]
         fig.update_layout(
             shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
-                     "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _ in marks],
-            annotations=[{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": f" {rows:,} rows",
+                     "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks],
+            annotations=[{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": text, "hovertext": hover,
                           "showarrow": False, "xanchor": "left", "yanchor": "top",
-                          "font": {"size": 11, "color": "#666"}} for it, rows in marks])
+                          "font": {"size": 11, "color": "#666"}} for it, text, hover in labels])
+        if numbered:
+            fig.update_layout(margin=SUBTITLE_MARGIN)
     return fig
+
+
+def stage_changes(history, stages=None) -> list[tuple[float, str, str]]:
+    """(iteration, short label, full label) wherever the records' ``stage`` changes: the stage's number
+    (2, 3, ...) and, on hover, its name from ``stages`` (``stages_``: dicts with a "stage" name), the one
+    past the last being the stacked result."""
+    out, prev = [], None
+    names = [str(s.get("stage", "")) for s in (stages or [])]
+    for rec in history:
+        k = rec.metrics.get("stage")
+        if k is None:
+            continue
+        if prev is not None and k != prev:
+            k = int(k)
+            full = names[k] if k < len(names) else ("the candidates stacked" if names and k == len(names)
+                                                   else f"stage {k + 1}")
+            out.append((float(rec.iteration), f" {k + 1}", f"{k + 1}: {full}"))
+        prev = k
+    return out
 
 
 def row_changes(history) -> list[tuple[float, int]]:

@@ -698,3 +698,28 @@ def test_the_objective_curve_marks_where_a_fit_moves_to_more_rows():
     assert not figures.objective_curve(_history(10)).layout.shapes
     many = figures.metric_curves(hist, [f"w[{j}]" for j in range(30)], "Hyperparameters")
     assert many.layout.title.text.startswith("Hyperparameters<br>") and "30 curves" in many.layout.title.text
+
+
+def test_the_objective_curve_numbers_sbsvms_candidate_fits():
+    """kernel="auto" fits its candidates one after another (the ELBO jumps between them), then stacks
+    them: each new fit is marked and numbered, its name on hover; the records' stage is not a curve."""
+    from bsvm import SBSVM
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(120, random_state=0)
+    est = SBSVM(random_state=0).fit(X, y)
+    stages = [s["stage"] for s in est.stages_]
+    assert len(stages) >= 3 and stages[1] == "one length scale per feature"
+    fig = figures.objective_curve(est.history_, stages=est.stages_)
+    # every candidate after the first, and the stacking; marks closer than 4 % of the axis share a label
+    assert len(fig.layout.shapes) == len(stages)
+    texts = [a.text.strip() for a in fig.layout.annotations]
+    shown = [k for t in texts for k in (range(int(t.split("-")[0]), int(t.split("-")[1]) + 1) if "-" in t
+                                         else [int(t)])]
+    assert shown == list(range(2, len(stages) + 2))
+    hover = "<br>".join(a.hovertext for a in fig.layout.annotations).split("<br>")
+    assert hover[0] == "2: one length scale per feature" and hover[-1].endswith("the candidates stacked")
+    assert "candidate fit" in fig.layout.title.text
+    assert "stage" not in sum(figures.split_metrics(figures.metric_names(est.history_)).values(), [])
+    # one kernel, one fit: no marks
+    assert not figures.objective_curve(SBSVM(kernel="rbf", random_state=0).fit(X, y).history_).layout.shapes

@@ -825,7 +825,9 @@ class SBSVM(BayesianClassifier):
             self.cov_ = geom.L @ S @ geom.L.T
 
     def _metrics(self, state, elbo, rho):
-        out = {"elbo": float(elbo), "rho": float(rho)}
+        # "stage": which fit the record belongs to (``stages_[stage]``; kernel="auto" fits its candidates
+        # one after another, and the ELBO jumps from one to the next), the last one the stacked result
+        out = {"elbo": float(elbo), "rho": float(rho), "stage": float(len(self.stages_))}
         if state.geom.kind == "sparse":
             out.update(describe_kernel(state.geom.kernel))
         else:

@@ -61,7 +61,7 @@ groups = figures.split_metrics(figures.metric_names(hist))
 st.subheader("Progress records")
 a, b = st.columns(2)
 with a:
-    st.plotly_chart(figures.objective_curve(hist), key="diag_objective")
+    st.plotly_chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective")
 with b:
     if groups["sampler"]:
         st.plotly_chart(figures.metric_curves(hist, groups["sampler"][:4], "Sampler statistics",

@@ -384,7 +384,7 @@ with right:
             # the objective with every new record; the statistics and traces (each one more chart for
             # the server to build and the browser to draw) at most every SECONDARY_SECONDS while running
             now = time.perf_counter()
-            objective = figures.objective_curve(hist)
+            objective = figures.objective_curve(hist, stages=getattr(r.estimator, "stages_", None))
             if moving and (cached is None or cached[3] != curves_key[:2]):  # a new run: first ones later
                 stats, traces = live_pending()
                 built = (r.started_at or now) + MAP_FIRST_SECONDS - SECONDARY_SECONDS
