@@ -827,7 +827,7 @@ class SBSVM(BayesianClassifier):
     def _metrics(self, state, elbo, rho):
         # "stage": which fit the record belongs to (``stages_[stage]``; kernel="auto" fits its candidates
         # one after another, and the ELBO jumps from one to the next), the last one the stacked result
-        out = {"elbo": float(elbo), "rho": float(rho), "stage": float(len(self.stages_))}
+        out = {"elbo": float(elbo), "rho": float(rho), "stage": float(len(getattr(self, "stages_", ())))}
         if state.geom.kind == "sparse":
             out.update(describe_kernel(state.geom.kernel))
         else:
