@@ -286,7 +286,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         "gibbs", "GibbsSVM (exact Gibbs sampler)", "bsvm.subgradient", "GibbsSVM", "sampler",
         "The exact data-augmentation Gibbs sampler of Polson & Scott for the Bayesian SVM: slower per draw "
         "but exact, so it is the reference the approximate samplers are checked against.",
-        "Traces without trends, R-hat at most 1.01, at least 100 effective draws per chain.",
+        "Traces without trends, R-hat at most 1.01, at least 400 effective draws over all chains.",
         (
             Option("features", "Features", "select", None, "None: the raw inputs (a linear SVM); nystroem / "
                    "rff: RBF kernel features.", (None, "nystroem", "rff")),
