@@ -768,8 +768,12 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
     confidence as opacity (as :func:`class_map`). A 1-D array is taken as p(classes[1])."""
     names = list(maps)
     rows = max(1, int(np.ceil(len(names) / cols)))
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=names, horizontal_spacing=0.05,
-                        vertical_spacing=0.1)
+    # a method's name without its description in brackets: at 1280 px the full labels of neighbouring
+    # maps ran into each other, and a second row's titles sat on the first row's tick labels
+    titles = [n.split(" (")[0] for n in names]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.05,
+                        vertical_spacing=0.14 if rows > 1 else 0.1)
+    fig.update_annotations(font_size=13)
     for k, name in enumerate(names):
         r, c = k // cols + 1, k % cols + 1
         P = np.asarray(maps[name], dtype=float)

@@ -361,6 +361,12 @@ def test_heatmap_grid_puts_every_map_on_one_scale():
     heats = [t for t in fig.data if t.type == "heatmap"]
     assert len(heats) == 4 and all(h.zmin == 0 and h.zmax == 1 for h in heats)
     assert sum(bool(h.showscale) for h in heats) == 1
+    # the Compare page's labels: the method's name above its map, its description left out (side by side
+    # at 1280 px the full labels ran into each other)
+    named = figures.heatmap_grid({"GibbsSVM (exact Gibbs sampler)": np.zeros(12),
+                                  "Seeger ARD (variational model selection)": np.ones(12)},
+                                 grid, np.zeros((2, 2)), np.array([0, 1]), [0, 1])
+    assert [a.text for a in named.layout.annotations] == ["GibbsSVM", "Seeger ARD"]
 
 
 # ------------------------------------------------------------------------------------- runs and methods
