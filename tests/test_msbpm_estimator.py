@@ -31,6 +31,8 @@ def test_same_seed_same_samples_and_outputs():
     assert not np.array_equal(a.samples_, c.samples_)
     assert a.samples_.shape == (16, 10, 61)
     assert a.bayes_point_.shape == (1, 61)
+    # the columns named as the docstring says: the 60 rows' kernel weights, then the bias
+    assert a.param_names_ == [f"beta[row {i}]" for i in range(60)] + ["beta[bias]"]
     P = a.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     # vote fractions: multiples of 1 / (chains x draws)
@@ -48,6 +50,10 @@ def test_vote_fractions_match_manual_count_and_bayes_point():
     np.testing.assert_allclose(m.predict_proba(X[:7]), manual)
     bp = m.samples_.mean(axis=(0, 1)).reshape(2, -1)
     np.testing.assert_allclose(m.bayes_point_scores(X[:7])[:, 1:], phi @ bp.T)
+    # the names follow that layout: class 1's block (150 rows, bias), then class 2's
+    names = m.param_names_
+    assert len(names) == 302 and names[0] == "beta[1, row 0]" and names[150] == "beta[1, bias]"
+    assert names[151] == "beta[2, row 0]" and names[-1] == "beta[2, bias]"
     np.testing.assert_allclose(m.decision_function(X[:7]), manual)
     m.set_params(predictor="bayes_point")
     assert np.array_equal(m.predict(X[:7]), m.classes_[np.argmax(np.column_stack(

@@ -322,6 +322,9 @@ class MSBPM(BayesianClassifier):
     samples_ : (n_chains, n_draws, (K-1) * (N+1)) sampled beta, class blocks of N kernel weights then the
         bias coefficient. Before burn-in ends (an early stop of ``fit_iter``) it holds the current states.
     bayes_point_ : ((K-1), N+1) mean configuration.
+    param_names_ : the names of ``samples_``'s columns: ``beta[row i]`` (the weight of training row i's
+        kernel) and ``beta[bias]``; with 3+ classes ``beta[c, row i]`` and ``beta[c, bias]`` for each class
+        c of ``classes_[1:]`` (``classes_[0]`` is the anchor, f = 0).
     log_posterior_, log_likelihood_, train_error_ : (n_chains, n_draws) traces of the kept draws (eq. 4
         plus the log prior of the sampled coordinates, up to a constant; eq. 4; training error of the
         configuration's classifier, without the nugget draws).
@@ -856,6 +859,10 @@ class MSBPM(BayesianClassifier):
             self.log_posterior_, self.log_likelihood_, self.train_error_ = self._chain_values(problem, state)[
                 :, :, None]
         self.bayes_point_ = self.samples_.mean(axis=(0, 1)).reshape(len(self.classes_) - 1, -1)
+        n_rows = self.bayes_point_.shape[1] - 1
+        blocks = [""] if len(self.classes_) == 2 else [f"{c}, " for c in self.classes_[1:]]
+        self.param_names_ = [f"beta[{b}{part}]" for b in blocks
+                             for part in [*(f"row {i}" for i in range(n_rows)), "bias"]]
 
     def _metrics(self, problem, state, kinds, kept):
         lp, _, err = self._chain_values(problem, state)
