@@ -56,7 +56,7 @@ def method_options(key: str) -> dict:
 
 def _parse(params: dict) -> dict:
     out: dict = {"opts": {}}
-    if params.get("sample") in SAMPLES:
+    if params.get("sample") in SAMPLES or params.get("sample") == PLAYGROUND:
         out["sample"] = params["sample"]
     if "label" in params:
         out["label"] = str(params["label"])
@@ -91,19 +91,68 @@ def init() -> None:
     if st.session_state.get("_url_read"):
         return
     st.session_state["_url_read"] = True
-    parsed = _parse({k: st.query_params.get(k) for k in st.query_params.keys()})
+    params = {k: st.query_params.get(k) for k in st.query_params.keys()}
+    parsed = _parse(params)
     opts = parsed.pop("opts")
     c.update(parsed)
     for m, o in opts.items():
         c["opts"].setdefault(m, {}).update(o)
+    if c.get("sample") == PLAYGROUND:
+        _playground_from_url(params)
+
+
+def _playground_from_url(params: dict) -> None:
+    """A playground link's generator (``pg``), number of points (``pg_n``) and noise (``noise``), put in
+    the Data page's widgets before they are drawn; values out of range are left out. (The clicked edits
+    are not in a link.)"""
+    from dashboard import playground  # SciPy: only for a playground link
+
+    gen = params.get("pg")
+    if gen in playground.GENERATORS:
+        st.session_state["pg_gen"] = gen
+    else:
+        gen = st.session_state.get("pg_gen", next(iter(playground.GENERATORS)))
+    _, _, _, (lo, hi) = playground.GENERATORS[gen]
+    try:
+        n = int(round(float(params.get("pg_n", "nan")) / 10.0)) * 10  # the slider's steps of 10
+        if PG_POINTS[0] <= n <= PG_POINTS[1]:
+            st.session_state["pg_n"] = n
+    except (TypeError, ValueError):
+        pass
+    try:
+        noise = round(float(params.get("noise", "nan")), 2)
+        if lo <= noise <= hi:
+            st.session_state[f"pg_noise_{gen}"] = noise
+    except (TypeError, ValueError):
+        pass
+
+
+#: the playground's number of points: the Data page's slider range
+PG_POINTS = (20, 1000)
+
+
+def _playground_params() -> dict:
+    """The playground's settings as query-string values (generator, points, noise; not the edits)."""
+    gen = st.session_state.get("pg_gen")
+    if gen is None:
+        return {}
+    out = {"pg": str(gen)}
+    if gen != "blank":
+        if "pg_n" in st.session_state:
+            out["pg_n"] = str(int(st.session_state["pg_n"]))
+        if f"pg_noise_{gen}" in st.session_state:
+            out["noise"] = f"{float(st.session_state[f'pg_noise_{gen}']):g}"
+    return out
 
 
 def url_params() -> dict:
     """The settings as query-string values (method options only where they differ from the default)."""
     c = cfg()
     out = {}
-    if c["sample"] not in (UPLOAD, PLAYGROUND):
+    if c["sample"] != UPLOAD:
         out["sample"] = c["sample"]
+    if c["sample"] == PLAYGROUND:
+        out.update(_playground_params())
     for k in ("label", "std", "test", "seed", "method"):
         v = c[k]
         out[_QP[k]] = ("1" if v else "0") if isinstance(v, bool) else str(v)

@@ -598,6 +598,23 @@ def test_the_playground_refit_is_a_registry_job_and_draws_its_map():
     _ok(at)
 
 
+def test_a_playground_link_reopens_its_generator_points_and_noise():
+    """?sample=playground&pg=moons&pg_n=300&noise=0.2 opens the playground with those settings (a teacher's
+    shared demo); out-of-range values are left out; the page's settings go back into the link."""
+    at = _app(sample="playground", pg="moons", pg_n="300", noise="0.2", seed="4")
+    _ok(at)
+    assert not at.warning  # no "default value and Session State" warning from Streamlit
+    assert at.session_state["cfg"]["sample"] == "playground"
+    pg = at.session_state["playground"]
+    assert len(pg.y) == 300 and at.session_state["pg_settings"] == ("moons", 300, 0.2, 4)
+    assert {k: at.query_params.get(k) for k in ("sample", "pg", "pg_n", "noise", "seed")} in (
+        {"sample": "playground", "pg": "moons", "pg_n": "300", "noise": "0.2", "seed": "4"},
+        {"sample": ["playground"], "pg": ["moons"], "pg_n": ["300"], "noise": ["0.2"], "seed": ["4"]})
+    odd = _app(sample="playground", pg="spiral", pg_n="5000", noise="9")  # unknown / out of range
+    _ok(odd)
+    assert odd.session_state["pg_settings"][:2] == ("ripley", 200)
+
+
 def test_a_live_snapshot_thins_a_samplers_draws_consistently():
     """The live map's snapshot keeps LIVE_DRAWS evenly spaced draws per run (the newest of each chain
     among them), the same draws of every per-draw array; other attributes are left alone."""

@@ -91,10 +91,14 @@ with left:
                            key="pg_gen")
         _, _, noise0, (lo, hi) = playground.GENERATORS[gen]
         if gen != "blank":
-            n = st.slider("Points", 20, 1000, 200, 10, key="pg_n")
-            noise = st.slider("Noise (standard deviation)", float(lo), float(hi), float(noise0), 0.01,
-                              key=f"pg_noise_{gen}", help="The generator's noise: more noise, more overlap "
-                                                          "between the classes and a softer true p(y|x).")
+            # a default only where a link has not set the value (Streamlit warns about both)
+            n = st.slider("Points", *state.PG_POINTS, step=10, key="pg_n",
+                          **({} if "pg_n" in st.session_state else {"value": 200}))
+            noise_key = f"pg_noise_{gen}"
+            noise = st.slider("Noise (standard deviation)", float(lo), float(hi), step=0.01, key=noise_key,
+                              help="The generator's noise: more noise, more overlap between the classes "
+                                   "and a softer true p(y|x).",
+                              **({} if noise_key in st.session_state else {"value": float(noise0)}))
         else:
             n, noise = 0, 0.0
         settings = (gen, n, round(noise, 4), int(c["seed"]))
@@ -108,7 +112,8 @@ with left:
         n0, n1 = pg.counts()
         st.caption(f"{len(pg.y)} points ({n0} of class 0, {n1} of class 1)"
                    + (" - edited: the generator's true p(y|x) no longer describes them." if pg.edited else
-                      " - a draw of the generator: its true p(y|x) is known."))
+                      " - a draw of the generator: its true p(y|x) is known.")
+                   + " A link to this page reopens the generator, points, noise and seed, not the edits.")
         frame = pg.loaded().frame
     else:
         sample = SAMPLES[c["sample"]]
