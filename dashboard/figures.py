@@ -23,7 +23,11 @@ PROBA_SCALE = "RdBu_r"
 OBJECTIVES = ("elbo", "free_energy", "neg_free_energy", "log_posterior", "log_joint", "potential", "U")
 _HYPER = re.compile(r"(lengthscale|variance|amplitude|offset|relevance|^w\[|ard|^C$|^v$)", re.IGNORECASE)
 #: counters and flags that describe the run's bookkeeping, not its state (not plotted as curves)
-BOOKKEEPING = ("burnin", "n_draws", "draws_kept", "inner_iterations", "n_support", "stage", "rows")
+BOOKKEEPING = ("burnin", "n_draws", "draws_kept", "inner_iterations", "n_support", "stage", "rows",
+               "rhat_target", "ess_target", "converged", "stopped", "next_check", "draws", "thin")
+#: the stopping rule's numbers in progress records (bsvm.convergence): the worst R-hat and ESS of the last
+#: check, drawn against its thresholds (``rhat_target``, ``ess_target``)
+CONVERGENCE = ("rhat", "ess_bulk")
 #: A horizontal legend under the plot, anchored to the figure's bottom edge: Plotly then shrinks the plot
 #: area to make room, so the legend never covers the x-axis title (a legend at a negative paper y does).
 MAX_LEGEND_ENTRIES = 12
@@ -179,6 +183,34 @@ def split_metrics(names) -> dict[str, list[str]]:
         else:
             out["other"].append(n)
     return out
+
+
+def sampler_statistics(history, height: int = 300):
+    """A sampler's statistics as stacked panels: its own (step size, acceptance... at most two), then the
+    stopping rule's worst R-hat and bulk ESS at each check with the rule's thresholds as dashed lines, so
+    a run can be watched converging. (GibbsSVM has no statistics of its own: its panels showed the
+    constant thresholds themselves.) None when the records carry none of these."""
+    names = metric_names(history)
+    groups = split_metrics(names)
+    conv = [n for n in CONVERGENCE if n in names]
+    # the step size and acceptance first (MS-BPM also records training errors)
+    own = sorted(groups["sampler"], key=lambda n: 0 if re.search("step|accept", n) else 1)
+    shown = own[:4 - len(conv)] + conv
+    if not shown:
+        return None
+    fig = metric_curves(history, shown, "Sampler statistics", separate_axes=True, height=height)
+    last = history[-1].metrics
+    targets = {"rhat": last.get("rhat_target"), "ess_bulk": last.get("ess_target")}
+    lines = []
+    for k, name in enumerate(shown):
+        t = targets.get(name)
+        if t is not None and np.isfinite(t):
+            lines.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1,
+                          "yref": "y" if k == 0 else f"y{k + 1}", "y0": float(t), "y1": float(t),
+                          "line": {"dash": "dash", "color": "#888", "width": 1}})
+    if lines:
+        fig.update_layout(shapes=lines)
+    return fig
 
 
 def _series(history, name: str, idx: np.ndarray):

@@ -133,6 +133,9 @@ def presentation_toggle() -> None:
                 "[data-testid='stSidebar'] {min-width: 270px !important; max-width: 270px !important;}"
                 "[data-testid='stSidebar'] [data-testid='stMarkdownContainer'] p {font-size: 0.95rem;}"
                 "[data-testid='stWidgetLabel'] p {font-size: 1.05rem !important;}"
+                # the Train page's six run controls share one row: at 20 px their labels ran past the
+                # page's edge at 1280 px ("Reset" cut off)
+                "[data-testid='stButton'] button p {font-size: 16px !important;}"
                 "</style>")
 
 

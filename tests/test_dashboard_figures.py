@@ -729,3 +729,21 @@ def test_the_objective_curve_numbers_sbsvms_candidate_fits():
     assert "stage" not in sum(figures.split_metrics(figures.metric_names(est.history_)).values(), [])
     # one kernel, one fit: no marks
     assert not figures.objective_curve(SBSVM(kernel="rbf", random_state=0).fit(X, y).history_).layout.shapes
+
+
+def test_sampler_statistics_draw_the_stopping_rule_against_its_thresholds():
+    """R-hat and ESS at each check, with the rule's thresholds dashed; the thresholds themselves are not
+    panels (GibbsSVM's chart showed two constant lines); a sampler's own statistics come first."""
+    def rec(i, **extra):
+        return Progress(i, 0.1 * i, {"potential": 50.0, "rhat_target": 1.01, "ess_target": 400.0,
+                                     "rhat": 1.2 - 0.01 * i, "ess_bulk": 30.0 * i, "ess_tail": 25.0 * i,
+                                     "draws": 10.0 * i, "converged": 0.0, **extra}, {})
+
+    gibbs = figures.sampler_statistics([rec(i) for i in range(1, 20)])
+    axes = [gibbs.layout[a].title.text for a in ("yaxis", "yaxis2")]
+    assert axes == ["rhat", "ess_bulk"] and len(gibbs.data) == 2
+    assert sorted((sh.yref, sh.y0) for sh in gibbs.layout.shapes) == [("y", 1.01), ("y2", 400.0)]
+    hmc = figures.sampler_statistics([rec(i, step_size=0.3, acceptance=0.8) for i in range(1, 20)])
+    assert [tr.name for tr in hmc.data] == ["step_size", "acceptance", "rhat", "ess_bulk"]
+    assert sorted(sh.yref for sh in hmc.layout.shapes) == ["y3", "y4"]
+    assert figures.sampler_statistics(_history(5)) is None  # a variational fit: none of these

@@ -63,9 +63,12 @@ a, b = st.columns(2)
 with a:
     st.plotly_chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective")
 with b:
-    if groups["sampler"]:
-        st.plotly_chart(figures.metric_curves(hist, groups["sampler"][:4], "Sampler statistics",
-                                              separate_axes=True), key="diag_sampler_stats")
+    if (stats := figures.sampler_statistics(hist)) is not None:
+        st.plotly_chart(stats, key="diag_sampler_stats")
+        if any(n in figures.CONVERGENCE for n in figures.metric_names(hist)):
+            st.caption("R-hat and bulk ESS: the worst over the quantities the stopping rule monitors, at "
+                       "each of its checks; dashed: its thresholds (the run stops once R-hat is below and "
+                       "ESS above them).")
     elif groups["hyper"]:
         st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
                                               feature_names=data.feature_names), key="diag_hyper")

@@ -430,11 +430,9 @@ with right:
         if groups.get("hyper"):
             stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
                                           feature_names=data.feature_names)
-        elif groups.get("sampler") or groups.get("other"):
-            names = groups.get("sampler") or groups.get("other")
-            stats = figures.metric_curves(hist, names[:4], "Sampler statistics", separate_axes=True)
-        else:
-            stats = figures.empty_figure(figures.no_stats_message(method.kind))
+        elif (stats := figures.sampler_statistics(hist)) is None:
+            stats = (figures.metric_curves(hist, groups["other"][:4], "Statistics", separate_axes=True)
+                     if groups.get("other") else figures.empty_figure(figures.no_stats_message(method.kind)))
         return stats, figures.snapshot_traces(hist)
 
     def live_map(r: Run, final: bool):
