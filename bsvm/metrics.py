@@ -63,6 +63,24 @@ def reliability_bins(y, p1, n_bins: int = 10) -> ReliabilityBins:
     return ReliabilityBins(edges, count.astype(int), mean_pred, frac_pos)
 
 
+def wilson_interval(successes, trials, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval for a binomial proportion (Wilson 1927), elementwise: (lower, upper).
+
+    For a reliability diagram's bins: the observed frequency of a bin with few predictions is itself
+    uncertain (a bin of two has an interval over most of [0, 1]). Empty bins give NaN."""
+    from scipy.special import ndtri
+
+    k = np.asarray(successes, dtype=float)
+    n = np.asarray(trials, dtype=float)
+    z = float(ndtri(0.5 + level / 2.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        phat = k / n
+        denom = 1.0 + z * z / n
+        centre = (phat + z * z / (2.0 * n)) / denom
+        half = z * np.sqrt(phat * (1.0 - phat) / n + z * z / (4.0 * n * n)) / denom
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
 def expected_calibration_error(y, proba, n_bins: int = 10) -> float:
     """ECE: count-weighted mean |accuracy - confidence| over equal-width bins.
 

@@ -581,18 +581,32 @@ def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *,
 # ----------------------------------------------------------------------------------------- calibration
 
 
+#: the level of the intervals drawn on reliability diagrams
+RELIABILITY_LEVEL = 0.9
+
+
 def reliability_figure(curves: dict, height: int = 420, xlabel: str = "predicted probability"):
-    """Reliability diagrams for several models: observed frequency vs mean prediction per bin, with the
-    bin counts as bars underneath. ``curves`` maps a model name to ``bsvm.metrics.ReliabilityBins``."""
+    """Reliability diagrams for several models: observed frequency vs mean prediction per bin with its
+    :data:`RELIABILITY_LEVEL` Wilson interval, and the bin counts as bars underneath. ``curves`` maps a
+    model name to ``bsvm.metrics.ReliabilityBins``."""
+    from bsvm.metrics import wilson_interval
+
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.06)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                              line=dict(color="grey", dash="dash")), row=1, col=1)
     for k, (name, b) in enumerate(curves.items()):
         colour = CLASS_COLOURS[(k + 2) % len(CLASS_COLOURS)]
         ok = b.count > 0
+        # 90 % Wilson intervals of each bin's observed frequency: on a small test set a bin of one or two
+        # points swings between 0 and 1, and the bar says it could be anywhere there
+        lo, hi = wilson_interval(b.frac_pos[ok] * b.count[ok], b.count[ok], RELIABILITY_LEVEL)
         fig.add_trace(go.Scatter(x=b.mean_pred[ok], y=b.frac_pos[ok], mode="lines+markers", name=name,
-                                 line=dict(color=colour), customdata=b.count[ok],
-                                 hovertemplate="mean p=%{x:.3f}<br>observed=%{y:.3f}<br>n=%{customdata}"),
+                                 line=dict(color=colour), customdata=np.column_stack([b.count[ok], lo, hi]),
+                                 error_y=dict(type="data", symmetric=False, array=hi - b.frac_pos[ok],
+                                              arrayminus=b.frac_pos[ok] - lo, thickness=1, width=3,
+                                              color=colour),
+                                 hovertemplate="mean p=%{x:.3f}<br>observed=%{y:.3f}<br>n=%{customdata[0]}"
+                                               "<br>90% interval %{customdata[1]:.2f}-%{customdata[2]:.2f}"),
                       row=1, col=1)
         centres = 0.5 * (b.edges[:-1] + b.edges[1:])
         fig.add_trace(go.Bar(x=centres, y=b.count, name=f"{name}: bin counts", marker_color=colour,

@@ -8,6 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bsvm import metrics  # noqa: E402
 from bsvm.base import Progress  # noqa: E402
 from bsvm.datasets import GENERATORS  # noqa: E402
 from bsvm.metrics import classification_report, reliability_bins  # noqa: E402
@@ -266,6 +267,13 @@ def test_reliability_figure_shows_the_bins_and_their_counts():
     np.testing.assert_array_equal(bars[0].y, b.count)
     line = [t for t in fig.data if t.name == "model"][0]
     np.testing.assert_allclose(line.y, b.frac_pos[b.count > 0])
+    # each bin's 90 % interval as an error bar: wider for the emptier bins
+    ok = b.count > 0
+    lo, hi = metrics.wilson_interval(b.frac_pos[ok] * b.count[ok], b.count[ok], 0.9)
+    np.testing.assert_allclose(line.error_y.array, hi - line.y)
+    np.testing.assert_allclose(line.error_y.arrayminus, line.y - lo)
+    width = np.asarray(line.error_y.array) + np.asarray(line.error_y.arrayminus)
+    assert width[np.argmin(b.count[ok])] > width[np.argmax(b.count[ok])]
 
 
 def test_metrics_table_has_one_row_per_model():

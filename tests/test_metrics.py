@@ -44,6 +44,23 @@ def test_reliability_bins_counts_and_means():
         assert b.frac_pos[k] == pytest.approx(y[inside].mean())
 
 
+def test_wilson_interval_matches_scipy_and_covers_at_its_level():
+    from scipy.stats import binomtest
+
+    k, n = np.array([0, 1, 2, 7, 40]), np.array([1, 2, 2, 10, 40])
+    lo, hi = metrics.wilson_interval(k, n, level=0.9)
+    for j in range(len(k)):
+        ci = binomtest(int(k[j]), int(n[j])).proportion_ci(confidence_level=0.9, method="wilson")
+        assert (lo[j], hi[j]) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    assert hi[1] - lo[1] > 0.7  # a bin of two: most of [0, 1]
+    # coverage by simulation near the level (Wilson's is close to nominal for moderate n)
+    q, m = 0.3, 50
+    draws = np.random.default_rng(0).binomial(m, q, size=20000)
+    lo, hi = metrics.wilson_interval(draws, np.full(draws.shape, m), level=0.9)
+    assert 0.87 < np.mean((lo <= q) & (q <= hi)) < 0.93
+    assert np.isnan(metrics.wilson_interval(0, 0)[0])  # an empty bin
+
+
 def test_mad_and_report():
     assert metrics.mean_abs_deviation([0.2, 0.8], [0.3, 0.6]) == pytest.approx(0.15)
     rep = metrics.classification_report(y, p, p_true=p)

@@ -174,7 +174,9 @@ r1, r2 = st.columns(2)
 with r1:
     ui.chart(figures.reliability_figure(curves, xlabel=xlabel), key="cal_reliability")
     st.caption("Each point is a bin of test predictions: x = mean predicted probability, y = observed "
-               "frequency; bars below show how many test points fell in each bin."
+               "frequency, with its 90% interval (Wilson): a bin of a few points could lie anywhere along "
+               "it, so only a point whose interval misses the diagonal is evidence of miscalibration; bars "
+               "below show how many test points fell in each bin."
                + ("" if data.binary else " (3+ classes: confidence of the predicted class vs accuracy.)"))
 with r2:
     ui.chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist")
