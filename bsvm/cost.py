@@ -104,7 +104,10 @@ def format_seconds(s: float) -> str:
         return f"{s / 3600:.0f} hours"
     if s >= 120:
         return f"{s / 60:.0f} minutes"
-    return f"{max(s, 1):.0f} seconds"
+    if s < 0.95:
+        return "under a second"
+    n = round(s)
+    return f"{n} second{'' if n == 1 else 's'}"
 
 
 def estimate(estimator, n: int, d: int, k: int) -> Cost:

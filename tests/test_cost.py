@@ -121,3 +121,12 @@ def test_seeger_time_model_follows_its_measured_default_fits():
     seconds = lambda n, **kw: SeegerARD(**kw).estimate_cost(n, 20, 2).seconds  # noqa: E731
     assert seconds(3000) < 300 < seconds(15000)
     assert seconds(1000, max_iter=3) < seconds(1000)
+
+
+def test_time_is_said_in_words_that_fit_it():
+    from bsvm.cost import format_seconds
+
+    assert format_seconds(0.3) == "under a second"  # the Train page said "1 seconds" for these
+    assert format_seconds(1.2) == "1 second" and format_seconds(8.4) == "8 seconds"
+    assert format_seconds(600) == "10 minutes" and format_seconds(3 * 3600) == "3 hours"
+    assert format_seconds(float("nan")) == "an unknown time"
