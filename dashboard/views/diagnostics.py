@@ -147,7 +147,7 @@ if table is not None:
         st.caption(f"{meta.get('label', type(est).__name__)}'s stopping rule does not check its parameters "
                    "one by one (the table above is what it checked): a flagged parameter mixes more slowly "
                    "than the predictions it determines. A longer run (more draws per chain on the Train "
-                   "page) brings it within the thresholds.")
+                   "page) lets it catch up.")
     st.dataframe(table.style.format(_formats(table))
                  .map(lambda v: "" if v in ("ok", figures.CONSTANT) else "color: #c62828; font-weight: bold",
                       subset=["flag"]))
