@@ -101,28 +101,32 @@ def init() -> None:
         _playground_from_url(params)
 
 
+def playground_settings() -> dict:
+    """The playground's generator (``gen``), points (``n``) and noise per generator (``noise_<gen>``): a
+    session's own dict, so they outlive the Data page's widgets (and go into links)."""
+    return st.session_state.setdefault("pg_cfg", {"gen": "ripley", "n": 200})
+
+
 def _playground_from_url(params: dict) -> None:
-    """A playground link's generator (``pg``), number of points (``pg_n``) and noise (``noise``), put in
-    the Data page's widgets before they are drawn; values out of range are left out. (The clicked edits
-    are not in a link.)"""
+    """A playground link's generator (``pg``), number of points (``pg_n``) and noise (``noise``), into
+    :func:`playground_settings`; values out of range are left out. (The clicked edits are not in a link.)"""
     from dashboard import playground  # SciPy: only for a playground link
 
-    gen = params.get("pg")
-    if gen in playground.GENERATORS:
-        st.session_state["pg_gen"] = gen
-    else:
-        gen = st.session_state.get("pg_gen", next(iter(playground.GENERATORS)))
+    pgc = playground_settings()
+    if params.get("pg") in playground.GENERATORS:
+        pgc["gen"] = params["pg"]
+    gen = pgc["gen"]
     _, _, _, (lo, hi) = playground.GENERATORS[gen]
     try:
         n = int(round(float(params.get("pg_n", "nan")) / 10.0)) * 10  # the slider's steps of 10
         if PG_POINTS[0] <= n <= PG_POINTS[1]:
-            st.session_state["pg_n"] = n
+            pgc["n"] = n
     except (TypeError, ValueError):
         pass
     try:
         noise = round(float(params.get("noise", "nan")), 2)
         if lo <= noise <= hi:
-            st.session_state[f"pg_noise_{gen}"] = noise
+            pgc[f"noise_{gen}"] = noise
     except (TypeError, ValueError):
         pass
 
@@ -133,15 +137,13 @@ PG_POINTS = (20, 1000)
 
 def _playground_params() -> dict:
     """The playground's settings as query-string values (generator, points, noise; not the edits)."""
-    gen = st.session_state.get("pg_gen")
-    if gen is None:
-        return {}
+    pgc = playground_settings()
+    gen = pgc["gen"]
     out = {"pg": str(gen)}
     if gen != "blank":
-        if "pg_n" in st.session_state:
-            out["pg_n"] = str(int(st.session_state["pg_n"]))
-        if f"pg_noise_{gen}" in st.session_state:
-            out["noise"] = f"{float(st.session_state[f'pg_noise_{gen}']):g}"
+        out["pg_n"] = str(int(pgc["n"]))
+        if f"noise_{gen}" in pgc:
+            out["noise"] = f"{float(pgc[f'noise_{gen}']):g}"
     return out
 
 

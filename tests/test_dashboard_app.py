@@ -610,6 +610,17 @@ def test_a_playground_link_reopens_its_generator_points_and_noise():
     assert {k: at.query_params.get(k) for k in ("sample", "pg", "pg_n", "noise", "seed")} in (
         {"sample": "playground", "pg": "moons", "pg_n": "300", "noise": "0.2", "seed": "4"},
         {"sample": ["playground"], "pg": ["moons"], "pg_n": ["300"], "noise": ["0.2"], "seed": ["4"]})
+    # the playground (and its edits) outlives a visit to another page: Streamlit forgets the widgets of a
+    # page that did not run, and the Data page used to redraw a default Ripley playground on return
+    from dashboard import playground as PG
+
+    edited = PG.edit(pg, 0.0, 0.0, PG.ADD_1)
+    at.session_state["playground"] = edited
+    at.switch_page("views/train.py").run()
+    at.switch_page("views/data.py").run()
+    _ok(at)
+    assert at.session_state["pg_settings"] == ("moons", 300, 0.2, 4)
+    assert len(at.session_state["playground"].y) == 301 and at.session_state["playground"].edited
     odd = _app(sample="playground", pg="spiral", pg_n="5000", noise="9")  # unknown / out of range
     _ok(odd)
     assert odd.session_state["pg_settings"][:2] == ("ripley", 200)

@@ -86,19 +86,22 @@ with left:
     elif c["sample"] == state.PLAYGROUND:
         from dashboard import playground  # imports SciPy (bsvm.datasets): only when the playground is used
 
+        # the settings live in state.playground_settings(), not only in the widgets: Streamlit forgets a
+        # widget's value once a page without it has run, and the playground (with its clicked edits) was
+        # redrawn from the defaults when the user came back from the Train page
+        pgc = state.playground_settings()
         names = list(playground.GENERATORS)
-        gen = st.selectbox("Generator", names, format_func=lambda g: playground.GENERATORS[g][0],
-                           key="pg_gen")
+        gen = state.bind(st.selectbox, "gen", "Generator", store=pgc, scope="pg", options=names,
+                         format_func=lambda g: playground.GENERATORS[g][0])
         _, _, noise0, (lo, hi) = playground.GENERATORS[gen]
         if gen != "blank":
-            # a default only where a link has not set the value (Streamlit warns about both)
-            n = st.slider("Points", *state.PG_POINTS, step=10, key="pg_n",
-                          **({} if "pg_n" in st.session_state else {"value": 200}))
-            noise_key = f"pg_noise_{gen}"
-            noise = st.slider("Noise (standard deviation)", float(lo), float(hi), step=0.01, key=noise_key,
-                              help="The generator's noise: more noise, more overlap between the classes "
-                                   "and a softer true p(y|x).",
-                              **({} if noise_key in st.session_state else {"value": float(noise0)}))
+            n = state.bind(st.slider, "n", "Points", store=pgc, scope="pg", min_value=state.PG_POINTS[0],
+                           max_value=state.PG_POINTS[1], step=10)
+            pgc.setdefault(f"noise_{gen}", float(noise0))
+            noise = state.bind(st.slider, f"noise_{gen}", "Noise (standard deviation)", store=pgc, scope="pg",
+                               min_value=float(lo), max_value=float(hi), step=0.01,
+                               help="The generator's noise: more noise, more overlap between the classes "
+                                    "and a softer true p(y|x).")
         else:
             n, noise = 0, 0.0
         settings = (gen, n, round(noise, 4), int(c["seed"]))
