@@ -169,11 +169,12 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @contextmanager
 def _root_on_path():
     """Start the forkserver with :data:`_ROOT` first on its ``PYTHONPATH``. Python 3.11's forkserver is
-    handed the parent's sys.path but does not apply it before its preload (3.12 does): from any working
-    directory but the repository's, ``dashboard.procrun`` (and a source checkout's ``bsvm``) failed to
-    import there, silently, so nothing was warmed up and every Start's child imported them itself
-    (measured: 0.15 s from Start to the child's first line instead of 0.02 s, plus each method's lazy
-    imports). The variable is set only while the forkserver is spawned."""
+    handed the parent's sys.path but does not apply it before its preload: from any working directory
+    but the repository's, the preload of ``dashboard.procrun`` (so the warm-up) failed there, silently,
+    and so did that of ``bsvm`` where it is used from the source tree without being installed (app.py
+    allows that); every Start's child then imported the estimators itself (measured: 0.13-0.17 s from
+    Start to the child's first line instead of 0.02 s). The variable is set only while the forkserver is
+    spawned."""
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([_ROOT] + ([old] if old else []))
     try:
