@@ -114,12 +114,10 @@ def test_ripley_calibration_close_to_the_truth():
     assert mad_s.mean() < 0.065 and mad_p.mean() < 0.065, (mad_s, mad_p)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 12 target not met on these seeds: mean |p - p_true| 0.0443 "
-                   "(kernel='auto' stack of the RBF/ARD/linear fits, the fixed-hyperparameter fits and the "
-                   "base rate, calibrated links) vs Platt's 0.0425; over seeds 0-19 (SBSVM and Platt with "
-                   "random_state=seed) 0.0566 vs 0.0542, SBSVM better on 7 of 20 (one tie), mean "
-                   "difference 0.0024 +- 0.0024 (s.e.). stacking='cv' was further off (before the extra "
-                   "candidates joined 'loo'): 0.0442 here, 0.0601 over seeds 0-19")
+@pytest.mark.xfail(strict=True, reason="issue 12 target not met on these seeds: mean |p - p_true| 0.0441 "
+                   "(kernel='auto' stack weighed by 5-fold q(u) refits) vs Platt's 0.0425; over seeds 0-19 "
+                   "(SBSVM and Platt with random_state=seed) 0.0602 vs 0.0542 (stacking='loo': 0.0566, "
+                   "docs/sbsvm.md section 7)")
 def test_ripley_calibration_no_worse_than_platt():
     mad_s, mad_p = _ripley_mads()
     assert mad_s.mean() <= mad_p.mean(), (mad_s, mad_p)

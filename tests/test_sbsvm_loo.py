@@ -110,7 +110,7 @@ def test_stacking_weights_maximise_the_loo_log_score_over_a_grid():
     assert w1[0] == pytest.approx(1.0, abs=1e-3)
 
 
-@pytest.mark.parametrize("stacking", ["loo", "cv"])
+@pytest.mark.parametrize("stacking", ["auto", "loo", "cv"])
 def test_stacked_predictive_is_the_weighted_sum_of_its_fits(stacking):
     """kernel='auto' on Ripley's data: the weights recorded in defaults_ are those of components_ (sum 1,
     none below the 0.01 floor), and predict_proba is their weighted sum of each fit's calibrated
@@ -121,8 +121,8 @@ def test_stacked_predictive_is_the_weighted_sum_of_its_fits(stacking):
     d = m.defaults_
     # up to 1000 rows the fixed-hyperparameter fits and the base rate are candidates either way
     names = ["rbf", "ard", "linear", "rbf.fixed", "linear.fixed", "base_rate"]
-    assert d["weighting"] == ("5-fold cross-validation" if stacking == "cv"
-                              else "cavity leave-one-out, Akaike's charge")
+    assert d["weighting"] == {"cv": "5-fold cross-validation", "auto": "5-fold q(u) refits, Akaike's charge",
+                              "loo": "cavity leave-one-out, Akaike's charge"}[stacking]
     w = np.array([d[f"weight.{k}"] for k in names])
     assert w.sum() == pytest.approx(1.0) and np.all((w == 0) | (w >= 0.01))
     comps = {c[0]: c for c in m.components_}
@@ -182,19 +182,21 @@ def test_auto_kernel_weights_ard_when_features_differ_in_relevance():
 
 
 def test_auto_kernel_weights_the_linear_kernel_on_a_linear_boundary():
-    """A linear boundary in 10 features with logistic label noise: the isotropic RBF gets (almost) no
-    weight and the linear kernel a share. The linear trial's inducing inputs (origin and unit vectors)
-    make its sparse fit exact: zero residual variance at every row."""
+    """A linear boundary in 10 features with logistic label noise: the isotropic RBF with learned
+    hyperparameters gets (almost) no weight and the linear kernel (learned or fixed) most of it. The
+    linear fits' inducing inputs (origin and unit vectors) make their sparse fit exact: zero residual
+    variance at every row."""
     rng = np.random.default_rng(0)
     Xl = rng.standard_normal((300, 10))
     yl = (Xl @ np.linspace(-1.0, 1.0, 10) + rng.logistic(size=300) > 0).astype(int)
     m = SBSVM(random_state=0).fit(Xl, yl)
     d = m.defaults_
-    assert d["weight.rbf"] < 0.05 and d["weight.linear"] > 0.1
-    lin = {c[0]: c for c in m.components_}["linear"]
-    assert isinstance(lin[2].kernel, Linear) and lin[2].inducing.shape == (11, 10)
-    _, t, _ = features(lin[2], m._scaled(Xl))
-    assert np.abs(t).max() < 1e-6
+    assert d["weight.rbf"] < 0.05 and d["weight.linear"] + d["weight.linear.fixed"] > 0.5
+    lins = [c for c in m.components_ if c[0].startswith("linear")]
+    for lin in lins:
+        assert isinstance(lin[2].kernel, Linear) and lin[2].inducing.shape == (11, 10)
+        _, t, _ = features(lin[2], m._scaled(Xl))
+        assert np.abs(t).max() < 1e-6
 
 
 def test_auto_kernel_on_uninformative_features_predicts_the_base_rate():
@@ -221,3 +223,41 @@ def test_extra_candidates_only_up_to_1000_rows():
     p_loo = (n1 - ys + 1.0) / (n + 1.0)  # each row's base rate without it, p = (n1 + 1) / (n + 2)
     expect = np.mean(np.log(np.where(ys == 1, p_loo, 1.0 - p_loo)))
     assert d["loo_log_lik.base_rate"] == pytest.approx(expect, rel=1e-12)
+
+
+def test_kfold_weighting_refits_q_on_the_other_folds():
+    """stacking='auto''s held-out densities (SBSVM._kfold_log_densities): for each fold, the warm-started
+    refit at the fit's hyperparameters agrees with an independent SBSVM fitted from scratch on the other
+    folds (same kernel and inducing inputs, hyperparameters fixed), its latent predictive put through the
+    fit's link; the base rate's column is each fold's (n1 + 1) / (n + 2) from the other folds."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from bsvm.sbsvm.engine import SVIEngine
+    from bsvm.sbsvm.estimator import CV_FOLDS
+    from bsvm.sbsvm.loo import link_log_densities
+
+    Xr, yr = make_ripley(150, random_state=4)
+    m = SBSVM(kernel="rbf", random_state=0).fit(Xr, yr)
+    Xs, ys = m._scaled(Xr), 2.0 * yr - 1.0
+    geom = m.geometry_
+    eng = SVIEngine(Xs, ys, geom, m._config(len(ys), geom.kernel), np.random.default_rng(0))
+    P = m.posterior_.Lp @ m.posterior_.Lp.T
+    state = eng.init(np.random.default_rng(0))._replace(eta1=P @ m.posterior_.m, P=P, geom=geom)
+    m.set_params(tol=1e-10)
+    names = ["rbf", "base_rate"]
+    gen = m._kfold_log_densities(eng, {"rbf": eng}, {"rbf": state, "base_rate": None},
+                                 {"rbf": m.link_}, names, 0, np.random.default_rng(7))
+    with pytest.raises(StopIteration) as done:
+        while True:
+            next(gen)
+    out = done.value.value
+    seed = int(np.random.default_rng(7).integers(2**31 - 1))  # the folds' seed, drawn first
+    folds = StratifiedKFold(CV_FOLDS, shuffle=True, random_state=seed).split(Xs, yr)
+    for train, test in folds:
+        ref = SBSVM(kernel=geom.kernel, optimize_hyperparameters=False, inducing=geom.inducing,
+                    standardize=False, tol=1e-10, max_iter=2000, predictive="probit").fit(Xs[train], yr[train])
+        mean, var = ref.predict_latent(Xs[test])
+        np.testing.assert_allclose(out[test, 0], link_log_densities(ys[test], mean, var, *m.link_),
+                                   rtol=1e-4, atol=1e-6)
+        p = (yr[train].sum() + 1.0) / (len(train) + 2.0)
+        np.testing.assert_allclose(out[test, 1], np.log(np.where(yr[test] == 1, p, 1.0 - p)), rtol=1e-12)
