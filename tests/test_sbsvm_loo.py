@@ -255,7 +255,8 @@ def test_kfold_weighting_refits_q_on_the_other_folds():
     folds = StratifiedKFold(CV_FOLDS, shuffle=True, random_state=seed).split(Xs, yr)
     for train, test in folds:
         ref = SBSVM(kernel=geom.kernel, optimize_hyperparameters=False, inducing=geom.inducing,
-                    standardize=False, tol=1e-10, max_iter=2000, predictive="probit").fit(Xs[train], yr[train])
+                    standardize=False, tol=1e-10, max_iter=2000, predictive="probit")
+        ref.fit(Xs[train], yr[train])
         mean, var = ref.predict_latent(Xs[test])
         np.testing.assert_allclose(out[test, 0], link_log_densities(ys[test], mean, var, *m.link_),
                                    rtol=1e-4, atol=1e-6)
