@@ -188,7 +188,8 @@ def _sbsvm(est, n, d, k) -> Cost:
     TYPICAL_STEPS (with ``tol=0``, at max_iter). Measured default fits against this rule, CPU s (one
     thread, November 2026): twonorm (20-D) 700 / 2,000 / 20,000 rows 2.0 / 4.5 / 0.5 (estimated 3.5 / 8.7 /
     8.7), ringnorm 2,000 rows 3.9, Ripley (2-D) 175 / 1,000 rows 0.3 / 0.7 (0.6 / 4.5). Costing max_iter
-    steps had shown 28 s for the 2,000-row fits."""
+    steps had shown 28 s for the 2,000-row fits. (Since kernel="auto" weighs its stack by 5-fold q(u)
+    refits up to 1,000 rows: twonorm 700 rows 2.1, Ripley 175 / 1,000 rows 0.3 / 0.85.)"""
     steps = _int(est.max_iter, 2000)
     if est.tol is not None and float(est.tol) > 0:
         steps = min(steps, TYPICAL_STEPS)
