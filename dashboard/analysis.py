@@ -501,3 +501,22 @@ def draws_netcdf(model) -> bytes | None:
 
 def metrics_csv(table: pd.DataFrame) -> bytes:
     return table.to_csv().encode()
+
+
+#: kernel="auto"'s candidate names (``SBSVM.components_``) in words
+STACK_NAMES = {"rbf": "RBF", "ard": "RBF with one length scale per feature", "linear": "linear kernel",
+               "rbf.fixed": "RBF at its starting hyperparameters",
+               "linear.fixed": "linear kernel at its starting hyperparameters",
+               "base_rate": "the training base rate"}
+
+
+def stack_summary(est) -> str | None:
+    """What an S-BSVM ``kernel="auto"`` fit predicts with, in words: its stacked fits with their weights,
+    largest first, and how they were weighed (``defaults_["weighting"]``); None for any other model."""
+    comps = getattr(est, "components_", None)
+    if not comps:
+        return None
+    parts = ", ".join(f"{STACK_NAMES.get(name, name)} {weight:.0%}" for name, weight, *_ in comps)
+    how = getattr(est, "defaults_", {}).get("weighting")
+    return (f"The prediction mixes {len(comps)} fit{'s' if len(comps) > 1 else ''}: {parts}"
+            + (f" (weights by stacking: {how})." if how else "."))

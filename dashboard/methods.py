@@ -180,9 +180,10 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    "batch: every training point is an inducing point (n <= 4000); linear: a linear SVM.",
                    ("svi", "batch", "linear")),
             Option("kernel", "Kernel", "select", "auto",
-                   "auto: rbf, ard and linear fits mixed with the weights that predict left-out rows best "
-                   "(stacking; one nat charged per extra kernel parameter); rbf: one length scale; ard: one "
-                   "per feature; linear: a straight boundary.",
+                   "auto: rbf, ard and linear fits (up to 1,000 rows also the rbf and linear kernels at "
+                   "their starting values, and the base rate) mixed with the weights that predict held-out "
+                   "rows best (stacking; one nat charged per learned kernel parameter); rbf: one length "
+                   "scale; ard: one per feature; linear: a straight boundary.",
                    ("auto", "rbf", "ard", "linear")),
             Option("n_inducing", "Inducing points", "int", 100, "How many points summarise the data (k-means "
                    "centres). More is more accurate and slower; 20-100 is typical.", min=2, max=1000),

@@ -1,5 +1,6 @@
 """The dashboard's pure parts without Streamlit: figure builders, data preparation, chunked runs."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -755,3 +756,24 @@ def test_sampler_statistics_draw_the_stopping_rule_against_its_thresholds():
     assert [tr.name for tr in hmc.data] == ["step_size", "acceptance", "rhat", "ess_bulk"]
     assert sorted(sh.yref for sh in hmc.layout.shapes) == ["y3", "y4"]
     assert figures.sampler_statistics(_history(5)) is None  # a variational fit: none of these
+
+
+def test_stack_summary_names_each_stacked_fit_with_its_weight():
+    """The Train page's words for an S-BSVM kernel='auto' fit: every component of components_, largest
+    weight first, the weights summing to 100 %, and how they were weighed; nothing for other models."""
+    from bsvm import SBSVM, PlattSVM
+    from bsvm.datasets import make_ripley
+
+    Xr, yr = make_ripley(150, random_state=2)
+    m = SBSVM(random_state=0).fit(Xr, yr)
+    text = A.stack_summary(m)
+    names = [c[0] for c in m.components_]
+    assert text.startswith(f"The prediction mixes {len(names)} fit")
+    listed = text.split(": ", 1)[1].split(" (weights by stacking")[0]
+    assert listed == ", ".join(f"{A.STACK_NAMES[n]} {w:.0%}" for n, w, *_ in m.components_)
+    assert [w for _, w, *_ in m.components_] == sorted((w for _, w, *_ in m.components_), reverse=True)
+    shares = [int(v) for v in re.findall(r" (\d+)%", text)]
+    assert len(shares) == len(names) and abs(sum(shares) - 100) <= len(names)
+    assert m.defaults_["weighting"] in text
+    assert A.stack_summary(SBSVM(kernel="rbf", random_state=0).fit(Xr, yr)) is None
+    assert A.stack_summary(PlattSVM().fit(Xr, yr)) is None

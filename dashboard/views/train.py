@@ -14,6 +14,7 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
+from dashboard.analysis import stack_summary
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
@@ -500,3 +501,6 @@ with right:
     if run is not None and run.status == DONE and run.finished_at is not None:
         st.caption(f"Finished: {run.records} progress records; the fit computed for "
                    f"{run.history[-1].elapsed if run.history else 0:.2f} s.")
+        stack = stack_summary(run.model)
+        if stack:
+            st.caption(stack)
