@@ -109,8 +109,26 @@ function drawOne() {
     live.pause = DUTY * cost;
   }).catch(() => {}).finally(() => schedule(live.pause || 0));
 }
+// A rerun that remounts the component while the previous instance is still on the page can leave a
+// chart's div in the old instance, which React then removes: the chart vanished from the page (seen
+// after a run's last full page run, in about one run of four). Every slot says which chart it wants;
+// twice a second a chart whose div is off the page (or hidden) is put into the shown slot that wants
+// it (a div shown on the page is never taken from its slot).
+function shown(el) { return el.isConnected && !!(el.offsetWidth || el.offsetHeight); }
+function heal() {
+  for (const slot of document.querySelectorAll("div[data-bsvm-want]")) {
+    if (!shown(slot) || slot.querySelector("div.bsvm-live")) continue;
+    const div = live.divs.get(slot.dataset.bsvmWant);
+    if (!div || shown(div)) continue;  // (a div in a hidden, stale instance is taken back too)
+    slot.appendChild(div);
+    live.healed = (live.healed || 0) + 1;  // read by the tests
+    if (window.Plotly && div._fullLayout) window.Plotly.Plots.resize(div);
+  }
+}
+if (!live.healer) live.healer = setInterval(heal, 500);
 // Show chart ``c`` ({key, rev, fig?, height}) in ``slot``.
 function showChart(slot, c, url) {
+  slot.dataset.bsvmWant = c.key;
   // The server sends a figure only when it is new (or on a full page run); between two, only its
   // revision, and the figure is taken from this tab's cache (a chart remounted by a rerun starts empty).
   if (c.fig) live.specs.set(c.key, {rev: c.rev, spec: c.fig});

@@ -280,7 +280,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
             Option("c", "c (cost)", "float", 1.0, "Scale of the hinge pseudo-likelihood (c -> 0: the prior).",
                    min=1e-4, max=1e3),
         ),
-        total=lambda o: o["n_burnin"] + o["n_samples"] * o.get("thin", 1),
+        binary_only=False, total=lambda o: o["n_burnin"] + o["n_samples"] * o.get("thin", 1),
         fast={"n_samples": 100, "n_burnin": 100, "n_chains": 2},
     ),
     Method(

@@ -129,7 +129,7 @@ def test_predict_proba_draws_and_to_arviz():
     dt = est.to_arviz()
     assert {"posterior", "sample_stats", "observed_data"} <= set(dt.children)
     assert dt["posterior"]["theta"].shape == (4, 40, 3)
-    assert list(dt["posterior"]["param"].values) == ["w0", "w1", "b"]
+    assert list(dt["posterior"]["param"].values) == ["w[x0]", "w[x1]", "b"] == est.param_names_
     stats = set(dt["sample_stats"].data_vars)
     assert {"acceptance_rate", "step_size", "energy", "diverging", "n_steps", "lp"} <= stats
     np.testing.assert_array_equal(dt["observed_data"]["y"].values, y)

@@ -155,6 +155,7 @@ class _HingeSampler(BayesianClassifier):
         P = self.model_.n_params
         self.trace_index_ = np.linspace(0, P - 1, min(self._n_trace, P)).round().astype(int)
         self.samples_ = np.empty((self._n_chains, 0, P))
+        self.param_names_ = self.param_names()
         self.potential_ = np.empty((self._n_chains, 0))
         self.converged_ = False
         self.convergence_ = None
@@ -449,11 +450,15 @@ class _HingeSampler(BayesianClassifier):
                                    D, C, Phi.shape[0], len(self.classes_))
 
     def param_names(self) -> list[str]:
+        """Names of ``samples_``'s columns (``param_names_``): the weight of each input column, ``w[x0]``
+        (0-based; ``w[f0]`` for a feature map's coordinates), then the bias ``b``; with 3+ classes one
+        block per class, ``w[<class>, x0]`` ... ``b[<class>]``."""
         d = self.model_.n_features
-        block = [f"w{j}" for j in range(d)] + ["b"]
+        x = "x" if self.feature_map_ is None else "f"
         if self.model_.n_blocks == 1:
-            return block
-        return [f"{self.classes_[k]}:{name}" for k in range(self.model_.n_blocks) for name in block]
+            return [f"w[{x}{j}]" for j in range(d)] + ["b"]
+        return [name for k in range(self.model_.n_blocks)
+                for name in [f"w[{self.classes_[k]}, {x}{j}]" for j in range(d)] + [f"b[{self.classes_[k]}]"]]
 
     def to_arviz(self):
         """The kept draws as an ArviZ DataTree (arviz-base schema = ArviZ 1.x): ``posterior`` ``theta``
@@ -593,7 +598,8 @@ class SubgradientHMC(_HingeSampler):
         n_trace : number of coordinates whose current values are put in each record's snapshot.
     random_state : seed; the same seed gives the same draws.
     """ + _RUN_DOC.format(max_iter="50,000 (hmc) or 1,000,000 (sgld/sgnht)") + """
-    Fitted attributes: samples_ (n_chains, n_draws, n_params), potential_ (n_chains, n_draws) (for
+    Fitted attributes: samples_ (n_chains, n_draws, n_params), param_names_ (its columns' names,
+    ``param_names``), potential_ (n_chains, n_draws) (for
     sgld/sgnht the minibatch estimate), xi_ (sgnht), accept_prob_ (hmc), acceptance_rate_ (hmc, per
     chain, sampling phase), step_size_, theta_ (current states), mode_ (pilot mode, laplace only),
     converged_, convergence_ (the last :class:`bsvm.convergence.ConvergenceStatus`), stopping_rule_,
@@ -828,8 +834,8 @@ class GibbsSVM(_HingeSampler):
     approximation, as SubgradientHMC does), "prior" at N(0, I) draws; the start does not change the target,
     only the burn-in needed (the data-augmentation chain converges slowly from far away when n is large).
     """ + _RUN_DOC.format(max_iter="50,000 sweeps") + """
-    Fitted: samples_, potential_ (full data), theta_, model_, feature_map_, mode_ (laplace init),
-    converged_, convergence_, stopping_rule_.
+    Fitted: samples_, param_names_, potential_ (full data), theta_, model_, feature_map_, mode_ (laplace
+    init), converged_, convergence_, stopping_rule_.
     Input scale: "unit", as ``SubgradientHMC`` (fit warns; see there).
     """
 
