@@ -233,12 +233,12 @@ def test_live_charts_taken_off_the_page_come_back(server, page):
     assert pg.evaluate(charts) == 0
     try:
         pg.wait_for_function(f"() => ({charts})() >= {n} && ({drawn})() >= {n}", timeout=10_000)
-    except Exception:
-        print("DEBUG", n, pg.evaluate("""() => ({want: document.querySelectorAll('div[data-bsvm-want]').length,
+    except sync_api.TimeoutError:  # what the page held, for the log
+        print("charts not back:", n, pg.evaluate("""() => ({
+            want: document.querySelectorAll('div[data-bsvm-want]').length,
             grids: document.querySelectorAll('div.bsvm-grid').length,
-            keys: Array.from((window.__bsvmLive||{}).divs||[]).map(([k, d]) => [k, d.isConnected]),
-            healed: (window.__bsvmLive||{}).healed, healer: !!(window.__bsvmLive||{}).healer,
-            live: document.querySelectorAll('div.bsvm-live').length})"""))
+            keys: Array.from((window.__bsvmLive || {}).divs || []).map(([k, d]) => [k, d.isConnected]),
+            healed: (window.__bsvmLive || {}).healed, healer: !!(window.__bsvmLive || {}).healer})"""))
         raise
     _no_exception(pg, "Train")
 
