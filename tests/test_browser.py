@@ -195,6 +195,8 @@ def test_tour_with_every_control(server, page):
 TAKEN = """(name) => { const t = document.body.innerText;
                        return t.includes('Uploaded: ' + name) || t.includes(name + ' cannot be used')
                               || t.includes('could not be used (' + name + ')'); }"""
+NOT_STALE = """([name, others]) => !Array.from(document.querySelectorAll('[data-testid="stAlert"]'))
+                                        .some(a => others.some(o => a.innerText.includes(o)))"""
 REEL = "r\u00e9el"
 ODD_CSVS = {
     "semicolons.csv": b"x1;x2;label\n0.1;0.2;0\n0.3;0.1;1\n0.5;0.9;0\n0.7;0.4;1\n0.2;0.8;0\n0.9;0.3;1\n"
@@ -257,12 +259,16 @@ def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):
         # the page has taken this file when its caption or an error about it is shown
         pg.wait_for_function(TAKEN, arg=name)
         pg.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')")
+        # and the previous file's message is gone (a rerun shows the old elements until it replaces them)
+        pg.wait_for_function(NOT_STALE, arg=[name, [n for n in ODD_CSVS if n != name]])
         _no_exception(pg, f"Data with {name}")
         alerts = [a.inner_text().strip() for a in pg.locator('[data-testid="stAlert"]').all()]
         loaded = pg.locator('[data-testid="stMetric"]', has_text="training rows").count() > 0
         seen[name] = (loaded, alerts)
         # a clear outcome: the data loaded (its rows counted), or a message says what is wrong
         assert loaded or any(len(a) > 20 for a in alerts), (name, alerts)
+        if name == "text_column.csv":  # loaded without the text column, and the page says so
+            pg.get_by_text("Not numeric, so not offered as features: colour").wait_for()
         screenshot(pg, SHOTS / f"8_upload_{name.removesuffix('.csv')}.png")
     print({k: (v[0], [a[:120] for a in v[1]]) for k, v in seen.items()})
     # the label column is not called "label": the page says so and offers the right one
