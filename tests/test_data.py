@@ -147,3 +147,18 @@ def test_non_numeric_columns_are_left_out_and_named_or_refused_when_asked_for():
     assert any("['name']" in n for n in data.notes)
     with pytest.raises(ValueError, match=r"non-numeric columns \['name'\]"):
         load_csv(b"a,name,b,label\n1,x,2,0\n3,y,4,1\n", features=["a", "name"])
+
+
+@pytest.mark.parametrize("scales", [[1.0, 3.0, 1e-5, 1e5], [1e-200, 1e90, 0.0, 1.0],
+                                    [1e200, 1e-120, 2.0, 1e100]])
+def test_column_scales_equal_numpy_std_at_any_magnitude(scales):
+    """column_scales (two passes, blockwise) against np.std of each column divided by its largest |x|
+    (which neither overflows nor underflows), with more rows than one block and a shifted column."""
+    from bsvm.data import _SCALE_BLOCK_ROWS, column_scales
+
+    rng = np.random.default_rng(0)
+    shift = np.array([0.0, 0.0, 5e-6, 1e3])  # a column far from zero: the deviations, not the squares
+    X = (rng.standard_normal((2 * _SCALE_BLOCK_ROWS + 17, 4)) + shift) * np.array(scales)
+    top = np.max(np.abs(X), axis=0)
+    safe = np.where(top > 0, top, 1.0)
+    np.testing.assert_allclose(column_scales(X), np.std(X / safe, axis=0) * top, rtol=1e-10, atol=0)
