@@ -186,6 +186,9 @@ def column_scales(X: np.ndarray) -> np.ndarray:
     call it)."""
     if X.size == 0:
         return np.zeros(X.shape[1])
+    if not isinstance(X, np.ndarray):  # e.g. the rows of a Dask array (sbsvm.dask_fit.DaskRows)
+        top = np.max(np.abs(X), axis=0)
+        return np.std(X / np.where(top > 0, top, 1.0), axis=0) * top
     top = np.maximum(np.max(X, axis=0), -np.min(X, axis=0))
     if not np.all((top <= 1e100) & ((top >= 1e-100) | (top == 0))):  # (NaN too) squares could over- or
         # underflow: rescale
