@@ -249,7 +249,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    "feature-space coordinates at once given the latent scores (exact; needs a nugget). "
                    "Switch it off to watch the paper's line moves alone mix slowly: R-hat stays far above "
                    "1 on Diagnostics."),
-            Option("nugget", "Nugget", "float", 0.6, "Soft-margin kernel K + nugget I (Herbrich et al.), "
+            Option("nugget", "Nugget", "float", 0.3, "Soft-margin kernel K + nugget I (Herbrich et al.), "
                    "relative to the kernel's variance. It makes the votes smooth probabilities instead of "
                    "0/1; 0 gives the noise-free feature-space prior.", min=0.0, max=10.0),
             Option("nu", "nu (soft margin)", "float", 1.0, "alpha_cc = 1 + N / nu: small nu approaches the "
