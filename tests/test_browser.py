@@ -230,9 +230,11 @@ def test_live_charts_taken_off_the_page_come_back(server, page):
     charts = "() => document.querySelectorAll('div.bsvm-grid div.bsvm-live').length"
     pg.wait_for_function(f"{drawn} >= 1")
     n = pg.evaluate(charts)
-    pg.evaluate("""() => { const away = document.createElement('div');
-                           document.querySelectorAll('div.bsvm-live').forEach(d => away.appendChild(d)); }""")
-    assert pg.evaluate(charts) == 0
+    # moved and counted in one script, so that no repair (or a late rerun) runs in between
+    left = pg.evaluate(f"""() => {{ const away = document.createElement('div');
+        document.querySelectorAll('div.bsvm-live').forEach(d => away.appendChild(d));
+        return ({charts})(); }}""")
+    assert left == 0
     try:
         pg.wait_for_function(f"() => ({charts})() >= {n} && ({drawn})() >= {n}", timeout=10_000)
     except sync_api.TimeoutError:  # what the page held, for the log
