@@ -22,7 +22,10 @@ from dashboard import livechart, procrun, state, ui  # noqa: E402
 # dashboard/procrun.py) and do many small NumPy calls, each releasing and re-taking the GIL; while a page
 # redraws (pure Python), every re-take waited up to the default 5 ms switch interval.
 sys.setswitchinterval(0.0005)
-st.set_page_config(page_title="bsvm explorer", page_icon=":material/scatter_plot:", layout="wide")
+# the tab's icon from this folder: a ":material/...:" page icon is fetched from fonts.gstatic.com, which
+# fails offline (a console error on every page)
+st.set_page_config(page_title="bsvm explorer", page_icon=str(Path(__file__).resolve().parent / "icon.png"),
+                   layout="wide")
 state.init()
 
 _PAGES = Path(__file__).resolve().parent / "views"  # not "pages/": that name switches on the old MPA mode

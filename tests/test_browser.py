@@ -287,3 +287,17 @@ def test_seeded_crawl_over_pages_and_methods(server, page):
                      shots=SHOTS)
     assert not problems, problems
     assert set(PAGES) == {"Data", "Train", "Calibration", "Diagnostics", "Compare"}
+
+
+def test_pages_request_nothing_outside_the_server(server, page):
+    """The dashboard works offline: no page asks another host for anything (a ":material/...:" page icon
+    was fetched from fonts.gstatic.com, a failed request and a console error on every page offline)."""
+    pg = page
+    outside = []
+    pg.on("request", lambda r: outside.append(r.url) if not r.url.startswith((server, "data:", "blob:"))
+          else None)
+    for title in PAGES:
+        pg.goto(f"{server}/{'' if title == 'Data' else title.lower()}?sample=ripley.csv")
+        pg.locator("h1", has_text=title).wait_for()
+        pg.wait_for_timeout(500)
+    assert outside == []
