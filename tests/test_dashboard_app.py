@@ -288,7 +288,8 @@ def test_a_label_column_with_another_name_is_guessed_and_said():
     at = _upload(at, f"x1,x2,target\n{rows}\n".encode())
     _ok(at)
     assert not at.error
-    assert "using 'target' as the label" in " ".join(i.value for i in at.info)
+    infos = " ".join(i.value for i in at.info)
+    assert "Label column: 'target' (the earlier choice, 'label', is not a column" in infos
 
 
 def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
@@ -398,6 +399,13 @@ def test_compare_page_runs_every_method():
     table = at.dataframe[0].value
     assert "PlattSVM (SVC + Platt scaling)" in table.index and "fit time (s)" in table.columns
     assert (table["error"] < 0.35).all()
+    # each fit's own convergence verdict: Platt has none; the quick settings' budgets leave the samplers
+    # short of their stopping rule, and the page says so
+    conv = table["converged"]
+    assert conv["PlattSVM (SVC + Platt scaling)"] == "-"
+    assert all(v in ("yes", "no") for k, v in conv.items() if not k.startswith("PlattSVM"))
+    assert conv["GibbsSVM (exact Gibbs sampler)"] == "no"
+    assert any("Not converged" in w.value and "GibbsSVM (R-hat" in w.value for w in at.warning)
 
 
 def test_calibration_offers_two_feature_maps_for_high_dimensional_data():

@@ -53,8 +53,21 @@ def compare_job(token, methods, options, data, seed, quick):
         except Exception as exc:  # noqa: BLE001 - one failing method must not end the comparison
             errors[m.label] = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
             continue
-        results[m.label] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed}
-    return {"key": data.key, "results": results, "errors": errors}
+        results[m.label] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
+                            "converged": _convergence(est)}
+    return {"key": data.key, "results": results, "errors": errors, "quick": quick}
+
+
+def _convergence(est) -> tuple[str, str]:
+    """("yes" | "no" | "-", why): "-" for a method without a convergence test (PlattSVM); why a fit did
+    not converge: what its last check failed (samplers), else its iteration budget."""
+    conv = getattr(est, "converged_", None)
+    if conv is None:
+        return "-", ""
+    if conv:
+        return "yes", ""
+    status = getattr(est, "convergence_", None)
+    return "no", status.explain() if status is not None else "its iteration budget ran out"
 
 
 if st.button("Run all methods", type="primary", icon=":material/play_arrow:"):
@@ -74,8 +87,16 @@ if saved and saved["key"] == data.key and saved["results"]:
     st.subheader("Test-set metrics")
     table = figures.metrics_table({k: v["report"] for k, v in res.items()},
                                   {k: v["time"] for k, v in res.items()})
-    st.dataframe(table.style.format("{:.4f}").highlight_min(
-        subset=[col for col in table.columns if col not in ("AUC", "fit time (s)")], color="#c8e6c9"))
+    numeric = list(table.columns)
+    table["converged"] = [res[k].get("converged", ("-", ""))[0] for k in table.index]
+    st.dataframe(table.style.format("{:.4f}", subset=numeric).highlight_min(
+        subset=[col for col in numeric if col not in ("AUC", "fit time (s)")], color="#c8e6c9"))
+    unconverged = [f"{k.split(' (')[0]} ({res[k]['converged'][1]})" for k in table.index
+                   if table.loc[k, "converged"] == "no"]
+    if unconverged:
+        st.warning("Not converged, so these figures are of unfinished fits: " + "; ".join(unconverged) + "."
+                   + (" Switch Quick settings off to run every method to its defaults." if saved.get("quick")
+                      else ""), icon=":material/warning:")
     st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="compare_metrics.csv",
                        mime="text/csv", icon=":material/download:", on_click="ignore", key="cmp_metrics_csv")
     if data.n_features == 2:

@@ -129,8 +129,8 @@ with left:
         columns = [str(col) for col in frame.columns]
         if c["label"] not in columns:
             guess = guess_label(frame)
-            st.info(f"No column called {c['label']!r} in this file; using {guess!r} as the label. Pick the "
-                    "right column below if that is wrong.", icon=":material/info:")
+            st.info(f"Label column: {guess!r} (the earlier choice, {c['label']!r}, is not a column of this "
+                    "data). Pick the right column below if that is wrong.", icon=":material/info:")
             c["label"] = guess
         state.bind(st.selectbox, "label", "Label column", options=columns,
                    help="The column holding the class of each row (any values: numbers or names).")
@@ -217,6 +217,13 @@ with right:
             st.info("This sample's true p(y|x) is a function of all its columns in their order: with a "
                     "subset or another order of the features (or another label column) it is not drawn.")
         if not data.binary:
-            st.info(f"{len(data.classes)} classes: binary-only methods (S-BSVM, SubgradientHMC, GibbsSVM, "
-                    "Seeger ARD) are hidden; use PlattSVM or MS-BPM, or pick a two-class data set.")
+            from dashboard.methods import METHODS  # (names only: no estimator is imported)
+
+            def short(m):
+                return m.label.split(" (")[0]
+            hidden = [short(m) for m in METHODS.values() if m.binary_only]
+            offered = [short(m) for m in METHODS.values() if not m.binary_only]
+            st.info(f"{len(data.classes)} classes: the two-class methods ({', '.join(hidden)}) are "
+                    f"hidden; {', '.join(offered[:-1])} and {offered[-1]} handle them (or pick a two-class "
+                    "data set).")
         st.page_link("views/train.py", label="Next: train a model", icon=":material/arrow_forward:")

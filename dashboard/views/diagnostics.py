@@ -88,7 +88,10 @@ if S is None:
             "variational fit, check that the objective above has flattened.")
     st.stop()
 if S.shape[1] < 4:
-    st.warning(f"`samples_` has shape {S.shape}: need chains x draws x parameters with at least 4 draws.")
+    kept = S.shape[1]
+    st.info(f"No chain diagnostics yet: {kept} draw{'' if kept == 1 else 's'} kept per chain, and they need "
+            "at least 4. A sampler keeps no draws during its burn-in (the first iterations of a run): "
+            "**Continue** or **Step** on the Train page, then come back.")
     st.stop()
 names = [*extra, *param_names(est, data.feature_names, n_model_par)]
 n_chains, n_draws, n_par = S.shape
@@ -169,8 +172,8 @@ with e2:
             st.caption("When the energy changes between draws (red) are much narrower than the energy's "
                        "spread (blue), HMC explores the posterior's tails slowly: BFMI below 0.3.")
     else:
-        st.info("No energy recorded: the energy plot and BFMI need an HMC run that keeps the Hamiltonian "
-                "per draw (`energy_`, or `energy` in `to_arviz()`'s sample_stats).")
+        st.info("The energy plot and BFMI are for HMC samplers (the Hamiltonian of each draw): this run "
+                "has none. SubgradientHMC with sampler=\"hmc\" records it.")
 default_pair = list(range(len(extra), min(n_par, len(extra) + 3))) or [0]
 pair = st.multiselect("Pair plot of", list(range(n_par)), default=default_pair, max_selections=4,
                       format_func=lambda j: names[j], key="diag_pair",

@@ -288,7 +288,8 @@ with right:
         if r is None:
             st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
             return
-        if r.meta.get("data_key") != data.key:
+        other_data = r.meta.get("data_key") != data.key
+        if other_data:
             st.warning("This run was made for other data (the data changed since it started): press "
                        "**Start** for a new run on the current data.")
         if busy and not (r.status == RUNNING or r.busy):
@@ -300,7 +301,9 @@ with right:
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
-            st.info(f"Stopped because {r.note}. **Continue** resumes it.", icon=":material/stop_circle:")
+            # (a run on other data cannot be continued: the warning above says what to do instead)
+            st.info(f"Stopped because {r.note}." + ("" if other_data else " **Continue** resumes it."),
+                    icon=":material/stop_circle:")
         slots: list = []  # progress, charts, prediction error: made by slot() when first written
         # a full page run remounts the charts: send every figure; a fragment run sends only new ones
         full = st.session_state.pop("_live_full", False)
