@@ -250,6 +250,22 @@ def evaluate(model, data: Prepared) -> dict:
     return {"proba": proba, "y_index": y_idx, "report": report, "p_true": p_true}
 
 
+def stage_progress(history, iteration: int, max_iter: int | None) -> tuple[int, int] | None:
+    """(stage number from 1, iterations done in it) for a method whose records name their stage
+    (S-BSVM's ``stage``: with kernel="auto" it fits several candidates one after another, each for at
+    most ``max_iter`` steps, while the iteration count runs on), or None when the records have no stage
+    or the run is still in its first one with fewer than ``max_iter`` iterations (plain "i / max")."""
+    if not history or not max_iter or "stage" not in (history[-1].metrics or {}):
+        return None
+    stage = history[-1].metrics["stage"]
+    start = next((h.iteration for h in history if h.metrics.get("stage") == stage), 0)
+    first = all(h.metrics.get("stage") == stage for h in history)
+    if first and iteration <= max_iter:
+        return None
+    # a stage's first record is its first step's: it started one record interval before (at most)
+    return int(stage) + 1, max(0, int(iteration) - int(start))
+
+
 def thin_index(n: int, max_points: int) -> np.ndarray:
     """At most ``max_points`` evenly spaced indices into a series of length n, always keeping the last."""
     if n <= max_points:
@@ -518,5 +534,13 @@ def stack_summary(est) -> str | None:
         return None
     parts = ", ".join(f"{STACK_NAMES.get(name, name)} {weight:.0%}" for name, weight, *_ in comps)
     how = getattr(est, "defaults_", {}).get("weighting")
-    return (f"The prediction mixes {len(comps)} fit{'s' if len(comps) > 1 else ''}: {parts}"
-            + (f" (weights by stacking: {how})." if how else "."))
+    d = getattr(est, "defaults_", {})
+    # the candidates left out: the learning curves show every fit, so say which ones do not count
+    dropped = [STACK_NAMES.get(k[7:], k[7:]) for k, w in d.items()
+               if k.startswith("weight.") and w == 0 and k != "weight.base_rate"]  # (no curve of its own)
+    out = (f"The prediction mixes {len(comps)} fit{'s' if len(comps) > 1 else ''}: {parts}"
+           + (f" (weights by stacking: {how})." if how else "."))
+    if dropped:
+        out += (f" The other fits shown in the learning curves ({', '.join(dropped)}) predicted held-out "
+                "rows no better, so they get no weight.")
+    return out

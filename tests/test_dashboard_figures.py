@@ -775,5 +775,24 @@ def test_stack_summary_names_each_stacked_fit_with_its_weight():
     shares = [int(v) for v in re.findall(r" (\d+)%", text)]
     assert len(shares) == len(names) and abs(sum(shares) - 100) <= len(names)
     assert m.defaults_["weighting"] in text
+    # the candidates with no weight are named as such (the learning curves show them too)
+    dropped = [A.STACK_NAMES[k[7:]] for k, w in m.defaults_.items()
+               if k.startswith("weight.") and w == 0 and k != "weight.base_rate"]
+    assert dropped and all(name in text.split("The other fits")[1] for name in dropped)
     assert A.stack_summary(SBSVM(kernel="rbf", random_state=0).fit(Xr, yr)) is None
     assert A.stack_summary(PlattSVM().fit(Xr, yr)) is None
+
+
+def test_stage_progress_counts_the_current_fit_of_a_multi_fit_run():
+    """S-BSVM's kernel="auto" fits its candidates one after another while the iteration count runs on:
+    the Train page showed "iteration 1423 / 1000". The current fit's share is counted from its first
+    record; a single-stage run within max_iter keeps the plain "i / max"."""
+    from dashboard.analysis import stage_progress
+
+    def recs(stages):  # (iteration, stage) pairs
+        return [Progress(it, 0.0, {"elbo": 0.0, "stage": float(s)}) for it, s in stages]
+
+    assert stage_progress(recs([(10, 0), (20, 0)]), 20, 1000) is None
+    assert stage_progress([Progress(5, 0.0, {"objective": 1.0})], 1500, 1000) is None  # no stages
+    assert stage_progress(recs([(10, 0), (600, 0), (610, 1), (900, 1)]), 900, 1000) == (2, 290)
+    assert stage_progress(recs([(10, 0), (990, 0), (1000, 0)]), 1420, 1000) == (1, 1410)

@@ -14,7 +14,7 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.analysis import stack_summary
+from dashboard.analysis import stack_summary, stage_progress
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
@@ -295,7 +295,7 @@ with right:
         if busy and not (r.status == RUNNING or r.busy):
             # The run ended or paused since the page was drawn: show the new status at once, then
             # rerun the whole page (buttons, timer off) instead of building the figures twice.
-            st.progress(r.fraction, text=progress_text(r))
+            st.progress(progress_fraction(r), text=progress_text(r))
             trace("fragment-saw-end", status=r.status)
             rerun_after_flush()
         if r.status == FAILED:
@@ -331,7 +331,7 @@ with right:
             if reg.get(PAGE) is not r:
                 st.rerun(scope="app")
             if not (r.status == RUNNING or r.busy):
-                slot(slots, 0).progress(r.fraction, text=progress_text(r))
+                slot(slots, 0).progress(progress_fraction(r), text=progress_text(r))
                 trace("loop-saw-end", status=r.status)
                 rerun_after_flush()  # buttons, final figures, timer off
             if _news(r) == shown:
@@ -364,13 +364,25 @@ with right:
 
     def progress_text(r: Run) -> str:
         total = f" / {r.max_iter}" if r.max_iter else ""
+        staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
+        if staged is not None and r.status == DONE:  # (the last record, the stack, has no steps of its own)
+            n_fits = staged[0] - 1 if staged[1] == 0 else staged[0]
+            total = f" ({n_fits} fits of at most {r.max_iter} steps)"
+        elif staged is not None:  # several fits in a row (S-BSVM's kernel="auto"): the current one's share
+            total = f" (fit {staged[0]}: {staged[1]} / {r.max_iter})"
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
         return f"{shown}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s - {r.wall:.1f} s"
+
+    def progress_fraction(r: Run) -> float:
+        staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
+        if staged is None or r.status == DONE:
+            return r.fraction
+        return min(1.0, staged[1] / r.max_iter)
 
     def draw_live(r: Run, slots, full: bool, again: bool):
         """One redraw of the live view into ``slots`` (progress, charts, error placeholders)."""
         t_frag = time.perf_counter()
-        status, fraction = r.status, r.fraction
+        status, fraction = r.status, progress_fraction(r)
         text = progress_text(r)
         moving = status == RUNNING or r.busy
         if not moving:  # a finished run: its status first, then the final figures (computed once)
