@@ -88,6 +88,7 @@ function drawOne() {
   div._bsvmPending = null;
   const fig = JSON.parse(job.spec);
   const layout = fig.layout || {};
+  if (job.present) presentLayout(layout);
   layout.autosize = true;
   delete layout.width;
   const t0 = performance.now();
@@ -102,12 +103,33 @@ function drawOne() {
     k[div.dataset.key] = [((k[div.dataset.key] || [0])[0]) + 1, ((k[div.dataset.key] || [0, 0])[1]) + ms];
     div.dataset.drawn = String(job.rev);
     div._bsvmShown = job.spec;
+    div._bsvmPresent = job.present;
     // a draw's wall time, capped: one slow draw (the first in a tab, or a browser starved of CPU for a
     // moment) must not keep its chart, or every chart, still for seconds
     const cost = Math.min(ms, MAX_MS);
     div._bsvmReady = performance.now() + REST * cost;
     live.pause = DUTY * cost;
   }).catch(() => {}).finally(() => schedule(live.pause || 0));
+}
+// Presentation mode (the sidebar switch): the larger type of ui._presentation_style, applied here so
+// that the server's cached JSON of each figure serves both modes.
+function presentLayout(layout) {
+  const size = (o, n) => Object.assign({}, o || {}, {size: n});
+  layout.font = size(layout.font, 17);
+  const titled = (t, n) => typeof t === "string" ? {text: t, font: {size: n}} :
+    Object.assign({}, t, {font: size(t.font, n)});
+  if (layout.title) layout.title = titled(layout.title, 21);
+  layout.legend = Object.assign({}, layout.legend, {font: size((layout.legend || {}).font, 16)});
+  for (const k of Object.keys(layout)) {
+    if (!/^[xy]axis[0-9]*$/.test(k)) continue;
+    const ax = layout[k] = Object.assign({}, layout[k]);
+    ax.tickfont = size(ax.tickfont, 15);
+    if (ax.title) ax.title = titled(ax.title, 17);
+  }
+  // subplot titles and notes are annotations with sizes of their own
+  (layout.annotations || []).forEach((a) => {
+    a.font = size(a.font, Math.max(((a.font || {}).size || 12) + 3, 16));
+  });
 }
 // A rerun that remounts the component while the previous instance is still on the page can leave a
 // chart's div in the old instance, which React then removes: the chart vanished from the page (seen
@@ -151,9 +173,10 @@ function showChart(slot, c, url) {
   div.dataset.key = c.key;
   // this figure is already shown here (the same revision of the same figure: a server restarted
   // with this tab open counts revisions from 1 again)
-  if (div.dataset.drawn === String(c.rev) && div._bsvmShown === known.spec) return;
+  if (div.dataset.drawn === String(c.rev) && div._bsvmShown === known.spec &&
+      div._bsvmPresent === live.present) return;
   div.dataset.revision = String(c.rev);
-  div._bsvmPending = {spec: known.spec, rev: c.rev};
+  div._bsvmPending = {spec: known.spec, rev: c.rev, present: live.present};
   const start = () => loadPlotly(url).then(() => { live.dirty.add(div); schedule(0); })
     .catch((err) => { div.textContent = String(err); });
   // plotly.js not loaded yet (a first page): load it once the page's widgets are drawn and usable
@@ -170,6 +193,7 @@ export default function (component) {
     return;
   }
   if (!data) return;
+  live.present = !!data.present;
   if (data.charts) {  // several charts in a grid: one element for the page to update, not one each
     let grid = parentElement.querySelector("div.bsvm-grid");
     if (!grid) {
@@ -277,6 +301,12 @@ def _entry(fig, key: str, full: bool) -> tuple[dict, tuple]:
     return entry, (rev, digest)
 
 
+def _presenting() -> bool:
+    from .ui import presenting  # (ui imports the method registry: not at this module's import)
+
+    return presenting()
+
+
 def live_chart(fig, key: str, full: bool = False) -> None:
     """Draw ``fig`` (a ``go.Figure``) under ``key``, updating the chart already shown with that key.
 
@@ -290,7 +320,7 @@ def live_chart(fig, key: str, full: bool = False) -> None:
         st.plotly_chart(fig, key=key)
         return
     entry, state = _entry(fig, key, full)
-    mount(key=key, data={**entry, "asset": asset_name()}, height="content")
+    mount(key=key, data={**entry, "asset": asset_name(), "present": _presenting()}, height="content")
     # recorded once the element has been queued: a run interrupted before then sends the figure again
     st.session_state[f"_live:{key}"] = state
 
@@ -345,7 +375,7 @@ def live_charts(charts, key: str, full: bool = False, columns: int = 2, again: b
     made = [_entry(fig, k, full) for fig, k in charts]
     if again:  # the same element once more in this script run (see _forget)
         _forget(key)
-    mount(key=key, data={"charts": [e for e, _ in made], "columns": columns, "asset": asset_name()},
-          height="content")
+    mount(key=key, data={"charts": [e for e, _ in made], "columns": columns, "asset": asset_name(),
+                         "present": _presenting()}, height="content")
     for (_, k), (_, state) in zip(charts, made):
         st.session_state[f"_live:{k}"] = state

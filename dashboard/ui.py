@@ -150,6 +150,8 @@ def _presentation_style(fig):
     # Streamlit's chart theme sets its own axis fonts: name the sizes on the axes themselves
     fig.update_xaxes(tickfont_size=15, title_font_size=17)
     fig.update_yaxes(tickfont_size=15, title_font_size=17)
+    # subplot titles and notes are annotations with sizes of their own (as livechart.js does)
+    fig.for_each_annotation(lambda a: a.update(font_size=max((a.font.size or 12) + 3, 16)))
     return fig
 
 

@@ -301,3 +301,23 @@ def test_pages_request_nothing_outside_the_server(server, page):
         pg.locator("h1", has_text=title).wait_for()
         pg.wait_for_timeout(500)
     assert outside == []
+
+
+def test_presentation_mode_enlarges_the_live_charts_type(server, page):
+    """The live charts are drawn in the browser from JSON the server caches for both modes: presentation
+    mode's larger type is applied there (livechart.js presentLayout), and switched back off."""
+    pg = page
+    pg.goto(f"{server}/train?sample=ripley.csv&method=platt")
+    pg.locator("h1", has_text="Train").wait_for()
+    wait_plotly(pg)
+    button(pg, "Start").click()
+    wait_status(pg, "done")
+    ticks = ("() => Array.from(document.querySelectorAll('div.bsvm-live .xtick text'))"
+             ".map(t => t.style.fontSize)")
+    pg.wait_for_function(f"() => ({ticks})().length > 0")
+    assert set(pg.evaluate(ticks)) == {"12px"}
+    pg.get_by_text("Presentation mode").click()
+    pg.wait_for_function(f"() => ({ticks})().length > 0 && ({ticks})().every(s => s === '15px')")
+    pg.get_by_text("Presentation mode").click()
+    pg.wait_for_function(f"() => ({ticks})().length > 0 && ({ticks})().every(s => s === '12px')")
+    _no_exception(pg, "Train")
