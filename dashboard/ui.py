@@ -84,13 +84,44 @@ def map_grid(data: Prepared, n: int = 60):
     return _grid_and_truth(data.key, n, data)
 
 
+_MEMO = "_grid_proba_memo"
+
+
+class _Remembered:
+    """A fitted model whose ``predict_proba`` answers a repeated question from memory (everything else
+    is the model's own). The Calibration page asks each model for the same grid twice (its map and its
+    uncertainty map) and again at every rerun: for a sampler that is every draw at every grid point
+    (GibbsSVM on the Ripley sample: about 1 s per call)."""
+
+    def __init__(self, model):
+        self._model = model
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def predict_proba(self, X):
+        import hashlib
+
+        X = np.ascontiguousarray(X)
+        memo = st.session_state.setdefault(_MEMO, {})
+        key = (id(self._model), X.shape, hashlib.sha1(X.tobytes()).hexdigest())
+        hit = memo.get(key)
+        if hit is not None and hit[0] is self._model:  # (the model is kept: its id is not reused)
+            return hit[1]
+        P = self._model.predict_proba(X)
+        if len(memo) >= 16:
+            memo.clear()
+        memo[key] = (self._model, P)
+        return P
+
+
 def proba_map(model, data: Prepared, title: str, n: int = 60, truth: bool = True):
     """The map of a fitted 2-D model (figures.model_map: p(y|x) with the true p(y|x) contours where
     known, or classes coloured by confidence); None with an st.error if prediction fails."""
     grid, true_p = map_grid(data, n)
     from . import figures
 
-    return safe(figures.model_map, model, data, grid, title, truth=true_p if truth else None,
+    return safe(figures.model_map, _Remembered(model), data, grid, title, truth=true_p if truth else None,
                 what="Prediction")
 
 
@@ -100,7 +131,7 @@ def uncertainty_map(model, data: Prepared, name: str, kind: str, n: int = 60):
     grid, _ = map_grid(data, n)
     from . import analysis, figures
 
-    u = safe(analysis.uncertainty, model, grid.points, kind, what=f"Uncertainty of {name}")
+    u = safe(analysis.uncertainty, _Remembered(model), grid.points, kind, what=f"Uncertainty of {name}")
     if u is None:
         return None
     X, y = shown_points(data)

@@ -796,3 +796,32 @@ def test_stage_progress_counts_the_current_fit_of_a_multi_fit_run():
     assert stage_progress([Progress(5, 0.0, {"objective": 1.0})], 1500, 1000) is None  # no stages
     assert stage_progress(recs([(10, 0), (600, 0), (610, 1), (900, 1)]), 900, 1000) == (2, 290)
     assert stage_progress(recs([(10, 0), (990, 0), (1000, 0)]), 1420, 1000) == (1, 1410)
+
+
+def test_remembered_model_answers_a_repeated_grid_from_memory(monkeypatch):
+    """ui._Remembered: the same question (same model, same points) is computed once; another model or
+    other points are computed afresh; every other attribute is the model's own."""
+    from dashboard import ui
+
+    monkeypatch.setattr(ui.st, "session_state", {})
+
+    class Counting:
+        classes_ = np.array([0, 1])
+
+        def __init__(self):
+            self.calls = 0
+
+        def predict_proba(self, X):
+            self.calls += 1
+            p = 1.0 / (1.0 + np.exp(-X[:, 0]))
+            return np.column_stack([1.0 - p, p])
+
+    a, b = Counting(), Counting()
+    X = np.random.default_rng(0).standard_normal((50, 2))
+    P = ui._Remembered(a).predict_proba(X)
+    np.testing.assert_array_equal(ui._Remembered(a).predict_proba(X.copy()), P)
+    assert a.calls == 1
+    ui._Remembered(a).predict_proba(X[:10])
+    ui._Remembered(b).predict_proba(X)
+    assert (a.calls, b.calls) == (2, 1)
+    assert ui._Remembered(a).classes_ is a.classes_ and not hasattr(ui._Remembered(a), "predict_latent")
