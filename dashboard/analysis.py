@@ -277,18 +277,26 @@ def thin_index(n: int, max_points: int) -> np.ndarray:
 # ----------------------------------------------------------------------------------------- names
 
 _X_NAME = re.compile(r"\bx(\d+)\b")
+_LENGTHSCALE = re.compile(r"\blengthscales\[(\d+)\]")  # an ARD kernel's (bsvm.kernels describe())
 
 
 def feature_label(name: str, feature_names) -> str:
     """Replace the estimators' positional names ``x0``, ``x1``, ... (0-based: ``x0`` is the first
-    column, as SeegerARD writes ``w[x0]`` for arrays without column names) by the data's column names."""
+    column, as SeegerARD writes ``w[x0]`` for arrays without column names) and an ARD kernel's
+    ``lengthscales[j]`` (S-BSVM) by the data's column names: ``lengthscale[height_cm]``."""
     names = list(feature_names or [])
+    if not names:
+        return name
 
     def sub(m):
         j = int(m.group(1))
         return names[j] if j < len(names) else m.group(0)
 
-    return _X_NAME.sub(sub, name) if names else name
+    def sub_ls(m):
+        j = int(m.group(1))
+        return f"lengthscale[{names[j]}]" if j < len(names) else m.group(0)
+
+    return _X_NAME.sub(sub, _LENGTHSCALE.sub(sub_ls, name))
 
 
 def param_names(model, feature_names, n_params: int) -> list[str]:
