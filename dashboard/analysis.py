@@ -41,6 +41,13 @@ class Prepared:
         return self.X_train.shape[1]
 
     @property
+    def axis_names(self) -> list[str]:
+        """Axis titles for the features as plotted: "x1 (standardised)" when the split was standardised
+        (the maps and scatters show standardised values; the raw column name alone misread the scale)."""
+        std = not (np.all(self.center == 0) and np.all(self.scale == 1))
+        return [f"{n} (standardised)" if std else str(n) for n in self.feature_names]
+
+    @property
     def binary(self) -> bool:
         return len(self.classes) == 2
 

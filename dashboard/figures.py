@@ -538,7 +538,7 @@ def model_map(model, data, grid: Grid, title: str, *, truth=None, max_points: in
     P = model.predict_proba(grid.points)
     overlay, overlay_name = overlay_points(model)
     X, y = shown_points(data, max_points)
-    axes = tuple(data.feature_names)
+    axes = tuple(data.axis_names)
     if P.shape[1] == 2:
         return proba_heatmap(grid, P[:, 1], X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
                              truth=truth, title=f"{title}: p(y = {data.classes[1]} | x)", axis_titles=axes,
@@ -560,7 +560,7 @@ def model_map_raw(model, data, grid: Grid, X_raw, y_raw, title: str, *, height: 
         overlay = overlay * data.scale + data.center
     truth = data.true_proba(Z) if data.truth else None
     return proba_heatmap(grid, P[:, 1], np.asarray(X_raw), np.asarray(y_raw), data.classes, overlay=overlay,
-                         overlay_name=overlay_name, truth=truth, axis_titles=tuple(data.feature_names),
+                         overlay_name=overlay_name, truth=truth, axis_titles=tuple(data.axis_names),
                          title=f"{title}: p(y = {data.classes[1]} | x)", height=height)
 
 

@@ -412,8 +412,11 @@ def test_model_map_overlay_draws_the_models_inducing_points_column_for_column():
     (ov,) = [t for t in fig.data if t.name == "inducing points"]
     np.testing.assert_allclose(ov.x, Z[:, 0])
     np.testing.assert_allclose(ov.y, Z[:, 1])
-    # the axes are the data's columns, and the truth is drawn as contours
-    assert fig.layout.xaxis.title.text == "x1" and fig.layout.yaxis.title.text == "x2"
+    # the axes are the data's columns (standardised, as plotted), and the truth is drawn as contours
+    assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == ("x1 (standardised)",
+                                                                          "x2 (standardised)")
+    raw = prepare(load_sample("ripley.csv"), standardize=False, seed=0)
+    assert raw.axis_names == ["x1", "x2"]
     assert [t.name for t in fig.data if t.type == "contour"] == ["true p(y|x)"]
 
 

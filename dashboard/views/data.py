@@ -188,9 +188,9 @@ with right:
         X_all = np.vstack([data.X_train, data.X_test])
         y_all = np.concatenate([data.y_train, data.y_test])
         if d == 1:
-            X2, axes = np.column_stack([X_all[:, 0], np.zeros(len(X_all))]), (data.feature_names[0], "")
+            X2, axes = np.column_stack([X_all[:, 0], np.zeros(len(X_all))]), (data.axis_names[0], "")
         elif d == 2:
-            X2, axes = X_all, tuple(data.feature_names)
+            X2, axes = X_all, tuple(data.axis_names)
         else:
             X2, var = pca2(X_all)
             axes = (f"PC1 ({var[0]:.0%} of variance)", f"PC2 ({var[1]:.0%})")

@@ -191,7 +191,7 @@ if data.n_features == 2:
         if surf is not None:
             X, y = ui.shown_points(data, 400)
             ui.chart(figp.draw_boundaries(grid, surf[0], surf[1], X, y, data.classes,
-                                          axis_titles=tuple(data.feature_names)), key="diag_boundaries")
+                                          axis_titles=tuple(data.axis_names)), key="diag_boundaries")
             st.caption("Each grey line is the decision boundary of one posterior draw: where they fan out, "
                        "the posterior does not know where the boundary lies.")
         else:
