@@ -808,10 +808,12 @@ def draws_overlay(approx, exact, param: int, names=("approximate", "exact GibbsS
 
 
 def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_per_row: int = 330,
-                 subtitle: str = "p(y = 1 | x)"):
+                 subtitle: str = "p(y = 1 | x)", truth=None, axis_titles=None):
     """Several maps side by side (the Compare page). ``maps`` holds each model's predict_proba on the
     grid, (points, K): two classes on one 0..1 scale of p(classes[1]); 3+ classes coloured by class with
-    confidence as opacity (as :func:`class_map`). A 1-D array is taken as p(classes[1])."""
+    confidence as opacity (as :func:`class_map`). A 1-D array is taken as p(classes[1]). ``truth``: the
+    true p(y|x) on the grid, dotted contours on every two-class map (unlabelled: six maps of labels are
+    clutter; the Calibration page labels them); ``axis_titles``: the two features' names."""
     names = list(maps)
     rows = max(1, int(np.ceil(len(names) / cols)))
     # a method's name without its description in brackets: at 1280 px the full labels of neighbouring
@@ -831,10 +833,19 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
             fig.add_trace(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(p1), zmin=0, zmax=1,
                                      colorscale=PROBA_SCALE, showscale=(k == 0),
                                      colorbar=dict(title="p", len=0.8)), row=r, col=c)
+        if truth is not None and not (P.ndim == 2 and P.shape[1] > 2):
+            fig.add_trace(go.Contour({**_truth_trace(grid, truth, labels=False), "showlegend": k == 0}),
+                          row=r, col=c)
         for tr in _point_traces(X, y, classes, showlegend=(k == 0)):
             if P.ndim == 2 and P.shape[1] > 2:  # a dark rim on regions of the points' own colour
                 tr["marker"]["line"] = {"width": 0.8, "color": "#222"}
             fig.add_trace(go.Scatter(tr), row=r, col=c)
+        if axis_titles is not None:  # (every map has the same axes: named at the bottom and on the left;
+            # y titles between the maps ran into the neighbouring map)
+            if k + cols >= len(names):
+                fig.update_xaxes(title_text=axis_titles[0], title_font_size=11, row=r, col=c)
+            if c == 1:
+                fig.update_yaxes(title_text=axis_titles[1], title_font_size=11, row=r, col=c)
     fig = _layout(fig, f"{subtitle}, one colour scale", rows * height_per_row + 40, legend=LEGEND_BELOW)
     fig.update_layout(margin=dict(t=85), plot_bgcolor="white")  # subplot titles sit under the figure title
     return fig

@@ -376,6 +376,17 @@ def test_heatmap_grid_puts_every_map_on_one_scale():
                                   "Seeger ARD (variational model selection)": np.ones(12)},
                                  grid, np.zeros((2, 2)), np.array([0, 1]), [0, 1])
     assert [a.text for a in named.layout.annotations] == ["GibbsSVM", "Seeger ARD"]
+    # the true p(y|x) as contours on every map (one legend entry), and every map's axes named
+    truth = np.linspace(0, 1, 12)
+    fig = figures.heatmap_grid(maps, grid, np.zeros((2, 2)), np.array([0, 1]), [0, 1], truth=truth,
+                               axis_titles=("x1 (standardised)", "x2 (standardised)"))
+    contours = [t for t in fig.data if t.type == "contour"]
+    assert len(contours) == 4 and sum(bool(t.showlegend) for t in contours) == 1
+    np.testing.assert_array_equal(contours[0].z, grid.reshape(truth))
+    # x named under the last map of each column, y left of each row's first map (4 maps in 3 columns)
+    xs = [fig.layout[k].title.text for k in fig.layout if k.startswith("xaxis")]
+    ys = [fig.layout[k].title.text for k in fig.layout if k.startswith("yaxis")]
+    assert xs.count("x1 (standardised)") == 3 and ys.count("x2 (standardised)") == 2
 
 
 # ------------------------------------------------------------------------------------- runs and methods

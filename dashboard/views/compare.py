@@ -109,7 +109,9 @@ if saved and saved["key"] == data.key and saved["results"]:
         X, y = ui.shown_points(data, 400)
         label = (f"p(y = {data.classes[1]} | x)" if data.binary else
                  "predicted class (colour) and its probability (opacity)")
-        ui.chart(figures.heatmap_grid(maps, grid, X, y, data.classes, subtitle=label), key="cmp_grid")
+        ui.chart(figures.heatmap_grid(maps, grid, X, y, data.classes, subtitle=label,
+                                      truth=data.true_proba(grid.points) if data.truth else None,
+                                      axis_titles=data.axis_names), key="cmp_grid")
     else:
         st.caption("Maps need exactly two features (choose two on the Data page).")
 elif saved and saved["key"] != data.key:
