@@ -38,7 +38,19 @@ import threading
 import time
 from contextlib import contextmanager
 
-from .runner import CANCELLED, DONE, FAILED, FINISHED, MAX_RECORDS, PAUSED, RUNNING, Run, _message, trace
+from .runner import (
+    CANCELLED,
+    DONE,
+    FAILED,
+    FINISHED,
+    MAX_RECORDS,
+    PAUSED,
+    RUNNING,
+    Run,
+    _message,
+    initial_record,
+    trace,
+)
 
 #: modules the forkserver imports once, so a forked child starts warm (a failed import is ignored here:
 #: the Train page reports unavailable methods itself)
@@ -358,7 +370,7 @@ def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma:
         count += 1
         pending.append(rec)
         now = time.perf_counter()
-        if steps is not None:
+        if steps is not None and not initial_record(rec, count):
             steps -= 1
             if steps <= 0:  # Step: this many records, then pause
                 running = False

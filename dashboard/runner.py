@@ -64,6 +64,12 @@ def trace(event: str, **fields) -> None:
             f.write(" ".join([f"{time.time():.3f}", event, *(f"{k}={v}" for k, v in fields.items())]) + "\n")
 
 
+def initial_record(rec, count: int) -> bool:
+    """A run's first record at iteration 0 (S-BSVM reports its starting state): a Step does not count
+    it, so the first Step moves the fit (it showed "iteration 0" and looked like nothing happened)."""
+    return count == 1 and getattr(rec, "iteration", None) == 0
+
+
 def _thin_history(estimator) -> None:
     """Bound a long run's ``history_`` (called by the worker between records, when nothing else
     appends). fit_iter appends to whatever list ``history_`` is, so replacing it is safe."""
@@ -287,7 +293,7 @@ class Run(_Worker):
                     self._gen = gen
             t0 = time.perf_counter()
             try:
-                next(gen)
+                rec = next(gen)
                 ended, error = False, ""
             except StopIteration:
                 ended, error = True, ""
@@ -307,7 +313,7 @@ class Run(_Worker):
                 self.records += 1
                 _thin_history(self.estimator)
                 self.view = copy.copy(self.estimator)
-                if self._steps_left is not None:
+                if self._steps_left is not None and not initial_record(rec, self.records):
                     self._steps_left -= 1
                     if self._steps_left <= 0 and self._want == RUNNING:
                         self._want = self.status = PAUSED

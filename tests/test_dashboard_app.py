@@ -582,7 +582,9 @@ def test_a_process_run_steps_pauses_and_hands_back_a_model_that_predicts():
     r = ProcessRun(SBSVM(random_state=0), X, y)
     r.step(2, wait=30)
     assert r.join(30)
-    assert r.status == "paused" and not r.busy and r.records == 2 and r.fitted
+    # two records past S-BSVM's record of its starting state (iteration 0), which a Step does not count
+    assert r.status == "paused" and not r.busy and r.records == 3 and r.fitted
+    assert r.history[0].iteration == 0 < r.history[1].iteration
     assert r.model.predict_proba(X[:3]).shape == (3, 2)
     r.resume()
     assert r.wait(60) and r.status == "done" and r.join(5)
