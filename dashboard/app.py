@@ -43,6 +43,11 @@ if page.url_path not in ("", "data"):
     # user opens: no fit of this session runs there, and its start-up must not wait behind others.
     procrun.yield_to_fits()
 state.enter_page(page.url_path or "data")  # leaving a page stops the work it started
+# Streamlit's own "Stop" (in the header while a script runs) stops the page's script run, not a fit: the
+# Train page's live view runs in one long script run while the fit computes in a child, so that button
+# froze the charts and the fit went on (a new user took it for the page's Stop). The page's Stop is the
+# one that acts; the running icon stays.
+st.html("<style>[data-testid='stStatusWidgetRunningIcon'] + span button {display: none;}</style>")
 with st.sidebar:
     ui.presentation_toggle()
     ui.import_problems()

@@ -122,6 +122,8 @@ def test_tour_with_every_control(server, page):
     wait_plotly(pg)
     button(pg, "Start").click()
     wait_status(pg, "running")
+    # Streamlit's own Stop (it stops the script run, not the fit) is hidden; the page's is the one
+    sync_api.expect(pg.locator("[data-testid='stStatusWidget'] button", has_text="Stop")).to_be_hidden()
     # all four live charts drawn in place
     pg.wait_for_function("() => document.querySelectorAll('div.bsvm-live .main-svg').length >= 4")
     if has_sbsvm:
