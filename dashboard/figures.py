@@ -243,7 +243,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     panel = (1.0 - gap * (n - 1)) / n
     for k, name in enumerate(names):
         it, v = _series(history, name, idx)
-        shown = feature_label(name, feature_names)
+        shown = CURVE_LABELS.get(name) or feature_label(name, feature_names)
         tr = {"type": "scatter", "x": it, "y": v, "mode": mode, "name": shown, "marker": {"size": 5}}
         if stacked:  # panel 0 on top; each panel's y axis is titled with its metric
             ax = "" if k == 0 else str(k + 1)
@@ -630,6 +630,16 @@ def proba_histograms(probas: dict, title="Predicted probabilities (test set)", h
     fig.update_yaxes(title="count")
     return _layout(fig, title, height, legend=LEGEND_BELOW)
 
+
+#: progress-record names in words for the learning curves (the rule's R-hat and ESS are the worst over
+#: the quantities it monitors; "_min"/"_max" are the best chain's)
+CURVE_LABELS = {"rhat": "R-hat", "ess_bulk": "bulk ESS", "ess_tail": "tail ESS", "step_size": "step size",
+                "acceptance": "acceptance rate", "log_posterior": "log posterior",
+                "log_posterior_max": "log posterior (best chain)", "train_error": "training error",
+                "train_error_min": "training error (best chain)", "elbo": "ELBO",
+                "free_energy": "free energy",
+                "potential": "potential U", "ads_fraction": "ADS moves", "bias_variance": "bias variance",
+                "lengthscale": "length scale", "xi": "thermostat xi"}
 
 METRIC_LABELS = {"error": "error", "brier": "Brier", "log_loss": "log loss", "ece": "ECE", "auc": "AUC",
                  "mad_true": "mean |p - p_true|"}

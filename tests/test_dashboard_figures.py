@@ -116,7 +116,7 @@ def test_objective_and_hyperparameter_curves_follow_the_history_and_stay_bounded
     hist = _history(5000)
     fig = figures.objective_curve(hist)
     tr = fig.data[0]
-    assert tr.name == "elbo" and len(tr.x) <= figures.MAX_CURVE_POINTS
+    assert tr.name == "ELBO" and len(tr.x) <= figures.MAX_CURVE_POINTS
     assert tr.x[-1] == 4999 and tr.y[-1] == pytest.approx(-100.0 + 4999)
     groups = figures.split_metrics(figures.metric_names(hist))
     assert groups["objective"] == ["elbo"] and groups["hyper"] == ["lengthscale"]
@@ -239,7 +239,7 @@ def test_sampler_statistics_on_different_scales_get_one_panel_each():
     assert [t.yaxis for t in fig.data] == ["y", "y2"]
     d1, d2 = fig.layout.yaxis.domain, fig.layout.yaxis2.domain
     assert d2[1] < d1[0]  # stacked, not overlapping
-    assert fig.layout.yaxis.title.text == "step_size" and fig.layout.xaxis.anchor == "y2"
+    assert fig.layout.yaxis.title.text == "step size" and fig.layout.xaxis.anchor == "y2"  # in words
 
 
 def test_bookkeeping_counters_and_index_snapshots_are_not_plotted():
@@ -768,10 +768,10 @@ def test_sampler_statistics_draw_the_stopping_rule_against_its_thresholds():
 
     gibbs = figures.sampler_statistics([rec(i) for i in range(1, 20)])
     axes = [gibbs.layout[a].title.text for a in ("yaxis", "yaxis2")]
-    assert axes == ["rhat", "ess_bulk"] and len(gibbs.data) == 2
+    assert axes == ["R-hat", "bulk ESS"] and len(gibbs.data) == 2  # (figures.CURVE_LABELS)
     assert sorted((sh.yref, sh.y0) for sh in gibbs.layout.shapes) == [("y", 1.01), ("y2", 400.0)]
     hmc = figures.sampler_statistics([rec(i, step_size=0.3, acceptance=0.8) for i in range(1, 20)])
-    assert [tr.name for tr in hmc.data] == ["step_size", "acceptance", "rhat", "ess_bulk"]
+    assert [tr.name for tr in hmc.data] == ["step size", "acceptance rate", "R-hat", "bulk ESS"]
     assert sorted(sh.yref for sh in hmc.layout.shapes) == ["y3", "y4"]
     assert figures.sampler_statistics(_history(5)) is None  # a variational fit: none of these
 
