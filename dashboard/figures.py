@@ -224,6 +224,11 @@ def _line_mode(n_points: int) -> str:
     return "lines+markers" if n_points < MARKERS_BELOW else "lines"
 
 
+#: a log axis whose tick labels are whole numbers: plotly's default labels the ticks between powers of
+#: ten by their first digit alone, so 0.5 read "5" between "1" and "2"
+_LOG_AXIS = {"type": "log", "tickformat": "~g"}
+
+
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
                   separate_axes: bool = False, feature_names=None):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
@@ -249,7 +254,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
             ax = "" if k == 0 else str(k + 1)
             tr["yaxis"] = f"y{ax}"
             top = 1.0 - k * (panel + gap)
-            axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - panel), top], "type": "log" if log_y else "-",
+            axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - panel), top], **(_LOG_AXIS if log_y else {}),
                                   "title": {"text": shown, "font": {"size": 11}}}
         traces.append(tr)
     if stacked:  # the shared iteration axis sits under the bottom panel
@@ -259,10 +264,10 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;
         # hovering a line names it
         return _fast_figure(traces, _subtitled(title, f"{n} curves: hover to name one"), height,
-                            xaxis=_axis("iteration"), yaxis={"type": "log"} if log_y else {},
+                            xaxis=_axis("iteration"), yaxis=_LOG_AXIS if log_y else {},
                             showlegend=False, margin=SUBTITLE_MARGIN)
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"),
-                        yaxis={"type": "log"} if log_y else {}, legend=LEGEND_BELOW)
+                        yaxis=_LOG_AXIS if log_y else {}, legend=LEGEND_BELOW)
 
 
 _ARD_WEIGHT = re.compile(r"^w\[(.+)\]$")
