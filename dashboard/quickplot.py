@@ -158,10 +158,13 @@ def bars_svg(labels, counts, title: str = "", height: int = 300, axis_titles=("c
         x = left + k * slot + 0.1 * slot
         y0 = sy(v)
         colour = CLASS_COLOURS[k % len(CLASS_COLOURS)]
+        # the count above its bar, or inside a bar that reaches the top, in white (dark text on the dark
+        # bar could not be read)
+        inside = y0 - 5 < top + 12
         parts.append(f'<rect x="{x:.1f}" y="{y0:.1f}" width="{0.8 * slot:.1f}" height="{top + ph - y0:.1f}" '
                      f'fill="{colour}"><title>{escape(str(lab))}: {v}</title></rect>'
-                     f'<text x="{x + 0.4 * slot:.1f}" y="{max(y0 - 5, top + 12):.1f}" font-size="13" '
-                     f'text-anchor="middle" fill="{_TEXT}" {_FONT}>{v}</text>'
+                     f'<text x="{x + 0.4 * slot:.1f}" y="{y0 + 16 if inside else y0 - 5:.1f}" font-size="13" '
+                     f'text-anchor="middle" fill="{"white" if inside else _TEXT}" {_FONT}>{v}</text>'
                      f'<text x="{x + 0.4 * slot:.1f}" y="{top + ph + 16}" font-size="12" '
                      f'text-anchor="middle" fill="{_TEXT}" {_FONT}>{escape(str(lab))}</text>')
     parts.append(f'<text x="{left + pw / 2:.1f}" y="{height - 8}" font-size="13" text-anchor="middle" '

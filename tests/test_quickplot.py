@@ -67,3 +67,11 @@ def test_bars_show_the_counts():
     heights = [float(h) for h in re.findall(r'<rect [^>]*height="([0-9.]+)"', svg)]
     assert heights[0] == pytest.approx(heights[1] * 120 / 55, rel=1e-2)
     assert ">120<" in svg and ">55<" in svg
+
+
+def test_a_count_on_a_bar_that_reaches_the_top_is_white():
+    """A bar as tall as the plot has no room above it: its count goes inside, in white (dark text on the
+    dark bar could not be read); a shorter bar's count stays above it in the text colour."""
+    svg = quickplot.bars_svg(["0", "1"], [88, 20], "Class balance")
+    texts = {m.group(2): m.group(1) for m in re.finditer(r'<text [^>]*fill="([^"]+)"[^>]*>(\d+)<', svg)}
+    assert texts["88"] == "white" and texts["20"] != "white"
