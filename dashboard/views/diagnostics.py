@@ -55,7 +55,7 @@ if run is None or not run.fitted:
 est = run.model
 hist = run.history
 st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}, iteration {run.iteration}, "
-           f"{len(hist)} progress records.")
+           f"{len(hist)} progress record{'' if len(hist) == 1 else 's'}.")
 
 groups = figures.split_metrics(figures.metric_names(hist))
 st.subheader("Progress records")

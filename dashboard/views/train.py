@@ -514,7 +514,8 @@ with right:
     st.session_state["_live_full"] = True  # read by the fragment: this is a full page run
     live_view()
     if run is not None and run.status == DONE and run.finished_at is not None:
-        st.caption(f"Finished: {run.records} progress records; the fit computed for "
+        st.caption(f"Finished: {run.records} progress record{'' if run.records == 1 else 's'}; the fit "
+                   "computed for "
                    f"{run.history[-1].elapsed if run.history else 0:.2f} s.")
         stack = stack_summary(run.model)
         if stack:
