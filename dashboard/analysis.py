@@ -559,3 +559,74 @@ def stack_summary(est) -> str | None:
         out += (f" The other fits shown in the learning curves ({', '.join(dropped)}) predicted held-out "
                 "rows no better, so they get no weight.")
     return out
+
+
+def _straight_boundary(est) -> str | None:
+    """How to get a curved boundary from an estimator whose options make it linear (the option to change,
+    in the Train page's words), or None when its boundary can already bend."""
+    try:
+        p = est.get_params(deep=False)
+    except Exception:  # noqa: BLE001 - not an estimator: say nothing
+        return None
+    if "features" in p and p["features"] is None:
+        return "Features: nystroem or rff (RBF features)"
+    if p.get("variant") == "linear":
+        return "Variant: svi or batch"
+    if p.get("kernel") == "linear":
+        return "Kernel: rbf"
+    return None
+
+
+def neighbour_accuracy(X: np.ndarray, y: np.ndarray, k: int = 15, folds: int = 5, seed: int = 0) -> float:
+    """Out-of-fold accuracy of a k-nearest-neighbour vote (stratified folds): a reference that can bend,
+    to tell whether a straight boundary is what holds a fit back."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.neighbors import KNeighborsClassifier
+
+    _, counts = np.unique(y, return_counts=True)
+    folds = int(min(folds, counts.min()))
+    if folds < 2:
+        return float("nan")
+    k = int(min(k, max(1, len(y) * (folds - 1) // folds - 1)))
+    cv = StratifiedKFold(folds, shuffle=True, random_state=seed)
+    return float(np.mean(cross_val_score(KNeighborsClassifier(k), X, y, cv=cv)))
+
+
+def fit_note(est, X: np.ndarray, y: np.ndarray, max_rows: int = 2000,
+             retry: str = "and Start again") -> str | None:
+    """What a finished fit misses on its own training rows (up to ``max_rows`` evenly spaced ones), in
+    words, or None when nothing stands out:
+
+    * a straight boundary (SubgradientHMC and GibbsSVM on the raw inputs, a linear kernel) that a
+      15-nearest-neighbour vote beats by at least 8 points of accuracy even out of fold: the classes want
+      a curved boundary (XOR: a line gets 73 %, the neighbours 97 %), and the option that gives one;
+    * any fit no better than always predicting the most frequent class (error >= 0.9 x that rule's).
+
+    The maps show a poor boundary only to a reader who knows what to expect; this says it. ``retry``
+    ends the advice (the page's way to try again). None also when prediction fails (the maps report
+    that)."""
+    X, y = np.asarray(X), np.asarray(y)
+    if len(y) == 0:
+        return None
+    idx = thin_index(len(y), max_rows)
+    X, y = X[idx], y[idx]
+    try:
+        pred = np.asarray(est.predict(X))
+    except Exception:  # noqa: BLE001 - a prediction failure is reported where the maps are drawn
+        return None
+    _, counts = np.unique(y, return_counts=True)
+    base_error = 1.0 - counts.max() / counts.sum()
+    acc = float(np.mean(pred == y))
+    fix = _straight_boundary(est)
+    if fix and len(counts) > 1:
+        knn = neighbour_accuracy(X, y)
+        if np.isfinite(knn) and knn - acc >= 0.08:
+            return (f"A straight boundary gets {acc:.0%} of the training rows right; a nearest-neighbour "
+                    f"vote, which can bend, gets {knn:.0%} right even on rows it did not see: these classes "
+                    f"want a curved boundary. Choose {fix} {retry}.")
+    if base_error > 0 and 1 - acc >= 0.9 * base_error:
+        return (f"On its own training rows this fit is right {acc:.0%} of the time, no better than always "
+                f"predicting the most frequent class ({1 - base_error:.0%})."
+                + (f" Its boundary is a straight line with these options: choose {fix} for a curved one."
+                   if fix else " It found no pattern in these features with these settings."))
+    return None

@@ -422,6 +422,26 @@ def test_calibration_offers_two_feature_maps_for_high_dimensional_data():
     assert any("two different features" in e.value for e in at.error)
 
 
+def test_a_linear_sampler_on_xor_is_told_its_boundary_cannot_bend():
+    """SubgradientHMC on the raw inputs draws a straight line: on the XOR sample the finished run says
+    so and names the option for a curved boundary; with RBF features it does not."""
+    pytest.importorskip("bsvm.subgradient")
+    shown = {}
+    for features in ("None", "nystroem"):
+        at = _app(sample="xor.csv", method="subgradient_hmc",
+                  **{"o.n_samples": "60", "o.n_burnin": "60", "o.n_chains": "2", "o.features": features})
+        at.switch_page("views/train.py").run()
+        _button(at, "Start").click().run()
+        run = at.session_state["run"]
+        _until(lambda: run.status != "running")
+        at.run()
+        _ok(at)
+        assert run.status == "done" and any("Finished" in c.value for c in at.caption)
+        shown[features] = [w.value for w in at.warning if "straight boundary" in w.value]
+    assert len(shown["None"]) == 1 and "Features: nystroem or rff" in shown["None"][0]
+    assert shown["nystroem"] == []
+
+
 def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     pytest.importorskip("bsvm.subgradient")
     at = _app(sample="ripley.csv", method="subgradient_hmc",

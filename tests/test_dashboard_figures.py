@@ -801,6 +801,42 @@ def test_stack_summary_names_each_stacked_fit_with_its_weight():
     assert A.stack_summary(PlattSVM().fit(Xr, yr)) is None
 
 
+def test_fit_note_says_when_a_straight_boundary_holds_a_fit_back():
+    """A linear fit on XOR or moons gets a note naming the option that bends its boundary (the nearest-
+    neighbour vote beats it out of fold); the same method with RBF features, or on data a line suits
+    (Ripley), gets none; a fit that only predicts the majority class is called so."""
+    import warnings
+
+    from bsvm.datasets import make_moons, make_ripley, make_xor
+    from bsvm.subgradient import SubgradientHMC
+
+    Xx, yx = make_xor(200, random_state=0)
+    Xm, ym = make_moons(200, random_state=0)
+    Xr, yr = make_ripley(250, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # short runs: convergence is not the point here
+        hmc = dict(n_samples=100, n_burnin=100, n_chains=2, random_state=0)
+        note = A.fit_note(SubgradientHMC(**hmc).fit(Xx, yx, progress=False), Xx, yx)
+        assert note is not None and "Features: nystroem or rff" in note and "Start again" in note
+        acc, knn = (int(v) for v in re.findall(r"(\d+)%", note))
+        assert knn - acc >= 8 and knn >= 85
+        assert "Features" in A.fit_note(SubgradientHMC(**hmc).fit(Xm, ym, progress=False), Xm, ym)
+        curved = SubgradientHMC(features="nystroem", **hmc).fit(Xx, yx, progress=False)
+        assert A.fit_note(curved, Xx, yx) is None
+        assert A.fit_note(SubgradientHMC(**hmc).fit(Xr, yr, progress=False), Xr, yr) is None
+        note = A.fit_note(PlattSVM(kernel="linear").fit(Xx, yx), Xx, yx, retry="and run it again")
+        assert "Kernel: rbf and run it again" in note
+        assert A.fit_note(PlattSVM().fit(Xx, yx), Xx, yx) is None
+
+    class Majority:  # predicts the most frequent class everywhere
+        def predict(self, X):
+            return np.zeros(len(X), int)
+
+    y = np.r_[np.zeros(70, int), np.ones(30, int)]
+    note = A.fit_note(Majority(), np.zeros((100, 2)), y)
+    assert "right 70% of the time" in note and "most frequent class (70%)" in note
+
+
 def test_stage_progress_counts_the_current_fit_of_a_multi_fit_run():
     """S-BSVM's kernel="auto" fits its candidates one after another while the iteration count runs on:
     the Train page showed "iteration 1423 / 1000". The current fit's share is counted from its first

@@ -4,7 +4,7 @@ import numpy as np
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.analysis import evaluate, make_grid, metrics_csv
+from dashboard.analysis import evaluate, fit_note, make_grid, metrics_csv
 from dashboard.methods import METHODS
 from dashboard.runner import Cancelled, Job
 
@@ -53,8 +53,9 @@ def compare_job(token, methods, options, data, seed, quick):
         except Exception as exc:  # noqa: BLE001 - one failing method must not end the comparison
             errors[m.label] = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
             continue
+        note = fit_note(est, data.X_train, data.y_train, retry="on the Train page and run all methods again")
         results[m.label] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
-                            "converged": _convergence(est)}
+                            "converged": _convergence(est), "note": note}
     return {"key": data.key, "results": results, "errors": errors, "quick": quick}
 
 
@@ -97,6 +98,9 @@ if saved and saved["key"] == data.key and saved["results"]:
         st.warning("Not converged, so these figures are of unfinished fits: " + "; ".join(unconverged) + "."
                    + (" Switch Quick settings off to run every method to its defaults." if saved.get("quick")
                       else ""), icon=":material/warning:")
+    for k in table.index:
+        if res[k].get("note"):
+            st.info(f"**{k.split(' (')[0]}**: {res[k]['note']}", icon=":material/lightbulb:")
     st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="compare_metrics.csv",
                        mime="text/csv", icon=":material/download:", on_click="ignore", key="cmp_metrics_csv")
     if data.n_features == 2:
