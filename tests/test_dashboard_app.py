@@ -433,7 +433,7 @@ def test_a_linear_sampler_on_xor_is_told_its_boundary_cannot_bend():
         at.switch_page("views/train.py").run()
         _button(at, "Start").click().run()
         run = at.session_state["run"]
-        _until(lambda: run.status != "running")
+        _until(lambda r=run: r.status != "running")
         at.run()
         _ok(at)
         assert run.status == "done" and any("Finished" in c.value for c in at.caption)
@@ -464,6 +464,8 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     assert len(at.get("plotly_chart")) == n_charts + 1
     table = at.dataframe[n_tables].value  # the approximate-vs-exact table: one row per parameter
     assert list(table.index) == ["w[x1]", "w[x2]", "b"] and "sd (exact)" in table.columns
+    assert "|mean diff| / MC error" in table.columns  # read against the noise of two finite runs
+    assert any("Monte Carlo error" in c.value and "Largest |mean diff|" in c.value for c in at.caption)
     draws = at.session_state["gibbs_cache"]
     (G,) = draws.values()
     assert G.shape[0] == 2 and G.shape[1] == 60  # the approximate sampler's chains and draws

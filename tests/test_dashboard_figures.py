@@ -585,6 +585,17 @@ def test_approximate_against_exact_table_reports_means_and_sds():
     assert t.loc["b", "sd ratio"] == pytest.approx(2.0, rel=0.05)
     with pytest.raises(ValueError, match="not comparable"):
         A.approx_vs_exact(approx, exact[:, :, :1], ["a"])
+    # independent draws: the MC error of the difference is sqrt(1/4000 + 1/8000) sd for w[a] (0.019 sd),
+    # so a shift of 0.1 sd is ~5 MC errors away and called off; the bias-free b is within noise
+    z = t["|mean diff| / MC error"]
+    assert z["w[a]"] == pytest.approx(0.1 / np.sqrt(1 / 4000 + 1 / 8000), rel=0.35) and z["w[a]"] > 3
+    assert z["b"] < 3
+    verdict = A.approx_vs_exact_verdict(t)
+    assert "1 of 2 means differ by more than 3 Monte Carlo errors (w[a])" in verdict
+    same = A.approx_vs_exact(rng.normal(size=(2, 500, 3)), rng.normal(size=(4, 500, 3)), ["u", "v", "b"])
+    assert "Every mean agrees within 3 Monte Carlo errors" in A.approx_vs_exact_verdict(same)
+    short = A.approx_vs_exact(approx[:, :3], exact, ["w[a]", "b"])  # 3 draws per chain: no MC error
+    assert "|mean diff| / MC error" not in short and "Too few draws" in A.approx_vs_exact_verdict(short)
 
 
 def test_ess_grows_with_draws_energy_bfmi_and_pair_plot():
