@@ -27,7 +27,8 @@ def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data
 
     posterior: name -> (n_chains, n_draws, ...); sample_stats: name -> (n_chains, n_draws) (our names are
     renamed to ArviZ's via ``SAMPLE_STATS_NAMES``; entries that are None are dropped); observed_data:
-    name -> array; dims/coords as in ``arviz_base.from_dict``; attrs go on every group."""
+    name -> array; dims/coords as in ``arviz_base.from_dict``; attrs go on the tree's root and on every
+    group (so a NetCDF file keeps them)."""
     from arviz_base import from_dict  # imported on use: xarray is heavy and only needed here
 
     data = {"posterior": {k: np.asarray(v) for k, v in posterior.items()}}
@@ -41,7 +42,9 @@ def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data
         data["sample_stats"] = stats
     if observed_data:
         data["observed_data"] = {k: np.asarray(v) for k, v in observed_data.items()}
-    return from_dict(data, dims=dims or {}, coords=coords or {}, attrs=attrs or {})
+    # arviz-base takes attrs per group ("/" = the tree's root); a flat dict was dropped with a warning
+    per_group = {group: dict(attrs) for group in ("/", *data)} if attrs else {}
+    return from_dict(data, dims=dims or {}, coords=coords or {}, attrs=per_group)
 
 
 def proba_draws_chunked(per_draw, flat_draws: np.ndarray, n_chains: int, n_rows: int, n_classes: int,

@@ -544,15 +544,21 @@ def draws_csv(S: np.ndarray, names) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
-def draws_netcdf(model) -> bytes | None:
+def draws_netcdf(model, param_names=None) -> bytes | None:
     """The estimator's ``to_arviz()`` DataTree as NetCDF-4 bytes (``xarray.open_datatree`` and ArviZ read it);
-    None when the estimator has no ``to_arviz``. Needs the h5netcdf package (the dashboard extra)."""
+    None when the estimator has no ``to_arviz``. ``param_names``: the page's names of the parameters
+    (``w[<column>]``, as in the draws CSV), put on the posterior's ``param`` coordinate when it has one of
+    that length (the library names inputs x0, x1, ... by position: the CSV's w[x1] was the file's w[x0]).
+    Needs the h5netcdf package (the dashboard extra)."""
     if not hasattr(model, "to_arviz"):
         return None
     import os
     import tempfile
 
     tree = model.to_arviz()
+    post = tree["posterior"]
+    if param_names is not None and "param" in post.coords and post.sizes["param"] == len(param_names):
+        tree["posterior"] = post.to_dataset().assign_coords(param=[str(n) for n in param_names])
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "draws.nc")
         tree.to_netcdf(path, engine="h5netcdf")

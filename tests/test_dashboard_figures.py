@@ -1,10 +1,12 @@
 """The dashboard's pure parts without Streamlit: figure builders, data preparation, chunked runs."""
 
+import io
 import re
 import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -654,6 +656,39 @@ def test_draws_netcdf_round_trips_through_the_estimators_datatree():
         tree = xr.open_datatree(fh.name, engine="h5netcdf")
         np.testing.assert_allclose(tree["posterior"]["w"].values, np.arange(24.0).reshape(2, 4, 3))
     assert A.draws_netcdf(object()) is None
+
+
+def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
+    """A SubgradientHMC fit on columns (x1, x2): the library names its weights by position (w[x0], w[x1]);
+    the NetCDF download carries the page's names, as the CSV does (its w[x1] was the file's w[x0]), and
+    the run's metadata."""
+    pytest.importorskip("h5netcdf")
+    import tempfile
+    import warnings
+
+    import xarray as xr
+
+    from bsvm.subgradient import SubgradientHMC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 2))
+    y = (X[:, 1] > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SubgradientHMC(n_samples=30, n_burnin=30, random_state=0).fit(X, y, progress=False)
+    names = A.param_names(est, ["x1", "x2"], 3)
+    assert names == ["w[x1]", "w[x2]", "b"]
+    S = est.samples_
+    csv = pd.read_csv(io.BytesIO(A.draws_csv(S, names)))
+    with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
+        fh.write(A.draws_netcdf(est, names))
+        fh.flush()
+        tree = xr.open_datatree(fh.name, engine="h5netcdf")
+        theta = tree["posterior"]["theta"]
+        assert list(theta["param"].values) == names
+        for name in names:
+            np.testing.assert_allclose(theta.sel(param=name).values.ravel(), csv[name].values)
+        assert tree.attrs["sampler"] == "hmc" and "stopping_rule" in tree["posterior"].attrs
 
 
 def test_playground_map_lines_up_with_the_raw_canvas():

@@ -135,6 +135,11 @@ def test_predict_proba_draws_and_to_arviz():
     np.testing.assert_array_equal(dt["observed_data"]["y"].values, y)
     table = arviz_stats.summary(dt)
     assert len(table) == 3 and np.all(np.isfinite(table["r_hat"]))
+    # the run's metadata on the root and on each group (arviz-base wants attrs per group: a flat dict
+    # was dropped with a warning), so a NetCDF file keeps it
+    for node in (dt, dt["posterior"], dt["sample_stats"]):
+        assert node.attrs["sampler"] == "hmc" and node.attrs["converged"] == int(est.converged_)
+        assert node.attrs["stopping_rule"] == est.stopping_rule_
     g = GibbsSVM(n_samples=20, n_burnin=5, record_every=QUIET, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

@@ -216,7 +216,8 @@ k1.download_button("Draws (CSV)", data=lambda: draws_csv(S, names), file_name="d
                    icon=":material/download:", on_click="ignore", key="dl_draws_csv",
                    help="One row per chain and draw, one column per quantity.")
 if hasattr(est, "to_arviz"):
-    k2.download_button("Draws (NetCDF, ArviZ)", data=lambda: draws_netcdf(est), file_name="draws.nc",
+    k2.download_button("Draws (NetCDF, ArviZ)", data=lambda: draws_netcdf(est, names[len(extra):]),
+                       file_name="draws.nc",
                        mime="application/x-netcdf", icon=":material/download:", on_click="ignore",
                        key="dl_draws_nc", help="The estimator's to_arviz() DataTree: posterior, sample_stats "
                                                "and observed_data; xarray.open_datatree and ArviZ read it.")
