@@ -283,27 +283,29 @@ def thin_index(n: int, max_points: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------------------- names
 
-_X_NAME = re.compile(r"\bx(\d+)\b")
-_LENGTHSCALE = re.compile(r"\blengthscales\[(\d+)\]")  # an ARD kernel's (bsvm.kernels describe())
+# the estimators' positional names, x0, x1, ..., and an ARD kernel's lengthscales[j] (bsvm.kernels
+# describe()), matched in one pass: substituted one after the other, a column called x2 put in for
+# lengthscales[1] was read as position 2 again (Ripley's columns are x1, x2)
+_POSITIONAL = re.compile(r"\blengthscales\[(\d+)\]|\bx(\d+)\b")
 
 
 def feature_label(name: str, feature_names) -> str:
     """Replace the estimators' positional names ``x0``, ``x1``, ... (0-based: ``x0`` is the first
     column, as SeegerARD writes ``w[x0]`` for arrays without column names) and an ARD kernel's
-    ``lengthscales[j]`` (S-BSVM) by the data's column names: ``lengthscale[height_cm]``."""
+    ``lengthscales[j]`` (S-BSVM) by the data's column names: ``length scale[height_cm]`` (spelled as the
+    isotropic kernel's ``length scale``)."""
     names = list(feature_names or [])
     if not names:
         return name
 
     def sub(m):
-        j = int(m.group(1))
-        return names[j] if j < len(names) else m.group(0)
+        ard = m.group(1) is not None
+        j = int(m.group(1) if ard else m.group(2))
+        if j >= len(names):
+            return m.group(0)
+        return f"length scale[{names[j]}]" if ard else str(names[j])
 
-    def sub_ls(m):
-        j = int(m.group(1))
-        return f"lengthscale[{names[j]}]" if j < len(names) else m.group(0)
-
-    return _X_NAME.sub(sub, _LENGTHSCALE.sub(sub_ls, name))
+    return _POSITIONAL.sub(sub, name)
 
 
 def param_names(model, feature_names, n_params: int) -> list[str]:

@@ -493,9 +493,13 @@ def test_positional_feature_names_become_the_columns():
     assert A.feature_label("w[x2]", cols) == "w[area]"
     assert A.feature_label("w[x7]", cols) == "w[x7]" and A.feature_label("max_x0", cols) == "max_x0"
     # an ARD kernel's length scales (S-BSVM's records) by column too
-    assert A.feature_label("lengthscales[1]", cols) == "lengthscale[texture]"
-    assert A.feature_label("k1.lengthscales[0]", cols) == "k1.lengthscale[radius]"
+    assert A.feature_label("lengthscales[1]", cols) == "length scale[texture]"
+    assert A.feature_label("k1.lengthscales[0]", cols) == "k1.length scale[radius]"
     assert A.feature_label("lengthscales[9]", cols) == "lengthscales[9]"
+    # columns that look like positional names (Ripley's x1, x2) are put in once, not read again
+    assert [A.feature_label(f"lengthscales[{j}]", ["x1", "x2"]) for j in (0, 1)] == \
+        ["length scale[x1]", "length scale[x2]"]
+    assert [A.feature_label(f"w[x{j}]", ["x1", "x2"]) for j in (0, 1)] == ["w[x1]", "w[x2]"]
     hist = [Progress(1, 0.1, {"w[x0]": 2.0, "w[x1]": 0.01, "w[x2]": 0.5}, {})]
     bars = figures.ard_weights(hist, feature_names=cols)
     assert list(bars.data[0].y) == ["texture", "area", "radius"]  # largest on top
