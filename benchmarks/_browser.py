@@ -25,18 +25,19 @@ def _free_port() -> int:
 
 
 @contextmanager
-def dashboard_server(timeout: float = 60.0, app: Path | None = None):
+def dashboard_server(timeout: float = 60.0, app: Path | None = None, flags: tuple = ()):
     """Run ``streamlit run dashboard/app.py`` (or another ``app``: the start-up floor's minimal apps)
     headless on a free port; yield ``(url, seconds, pid)``: seconds from launch until its health
     endpoint answered, and the server's process id (for its memory); stop it on exit. RuntimeError
-    (with the end of the server's output) if it exits or does not come up within ``timeout``."""
+    (with the end of the server's output) if it exits or does not come up within ``timeout``.
+    ``flags``: more ``streamlit run`` options (after the defaults, so they override them)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     url = f"http://127.0.0.1:{_free_port()}"
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(app or ROOT / "dashboard" / "app.py"),
          "--server.headless", "true", "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1",
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *flags],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         while True:

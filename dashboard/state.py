@@ -193,10 +193,23 @@ def bind(widget, name: str, label: str, store: dict | None = None, scope: str = 
         stale = (any(v not in options for v in have) if widget is st.multiselect else have not in options)
         if stale:
             del st.session_state[wkey]
-    if wkey not in st.session_state:
-        st.session_state[wkey] = store[name]
-    store[name] = widget(label, key=wkey, **kw)
+    # The setting is the widget's default, on every run, never a value put in st.session_state first:
+    # after a full rerun asked for by a fragment (a job that finished, e.g. the playground's refit just
+    # after a link opened), the browser showed such widgets at their first option or minimum while the
+    # server kept the setting (6 of 8 fresh sessions of a playground link), and the first click sent
+    # those values back, replacing the data.
+    store[name] = widget(label, key=wkey, **kw, **_initial(widget, store[name], options))
     return store[name]
+
+
+def _initial(widget, value, options) -> dict:
+    """The keyword that makes ``value`` a widget's initial value."""
+    if widget is st.selectbox:
+        opts = list(options)
+        return {"index": opts.index(value) if value in opts else 0}
+    if widget is st.multiselect:
+        return {"default": list(value or [])}
+    return {"value": value}
 
 
 # ------------------------------------------------------------------------------------------- data

@@ -323,3 +323,26 @@ def test_presentation_mode_enlarges_the_live_charts_type(server, page):
     pg.get_by_text("Presentation mode").click()
     pg.wait_for_function(f"() => ({ticks})().length > 0 && ({ticks})().every(s => s === '12px')")
     _no_exception(pg, "Train")
+
+
+def test_a_playground_link_shows_its_settings_after_the_refit(browser):
+    """A playground link in a fresh session: the refit of the canvas finishes and reruns the page (a
+    fragment asks for it); the controls must still show the link's settings. With a widget's value put
+    in st.session_state before the widget, they showed the first option of each select (Ripley) in 4-6
+    of 8 fresh browsers, and the user's first click sent those back, replacing the data. The race needs
+    a slower first run than the test server's: Streamlit's file watcher on (its default, which the
+    repository's .streamlit/config.toml turns off), on a server of its own."""
+    with dashboard_server(flags=("--server.fileWatcherType", "auto")) as (url, _, _pid):
+        for _ in range(4):  # fresh browsers (the race is intermittent; a warm browser's new page hid it)
+            fresh = browser.browser_type.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                pg = fresh.new_page(viewport={"width": 1280, "height": 720})
+                pg.set_default_timeout(90_000)
+                pg.goto(f"{url}/?sample=playground&pg=moons")
+                pg.get_by_text("The refitted model on the canvas's coordinates").wait_for()  # after the rerun
+                pg.wait_for_timeout(1500)  # the browser's widgets settle after the rerun (what a user sees)
+                shown = pg.locator("input[role='combobox']").evaluate_all("els => els.map(e => e.value)")
+                assert shown[:2] == ["Playground: generate and click to edit (2-D)", "Two moons"], shown
+                _no_exception(pg, "Data (playground link)")
+            finally:
+                fresh.close()
