@@ -131,6 +131,22 @@ def _playground_from_url(params: dict) -> None:
         pass
 
 
+def _playground_draw(c: dict):
+    """The playground's points drawn from its settings, when no page has drawn them yet (a link to the
+    Train page opens the playground without the Data page: it said "Choose a data set" instead). The
+    Data page draws the same points from the same settings (``pg_settings``), so it keeps them."""
+    from dashboard import playground
+
+    pgc = playground_settings()
+    gen = pgc["gen"]
+    n = int(pgc["n"]) if gen != "blank" else 0
+    noise = float(pgc.get(f"noise_{gen}", playground.GENERATORS[gen][2])) if gen != "blank" else 0.0
+    pg = playground.generate(gen, n, noise, int(c["seed"]))
+    st.session_state["playground"] = pg
+    st.session_state["pg_settings"] = (gen, n, round(noise, 4), int(c["seed"]))
+    return pg
+
+
 #: the playground's number of points: the Data page's slider range
 PG_POINTS = (20, 1000)
 
@@ -224,7 +240,7 @@ def _sample_table(sample: str, label: str, features: tuple) -> LoadedCSV:
 
 def loaded_table(c: dict) -> LoadedCSV | None:
     if c["sample"] == PLAYGROUND:
-        pg = st.session_state.get("playground")
+        pg = st.session_state.get("playground") or _playground_draw(c)
         return pg.loaded() if pg is not None else None
     if c["sample"] == UPLOAD:
         up = st.session_state.get("upload")
@@ -297,6 +313,10 @@ def current_data() -> Prepared | None:
         data = prepare(loaded, c["features"] or None, c["std"], float(c["test"]), int(c["seed"]),
                        truth=truth, key=key, truth_kw=truth_kw)
     except ValueError as exc:
+        if c["sample"] == PLAYGROUND and str(exc).startswith("Too few rows"):
+            # the empty canvas (or one with most points removed): a step to take, not a failure
+            st.info(f"Click on the canvas to add points of each class. {exc}", icon=":material/touch_app:")
+            return None
         up = st.session_state.get("upload") if c["sample"] == UPLOAD else None
         where = f" ({up['name']})" if up else ""
         st.error(f"The data could not be used{where}: {exc}")

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from _apptest import _app, _ok  # noqa: E402
+from _apptest import APP, _app, _ok  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from bsvm.base import Progress  # noqa: E402
@@ -656,6 +656,31 @@ def test_a_playground_link_reopens_its_generator_points_and_noise():
     odd = _app(sample="playground", pg="spiral", pg_n="5000", noise="9")  # unknown / out of range
     _ok(odd)
     assert odd.session_state["pg_settings"][:2] == ("ripley", 200)
+
+
+def test_a_playground_link_to_the_train_page_opens_its_points():
+    """A shared link straight to the Train page with the playground: its points are drawn from the
+    link's settings there (it said "Choose a data set on the Data page first"), and the Data page keeps
+    the same draw; an empty canvas asks for points instead of showing an error."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["_live_loop_seconds"] = 0.0
+    for k, v in {"sample": "playground", "pg": "xor", "pg_n": "300", "noise": "0.5", "seed": "0",
+                 "method": "gibbs"}.items():
+        at.query_params[k] = v
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert not any("Choose a data set" in i.value for i in at.info)
+    pg = at.session_state["playground"]
+    assert (pg.generator, len(pg.y), pg.noise) == ("xor", 300, 0.5)
+    assert at.session_state["data"].n_features == 2 and _button(at, "Start").disabled is False
+    at.switch_page("views/data.py").run()
+    _ok(at)
+    assert at.session_state["playground"] is pg  # the same points, not a second draw
+    blank = _app(sample="playground", pg="blank")
+    _ok(blank)
+    assert not blank.error, [e.value for e in blank.error]
+    assert any("Click on the canvas to add points" in i.value for i in blank.info)
+    assert any("an empty canvas" in c.value for c in blank.caption)
 
 
 def test_a_live_snapshot_thins_a_samplers_draws_consistently():

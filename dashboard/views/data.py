@@ -114,7 +114,9 @@ with left:
         pg = st.session_state["playground"]
         n0, n1 = pg.counts()
         st.caption(f"{len(pg.y)} points ({n0} of class 0, {n1} of class 1)"
-                   + (" - edited: the generator's true p(y|x) no longer describes them." if pg.edited else
+                   + (" - an empty canvas: click to add points of either class." if gen == "blank" else
+                      " - edited: the generator's true p(y|x) no longer describes them, and moving Points or "
+                      "Noise draws afresh (the edits are lost)." if pg.edited else
                       " - a draw of the generator: its true p(y|x) is known.")
                    + " A link to this page reopens the generator, points, noise and seed, not the edits.")
         frame = pg.loaded().frame
