@@ -565,7 +565,8 @@ def model_map_raw(model, data, grid: Grid, X_raw, y_raw, title: str, *, height: 
         overlay = overlay * data.scale + data.center
     truth = data.true_proba(Z) if data.truth else None
     return proba_heatmap(grid, P[:, 1], np.asarray(X_raw), np.asarray(y_raw), data.classes, overlay=overlay,
-                         overlay_name=overlay_name, truth=truth, axis_titles=tuple(data.axis_names),
+                         overlay_name=overlay_name, truth=truth,
+                         axis_titles=tuple(str(n) for n in data.feature_names),  # raw, not standardised
                          title=f"{title}: p(y = {data.classes[1]} | x)", height=height)
 
 

@@ -707,6 +707,8 @@ def test_playground_map_lines_up_with_the_raw_canvas():
     np.testing.assert_allclose(np.asarray(truth.z), grid.reshape(GENERATORS["ripley"].proba(grid.points)))
     (sv,) = [t for t in fig.data if t.name == "support vectors"]
     np.testing.assert_allclose(sv.x, est.support_vectors_[:, 0] * data.scale[0] + data.center[0])
+    # raw coordinates, so the axes carry the raw names (not "x1 (standardised)")
+    assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == tuple(data.feature_names)
 
 
 def test_live_chart_sends_a_figure_only_when_it_is_new(monkeypatch):
