@@ -636,8 +636,10 @@ def fit_note(est, X: np.ndarray, y: np.ndarray, max_rows: int = 2000,
     words, or None when nothing stands out:
 
     * a straight boundary (SubgradientHMC and GibbsSVM on the raw inputs, a linear kernel) that a
-      15-nearest-neighbour vote beats by at least 8 points of accuracy even out of fold: the classes want
-      a curved boundary (XOR: a line gets 73 %, the neighbours 97 %), and the option that gives one;
+      15-nearest-neighbour vote beats by at least 5 points of accuracy even out of fold: the classes want
+      a curved boundary, and the option that gives one. On the shipped samples (the dashboard's split)
+      XOR (line 63 %, neighbours 97 %) and moons (87 %, 94 %) get it; Ripley (89 %, 91 %), twonorm,
+      ringnorm (76 %, 52 %: neighbours fail in 20 dimensions), breast cancer, iris and wine do not;
     * any fit no better than always predicting the most frequent class (error >= 0.9 x that rule's).
 
     The maps show a poor boundary only to a reader who knows what to expect; this says it. ``retry``
@@ -658,7 +660,7 @@ def fit_note(est, X: np.ndarray, y: np.ndarray, max_rows: int = 2000,
     fix = _straight_boundary(est)
     if fix and len(counts) > 1:
         knn = neighbour_accuracy(X, y)
-        if np.isfinite(knn) and knn - acc >= 0.08:
+        if np.isfinite(knn) and knn - acc >= 0.05:
             return (f"A straight boundary gets {acc:.0%} of the training rows right; a nearest-neighbour "
                     f"vote, which can bend, gets {knn:.0%} right even on rows it did not see: these classes "
                     f"want a curved boundary. Choose {fix} {retry}.")

@@ -115,6 +115,23 @@ class _Remembered:
         return P
 
 
+def fit_note_once(model, data: Prepared, retry: str = "and Start again") -> str | None:
+    """analysis.fit_note for a fitted model on the data's training rows, computed once per model (a
+    prediction on up to 2,000 rows and a nearest-neighbour check) and shared by the pages."""
+    from .analysis import fit_note
+
+    memo = st.session_state.setdefault("_fit_notes", {})
+    key = (id(model), data.key, retry)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is model:  # (the model is kept: its id is not reused)
+        return hit[1]
+    if len(memo) >= 8:
+        memo.clear()
+    note = fit_note(model, data.X_train, data.y_train, retry=retry)
+    memo[key] = (model, note)
+    return note
+
+
 def proba_map(model, data: Prepared, title: str, n: int = 60, truth: bool = True):
     """The map of a fitted 2-D model (figures.model_map: p(y|x) with the true p(y|x) contours where
     known, or classes coloured by confidence); None with an st.error if prediction fails."""

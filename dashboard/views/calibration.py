@@ -96,6 +96,8 @@ if not results:
 st.subheader("Metrics on the test set")
 table = figures.metrics_table({k: v["report"] for k, v in results.items()})
 st.dataframe(table.style.format("{:.4f}"))
+if (note := ui.fit_note_once(model, data, retry="on the Train page and train again")):
+    st.warning(f"**{label.split(' (')[0]}**: {note}", icon=":material/lightbulb:")
 st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="calibration_metrics.csv",
                    mime="text/csv", icon=":material/download:", on_click="ignore", key="cal_metrics_csv")
 st.caption("error: misclassified fraction; Brier: mean squared error of p; "

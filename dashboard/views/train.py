@@ -14,7 +14,7 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.analysis import fit_note, stack_summary, stage_progress
+from dashboard.analysis import stack_summary, stage_progress
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
@@ -298,6 +298,10 @@ with right:
             st.progress(progress_fraction(r), text=progress_text(r))
             trace("fragment-saw-end", status=r.status)
             rerun_after_flush()
+        if r.status == DONE and not other_data:  # at the top, where it is seen (not below the charts)
+            note = ui.fit_note_once(r.model, data)
+            if note:
+                st.warning(note, icon=":material/lightbulb:")
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
@@ -520,11 +524,4 @@ with right:
         stack = stack_summary(run.model)
         if stack:
             st.caption(stack)
-        if run.meta.get("data_key") == data.key:
-            # once per finished run (a predict on up to 2,000 rows and a nearest-neighbour check)
-            memo = st.session_state.get("_train_fit_note")
-            if memo is None or memo[0] is not run.model:
-                memo = st.session_state["_train_fit_note"] = (run.model, fit_note(run.model, data.X_train,
-                                                                                    data.y_train))
-            if memo[1]:
-                st.warning(memo[1], icon=":material/lightbulb:")
+
