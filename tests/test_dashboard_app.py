@@ -183,6 +183,9 @@ def test_leaving_the_page_or_changing_the_data_stops_the_run_visibly():
     at.switch_page("views/train.py").run()
     _ok(at)
     assert any("data changed" in w.value for w in at.warning), [w.value for w in at.warning]
+    at.switch_page("views/diagnostics.py").run()  # it showed the old run without a word
+    _ok(at)
+    assert any("data changed" in w.value for w in at.warning), [w.value for w in at.warning]
 
 
 def test_the_registry_never_leaves_workers_behind():

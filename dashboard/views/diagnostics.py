@@ -57,6 +57,10 @@ est = run.model
 hist = run.history
 st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}, iteration {run.iteration}, "
            f"{len(hist)} progress record{'' if len(hist) == 1 else 's'}.")
+if meta.get("data_key") != data.key:
+    st.warning("This run was made for other data (the data changed since it started): these diagnostics "
+               "describe that fit. Press **Start** on the Train page for a run on the current data.",
+               icon=":material/warning:")
 
 groups = figures.split_metrics(figures.metric_names(hist))
 st.subheader("Progress records")
