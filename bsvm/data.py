@@ -462,7 +462,7 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     if incomplete.any():
         cols = [str(c) for c in [*features, label] if frame[c].isna().any()]
         if not dropna:
-            placeholders = "".join(f" {n[:-1]}" for n in notes if "read as missing" in n)
+            placeholders = "".join(f" {n}" for n in notes if "read as missing" in n)  # (each ends in ".")
             raise ValueError(f"Missing values in {int(incomplete.sum())} of {len(frame)} rows (columns "
                              f"{cols}).{placeholders} Drop those rows (dropna=True, or the Data page's 'Drop "
                              "rows with missing values') or impute them first.")

@@ -274,6 +274,7 @@ def _upload(at: AppTest, content: bytes, name="bad.csv") -> AppTest:
     (b"x1,x2,label\n1,2,0\n3,4,0\n5,6,0\n", "one class"),
     (b"", "empty"),
     (b"justonecolumn\n1\n2\n", "fewer than two columns"),
+    (b"x1,x2,label\n", "no rows of data"),  # a header only: it was told to encode its features as numbers
 ])
 def test_bad_csvs_give_an_error_message_not_an_exception(content, message):
     at = _app()
@@ -282,6 +283,7 @@ def test_bad_csvs_give_an_error_message_not_an_exception(content, message):
     _ok(at)
     errors = " ".join(e.value for e in at.error)
     assert message.lower() in errors.lower(), errors
+    assert "encode the features" not in errors or message == "numeric", errors
 
 
 def test_a_label_column_with_another_name_is_guessed_and_said():

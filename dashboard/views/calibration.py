@@ -116,7 +116,8 @@ def maps_for(d: Prepared, fitted: dict, where: str):
     scale = (f"blue = {d.classes[0]}, red = {d.classes[1]}, white = 50/50" if d.binary else
              "each region in its predicted class's colour, more transparent where the top class is less "
              f"sure (a close call between {len(d.classes)} classes)")
-    st.caption(f"Both maps use the same colour scale ({scale})"
+    both = "Both maps use the same colour scale" if len(fitted) > 1 else "The colour scale:"
+    st.caption(f"{both} ({scale})"
                + ("; dotted black lines: contours of the true p(y|x) at 0.1, 0.3, 0.5, 0.7, 0.9." if d.truth
                   else "."))
     kinds = {ENTROPY: "predictive entropy (every method, one scale)",
@@ -137,7 +138,8 @@ def maps_for(d: Prepared, fitted: dict, where: str):
                 st.info(f"{name} has no latent Gaussian predictive, so no latent variance: choose "
                         "predictive entropy to compare it.")
     st.caption("Predictive entropy is largest near the boundary and, for a Bayesian model, away from the "
-               "data; both maps share the scale 0 to log K." if kind == ENTROPY else
+               "data; " + ("both maps share" if len(fitted) > 1 else "on") + " the scale 0 to log K."
+               if kind == ENTROPY else
                "Latent variance: how unsure the model is about f(x) itself; it grows away from the data.")
 
 

@@ -78,6 +78,11 @@ with left:
                         frame, notes = parsed[0], list(parsed[1])
                 if frame is not None:
                     st.caption(f"Uploaded: {up['name']} ({frame.shape[0]} rows, {frame.shape[1]} columns)")
+                if frame is not None and frame.shape[0] == 0:
+                    # (otherwise every column read as non-numeric: "encode the features as numbers")
+                    st.error(f"{up['name']} has a header line but no rows of data: upload a file with rows "
+                             "under its header.")
+                    frame = None
             except ValueError as exc:
                 st.error(f"{up['name']} cannot be used: {exc}")
         state.bind(st.checkbox, "dropna", "Drop rows with missing values",
