@@ -218,10 +218,23 @@ def _kaleido_server() -> bool:
 
 
 def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
-    """The figure as PNG through kaleido (needs a Chrome/Chromium)."""
+    """The figure as PNG through kaleido (needs a Chrome/Chromium), drawn with plotly_white in Streamlit's
+    colours (livechart's template): inside the server Plotly's default template is Streamlit's, whose
+    colours are placeholders only st.plotly_chart's frontend fills in, so kaleido drew every line and
+    zero line black, and its axis titles without a standoff, on top of the tick labels."""
     _kaleido_server()
+    fig = for_export(fig)
     h = height or int(fig.layout.height or 500)
     return fig.to_image(format="png", width=width, height=h, scale=1)
+
+
+def for_export(fig) -> go.Figure:
+    """A copy of the figure with a template of real colours (see :func:`png_bytes`)."""
+    from .livechart import _template
+
+    fig = go.Figure(fig)
+    fig.update_layout(template=_template())
+    return fig
 
 
 def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):

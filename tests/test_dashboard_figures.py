@@ -931,3 +931,25 @@ def test_remembered_model_answers_a_repeated_grid_from_memory(monkeypatch):
     ui._Remembered(b).predict_proba(X)
     assert (a.calls, b.calls) == (2, 1)
     assert ui._Remembered(a).classes_ is a.classes_ and not hasattr(ui._Remembered(a), "predict_latent")
+
+
+def test_png_export_gets_real_colours_not_streamlits_placeholders():
+    """Inside the server Plotly's default template is Streamlit's, whose colours are placeholders that
+    only st.plotly_chart's frontend fills in: exported as they were, every chain's line was black."""
+    import plotly.io as pio
+
+    from dashboard import livechart, ui
+
+    before = pio.templates.default
+    try:
+        import streamlit.elements.lib.streamlit_plotly_theme  # noqa: F401 - registers Streamlit's template
+
+        pio.templates.default = "streamlit"
+        fig = figures.chain_traces(np.random.default_rng(0).normal(size=(4, 50, 2)), 0, None, "w")
+        shown = fig.to_plotly_json()["layout"]["template"]["layout"]
+        assert all(str(c).startswith("#0000") for c in shown["colorway"])  # placeholders: #000001 ...
+        out = ui.for_export(fig).to_plotly_json()["layout"]
+        assert list(out["template"]["layout"]["colorway"]) == livechart._COLOURS
+        assert out["title"]["text"] == fig.layout.title.text and len(ui.for_export(fig).data) == 4
+    finally:
+        pio.templates.default = before
