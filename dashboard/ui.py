@@ -242,10 +242,10 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
     shown = styled(fig)
     st.plotly_chart(shown, key=key, **kw)
     if png:
-        _png_button(lambda: shown, key, name)
+        png_button(lambda: shown, key, name)
 
 
-def _png_button(make_fig, key: str, name: str | None) -> None:
+def png_button(make_fig, key: str, name: str | None) -> None:
     """A PNG download of ``make_fig()`` (the figure as shown), drawn by kaleido only when it is asked
     for, outside the script run."""
     st.download_button("PNG", data=lambda: _png_or_message(make_fig()), file_name=f"{name or key}.png",
@@ -303,7 +303,7 @@ def svg_chart(svg: str, key: str, make_fig=None, *, name: str | None = None) -> 
     if make_fig is not None:
         # the PNG is drawn when the download is asked for, outside this script run: decide the styling now
         style = _presentation_style if presenting() else (lambda fig: fig)
-        _png_button(lambda: style(make_fig()), key, name)
+        png_button(lambda: style(make_fig()), key, name)
 
 
 def _png_or_message(fig) -> bytes:

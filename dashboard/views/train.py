@@ -434,6 +434,14 @@ with right:
         err = st.session_state.get("_live_map_box", {}).get("error")
         if err or len(slots) > 2:
             slot(slots, 2).error(f"Prediction failed: {err}") if err else slot(slots, 2).empty()
+        if not moving:  # the final charts: a PNG of each, as every other page's charts have
+            with slot(slots, 3).container():
+                named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
+                         (last, "map" if data.n_features == 2 else "ard_weights")]
+                for col, (fig, name) in zip(st.columns(len(named)), named):
+                    with col:
+                        shown = ui.styled(fig)  # (presentation mode is read here, in the script run)
+                        ui.png_button(lambda shown=shown: shown, f"train_{name}", name)
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
 
     def live_pending():
