@@ -481,6 +481,11 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     draws = at.session_state["gibbs_cache"]
     (G,) = draws.values()
     assert G.shape[0] == 2 and G.shape[1] == 60  # the approximate sampler's chains and draws
+    # with a per-chain quantity chosen (the page's default), the overlay shows the first weight
+    at.selectbox(key="diag_param").set_value(0).run()
+    _ok(at)
+    assert len(at.get("plotly_chart")) == n_charts + 1
+    assert any(c.value.startswith("Histograms of w[x1]") for c in at.caption)
 
 
 def test_a_binary_only_method_on_three_classes_says_why_it_was_replaced():

@@ -266,10 +266,10 @@ if meta.get("method") == "subgradient_hmc" and gibbs.available and data.binary:
                        "Monte Carlo noise (about 0.07 sd with 400 effective draws each), so read |mean diff| "
                        "against its Monte Carlo error: within about 3 is noise; an sd ratio near 1 means "
                        "the spreads agree. " + approx_vs_exact_verdict(cmp))
-            if j < 0:
-                st.info("Pick one of the model's parameters (not a per-chain quantity) above to overlay "
-                        "its draws.")
-            else:
-                labels = (meta.get("label", "approximate"), "exact GibbsSVM")
-                ui.chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, names[param]),
-                         key="diag_overlay")
+            if j < 0:  # a per-chain quantity is chosen above (the default): overlay the first weight
+                j = 0
+                st.caption(f"Histograms of {model_names[0]}; pick another of the model's parameters above "
+                           "to overlay its draws.")
+            labels = (meta.get("label", "approximate"), "exact GibbsSVM")
+            ui.chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, model_names[j]),
+                     key="diag_overlay")
