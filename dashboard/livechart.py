@@ -88,7 +88,7 @@ function drawOne() {
   div._bsvmPending = null;
   const fig = JSON.parse(job.spec);
   const layout = fig.layout || {};
-  if (job.present) presentLayout(layout);
+  if (job.present) presentLayout(layout, fig.data || []);
   layout.autosize = true;
   delete layout.width;
   const t0 = performance.now();
@@ -113,8 +113,13 @@ function drawOne() {
 }
 // Presentation mode (the sidebar switch): the larger type of ui._presentation_style, applied here so
 // that the server's cached JSON of each figure serves both modes.
-function presentLayout(layout) {
+function presentLayout(layout, data) {
   const size = (o, n) => Object.assign({}, o || {}, {size: n});
+  // a legend below the plot wraps into one line per entry at this size on a half-width chart: grow the
+  // figure by those lines, or the plot itself shrank (S-BSVM's five hyperparameters left it 70 px high)
+  const entries = data.filter((t) => t.showlegend !== false && t.name).length;
+  if ((layout.legend || {}).orientation === "h" && entries > 2)
+    layout.height = (layout.height || 320) + 28 * (entries - 2);
   layout.font = size(layout.font, 17);
   const titled = (t, n) => typeof t === "string" ? {text: t, font: {size: n}} :
     Object.assign({}, t, {font: size(t.font, n)});
