@@ -152,7 +152,7 @@ def uncertainty_map(model, data: Prepared, name: str, kind: str, n: int = 60):
     if u is None:
         return None
     X, y = shown_points(data)
-    return figures.value_heatmap(grid, u.values, X, y, data.classes, title=f"{name}: {u.name}",
+    return figures.value_heatmap(grid, u.values, X, y, data.classes, title=f"{name.split(' (')[0]}: {u.name}",
                                  colorbar_title=u.name.split(" (")[0], zmax=u.zmax,
                                  axis_titles=tuple(data.axis_names))
 

@@ -454,6 +454,29 @@ def test_a_linear_sampler_on_xor_is_told_its_boundary_cannot_bend():
     assert shown["nystroem"] == []
 
 
+def test_a_sampler_that_runs_until_converged_fills_its_bar_by_its_rules_last_check():
+    """GibbsSVM at its defaults runs until its rule is met: no length to count against, so the bar stayed
+    empty all run; it now shows the last check's bulk ESS against the ESS wanted, and says so."""
+    pytest.importorskip("bsvm.subgradient")
+    at = _app(sample="breast_cancer.csv", method="gibbs")  # about 10 s of sweeps: checks before the end
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status != "running" or any("ess_target" in h.metrics for h in list(run.history)))
+    _button(at, "Pause").click().run()
+    assert run.join(10.0)
+    at.run()
+    _ok(at)
+    if run.status == "done":
+        pytest.skip("the run converged before the page could pause it")
+    (bar,) = at.get("progress")
+    checked = [h.metrics for h in run.history if "ess_target" in h.metrics][-1]
+    assert "last check: bulk ESS" in bar.proto.text and "wanted 400" in bar.proto.text
+    want = min(checked["ess_bulk"], checked["ess_tail"]) / checked["ess_target"]
+    assert bar.proto.value == pytest.approx(100 * min(want, 0.99), abs=1.0) and bar.proto.value > 0
+    _button(at, "Reset").click().run()
+
+
 def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     pytest.importorskip("bsvm.subgradient")
     at = _app(sample="ripley.csv", method="subgradient_hmc",

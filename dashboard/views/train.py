@@ -11,6 +11,7 @@ for ``LOOP_SECONDS``. The live map asks the run for a new snapshot of its state 
 import threading
 import time
 
+import numpy as np
 import streamlit as st
 
 from dashboard import figures, state, ui
@@ -375,9 +376,26 @@ with right:
         elif staged is not None:  # several fits in a row (S-BSVM's kernel="auto"): the current one's share
             total = f" (fit {staged[0]}: {staged[1]} / {r.max_iter})"
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
+        checked = _last_check(r) if not r.max_iter and r.status != DONE else None
+        if checked and "ess_bulk" in checked:  # what the bar counts (progress_fraction)
+            rhat, rhat_to = checked.get("rhat", float("nan")), checked.get("rhat_target", 1.01)
+            ess, ess_to = checked["ess_bulk"], checked["ess_target"]
+            total = (f" (last check: bulk ESS {ess:,.0f}, wanted {ess_to:,.0f}; "
+                     f"R-hat {rhat:.3f}, wanted {rhat_to:g})")
         return f"{shown}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s - {r.wall:.1f} s"
 
+    def _last_check(r: Run) -> dict | None:
+        """The metrics of the stopping rule's last check (samplers), or None."""
+        return next((h.metrics for h in reversed(r.history[-200:]) if "ess_target" in h.metrics), None)
+
     def progress_fraction(r: Run) -> float:
+        if not r.max_iter and r.status != DONE:
+            # a sampler that runs until its rule is met (no length to count against): the share of the
+            # effective draws it wants that its last check had (the bar stayed empty all run)
+            checked = _last_check(r)
+            if checked:
+                ess = min(checked.get("ess_bulk", 0.0), checked.get("ess_tail", np.inf))
+                return float(np.clip(ess / checked["ess_target"], 0.0, 0.99)) if np.isfinite(ess) else 0.0
         staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
         if staged is None or r.status == DONE:
             return r.fraction
