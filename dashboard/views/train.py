@@ -377,7 +377,9 @@ with right:
             total = f" (fit {staged[0]}: {staged[1]} / {r.max_iter})"
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
         checked = _last_check(r) if not r.max_iter and r.status != DONE else None
-        if checked and "ess_bulk" in checked:  # what the bar counts (progress_fraction)
+        if checked and not np.isfinite(checked.get("ess_bulk", np.nan)):
+            total = " (last check: too few draws to estimate the ESS yet)"
+        elif checked:  # what the bar counts (progress_fraction)
             rhat, rhat_to = checked.get("rhat", float("nan")), checked.get("rhat_target", 1.01)
             ess, ess_to = checked["ess_bulk"], checked["ess_target"]
             total = (f" (last check: bulk ESS {ess:,.0f}, wanted {ess_to:,.0f}; "
