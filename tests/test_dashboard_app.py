@@ -502,6 +502,7 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     _button(at, "Run GibbsSVM").click().run()
     _until(lambda: at.session_state["gibbs_cache"], at=at)
     _ok(at)
+    assert not [b for b in at.button if b.label.startswith("Run GibbsSVM")]  # done: no button beside it
     assert not at.error, [e.value for e in at.error]
     assert len(at.get("plotly_chart")) == n_charts + 1
     table = at.dataframe[n_tables].value  # the approximate-vs-exact table: one row per parameter

@@ -240,7 +240,10 @@ if meta.get("method") == "subgradient_hmc" and gibbs.available and data.binary:
                "and bias).")
     cache = st.session_state.setdefault("gibbs_cache", {})
     gkey = (data.key, n_model_par)
-    if gkey not in cache and st.button("Run GibbsSVM on the same data"):
+    job = state.registry().get("diag_gibbs")
+    # (no button while its run goes on or once it has finished: it stayed on the page beside the result)
+    busy = job is not None and job.meta.get("key") == gkey and job.status in ("running", "done")
+    if gkey not in cache and not busy and st.button("Run GibbsSVM on the same data"):
         opts = {k: v for k, v in meta.get("options", {}).items() if k in ("c", "n_chains", "n_samples")}
         g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
         if g is not None:  # a registry job: progress bar and Cancel, stopped when the user leaves
