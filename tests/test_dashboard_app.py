@@ -478,7 +478,8 @@ def test_a_sampler_that_runs_until_converged_fills_its_bar_by_its_rules_last_che
     (bar,) = at.get("progress")
     last = [h.metrics for h in run.history if "ess_target" in h.metrics][-1]
     assert last is checked()[-1]  # (later checks have more draws)
-    assert "last check: bulk ESS" in bar.proto.text and "wanted 400" in bar.proto.text
+    assert "last check: ESS bulk" in bar.proto.text and "wanted 400" in bar.proto.text
+    assert f"R-hat {last['rhat']:.4f}" in bar.proto.text
     want = min(last["ess_bulk"], last["ess_tail"]) / last["ess_target"]
     assert bar.proto.value == pytest.approx(100 * min(want, 0.99), abs=1.0) and bar.proto.value > 0
     _button(at, "Reset").click().run()

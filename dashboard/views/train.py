@@ -380,10 +380,12 @@ with right:
         if checked and not np.isfinite(checked.get("ess_bulk", np.nan)):
             total = " (last check: too few draws to estimate the ESS yet)"
         elif checked:  # what the bar counts (progress_fraction)
+            # the bar counts the smaller ESS; R-hat with four decimals (1.0104 fails the rule, 1.010 did not
+            # say so)
             rhat, rhat_to = checked.get("rhat", float("nan")), checked.get("rhat_target", 1.01)
-            ess, ess_to = checked["ess_bulk"], checked["ess_target"]
-            total = (f" (last check: bulk ESS {ess:,.0f}, wanted {ess_to:,.0f}; "
-                     f"R-hat {rhat:.3f}, wanted {rhat_to:g})")
+            bulk, tail = checked["ess_bulk"], checked.get("ess_tail", float("nan"))
+            total = (f" (last check: ESS bulk {bulk:,.0f} / tail {tail:,.0f}, wanted "
+                     f"{checked['ess_target']:,.0f}; R-hat {rhat:.4f}, wanted <= {rhat_to:g})")
         return f"{shown}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s - {r.wall:.1f} s"
 
     def _last_check(r: Run) -> dict | None:
