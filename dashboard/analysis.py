@@ -6,6 +6,7 @@ code the pages call.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass, field
 
@@ -363,13 +364,22 @@ def draw_surfaces(model, X: np.ndarray, n_draws: int = 30, seed: int = 0):
         return None
     pick = np.sort(np.random.default_rng(seed).choice(n_total, min(n_draws, n_total), replace=False))
     for attr in ("predict_proba_draws", "draw_proba"):
-        fn = getattr(model, attr, None)
-        if fn is not None:
-            P = np.asarray(fn(X))  # (chain, draw, row, class)
-            P = P.reshape(-1, P.shape[2], P.shape[3])[pick]
-            if P.shape[2] != 2:
-                return None
-            return P[:, :, 1], 0.5
+        if getattr(model, attr, None) is None:
+            continue
+        # only the picked draws: a shallow copy holding them as one chain (the samplers' per-draw
+        # predictions read samples_ only). Every draw was evaluated and 30 kept: a fifth of the
+        # Diagnostics page's server time after a SubgradientHMC run on the Ripley sample.
+        thin = copy.copy(model)
+        thin.samples_ = S.reshape(n_total, *S.shape[2:])[pick][None]
+        try:
+            P = np.asarray(getattr(thin, attr)(X))  # (chain, draw, row, class)
+        except Exception:  # noqa: BLE001 - a model whose draws are more than samples_: all of them
+            P = np.asarray(getattr(model, attr)(X))
+            P = P.reshape(-1, P.shape[2], P.shape[3])[pick][None]
+        P = P.reshape(-1, P.shape[2], P.shape[3])
+        if P.shape[0] != len(pick) or P.shape[2] != 2:
+            return None
+        return P[:, :, 1], 0.5
     flat = S.reshape(n_total, -1)[pick]
     if flat.shape[1] == X.shape[1] + 1 and getattr(model, "feature_map_", "none") is None:
         return flat[:, :-1] @ X.T + flat[:, -1:], 0.0
@@ -472,7 +482,7 @@ def ess_by_draws(S: np.ndarray, param: int, n_points: int = 12) -> pd.DataFrame:
 def energy_of(model) -> np.ndarray | None:
     """The Hamiltonian energy per chain and draw (chains, draws) of an HMC run: ``energy_`` or the
     ``energy`` in ``to_arviz()``'s sample_stats; None when the sampler records none."""
-    E = getattr(model, "energy_", None)
+    E = getattr(model, "energy_", None)  # (SubgradientHMC's; to_arviz() builds a whole DataTree)
     if E is None and hasattr(model, "to_arviz"):
         try:
             stats = model.to_arviz()["sample_stats"]

@@ -953,3 +953,27 @@ def test_png_export_gets_real_colours_not_streamlits_placeholders():
         assert out["title"]["text"] == fig.layout.title.text and len(ui.for_export(fig).data) == 4
     finally:
         pio.templates.default = before
+
+
+def test_draw_surfaces_evaluates_only_the_picked_draws_and_energy_needs_no_datatree():
+    """The posterior-draws view evaluates its 30 picked draws only (every draw was evaluated, then 30
+    kept): the same values as picking from predict_proba_draws; the energy plot reads ``energy_``."""
+    import warnings
+
+    from bsvm.subgradient import SubgradientHMC
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SubgradientHMC(n_samples=40, n_burnin=40, random_state=0).fit(X, y, progress=False)
+        sgld = SubgradientHMC("sgld", n_samples=20, n_burnin=20, random_state=0).fit(X, y, progress=False)
+    grid = Grid(np.linspace(-2, 2, 6), np.linspace(-2, 2, 5))
+    values, level = A.draw_surfaces(est, grid.points, n_draws=12, seed=1)
+    full = est.predict_proba_draws(grid.points).reshape(-1, 30, 2)[:, :, 1]
+    pick = np.sort(np.random.default_rng(1).choice(full.shape[0], 12, replace=False))
+    np.testing.assert_allclose(values, full[pick], rtol=1e-12)
+    assert level == 0.5
+    np.testing.assert_array_equal(A.energy_of(est), est.to_arviz()["sample_stats"]["energy"].values)
+    assert A.energy_of(sgld) is None and sgld.energy_ is None

@@ -493,6 +493,12 @@ class _HingeSampler(BayesianClassifier):
         return self._stats["accept_prob"]
 
     @property
+    def energy_(self):
+        """The Hamiltonian's value at each kept draw, (n_chains, n_draws), for the energy plot and BFMI;
+        None for the minibatch samplers, which have no Hamiltonian to record."""
+        return self._stats["energy"] if self._sampler_kind == "hmc" and "energy" in self._stats else None
+
+    @property
     def acceptance_rate_(self):
         a = self._stats["accept_prob"]
         return a.mean(axis=1) if a.shape[1] else np.full(a.shape[0], np.nan)
