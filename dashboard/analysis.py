@@ -650,7 +650,8 @@ def fit_note(est, X: np.ndarray, y: np.ndarray, max_rows: int = 2000,
       a curved boundary, and the option that gives one. On the shipped samples (the dashboard's split)
       XOR (line 63 %, neighbours 97 %) and moons (87 %, 94 %) get it; Ripley (89 %, 91 %), twonorm,
       ringnorm (76 %, 52 %: neighbours fail in 20 dimensions), breast cancer, iris and wine do not;
-    * any fit no better than always predicting the most frequent class (error >= 0.9 x that rule's).
+    * any fit hardly better than always predicting the most frequent class (error >= 0.9 x that
+      rule's).
 
     The maps show a poor boundary only to a reader who knows what to expect; this says it. ``retry``
     ends the advice (the page's way to try again). None also when prediction fails (the maps report
@@ -675,8 +676,8 @@ def fit_note(est, X: np.ndarray, y: np.ndarray, max_rows: int = 2000,
                     f"vote, which can bend, gets {knn:.0%} right even on rows it did not see: these classes "
                     f"want a curved boundary. Choose {fix} {retry}.")
     if base_error > 0 and 1 - acc >= 0.9 * base_error:
-        return (f"On its own training rows this fit is right {acc:.0%} of the time, no better than always "
-                f"predicting the most frequent class ({1 - base_error:.0%})."
+        return (f"On its own training rows this fit is right {acc:.0%} of the time, hardly better than "
+                f"always predicting the most frequent class ({1 - base_error:.0%})."
                 + (f" Its boundary is a straight line with these options: choose {fix} for a curved one."
                    if fix else " It found no pattern in these features with these settings."))
     return None

@@ -37,6 +37,11 @@ _QP = {"sample": "sample", "label": "label", "features": "features", "std": "std
        "seed": "seed", "method": "method"}
 
 
+#: the Data page's test-fraction slider and seed box: links outside them are ignored
+TEST_RANGE = (0.1, 0.5)
+SEED_MAX = 2**31 - 1
+
+
 def cfg() -> dict:
     if "cfg" not in st.session_state:
         st.session_state["cfg"] = {**DEFAULTS, "features": [], "opts": {}}
@@ -67,10 +72,12 @@ def _parse(params: dict) -> dict:
     try:
         if "test" in params:
             t = float(params["test"])
-            if 0.05 <= t <= 0.8:
+            if TEST_RANGE[0] <= t <= TEST_RANGE[1]:  # the Data page's slider (a value outside it raised)
                 out["test"] = t
         if "seed" in params:
-            out["seed"] = int(params["seed"])
+            seed = int(params["seed"])
+            if 0 <= seed <= SEED_MAX:  # the seed box's range (?seed=-1 raised on the Data page)
+                out["seed"] = seed
     except ValueError:
         pass
     method = params.get("method")
@@ -204,17 +211,24 @@ def bind(widget, name: str, label: str, store: dict | None = None, scope: str = 
     options = kw.get("options")
     if options is not None and store.get(name) not in list(options) and widget is not st.multiselect:
         store[name] = list(options)[0] if len(options) else None
+    if options is not None and widget is st.multiselect:
+        store[name] = [v for v in (store.get(name) or []) if v in list(options)]
+    seeded = False
     if options is not None and wkey in st.session_state:
         have = st.session_state[wkey]
         stale = (any(v not in options for v in have) if widget is st.multiselect else have not in options)
         if stale:
-            del st.session_state[wkey]
-    # The setting is the widget's default, on every run, never a value put in st.session_state first:
-    # after a full rerun asked for by a fragment (a job that finished, e.g. the playground's refit just
-    # after a link opened), the browser showed such widgets at their first option or minimum while the
-    # server kept the setting (6 of 8 fresh sessions of a playground link), and the first click sent
+            # the browser still shows the old choice: only a value set through the Session State API
+            # is sent to it (a default is not, once the widget exists: its key alone is its identity)
+            st.session_state[wkey] = store[name]
+            seeded = True
+    # Otherwise the setting is the widget's default, on every run, never a value put in st.session_state
+    # first: after a full rerun asked for by a fragment (a job that finished, e.g. the playground's refit
+    # just after a link opened), the browser showed such widgets at their first option or minimum while
+    # the server kept the setting (6 of 8 fresh sessions of a playground link), and the first click sent
     # those values back, replacing the data.
-    store[name] = widget(label, key=wkey, **kw, **_initial(widget, store[name], options))
+    initial = {} if seeded else _initial(widget, store[name], options)
+    store[name] = widget(label, key=wkey, **kw, **initial)
     return store[name]
 
 

@@ -121,7 +121,8 @@ def fit_note_once(model, data: Prepared, retry: str = "and Start again") -> str 
     from .analysis import fit_note
 
     memo = st.session_state.setdefault("_fit_notes", {})
-    key = (id(model), data.key, retry)
+    # a fit that went on (Continue) is the same object with more records: a new question
+    key = (id(model), len(getattr(model, "history_", None) or ()), data.key, retry)
     hit = memo.get(key)
     if hit is not None and hit[0] is model:  # (the model is kept: its id is not reused)
         return hit[1]

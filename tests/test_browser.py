@@ -354,3 +354,24 @@ def test_a_playground_link_shows_its_settings_after_the_refit(browser):
                 _no_exception(pg, "Data (playground link)")
             finally:
                 fresh.close()
+
+
+def test_a_feature_choice_that_no_longer_fits_is_cleared_in_the_browser_too(server, page):
+    """Features x1, x5 of ringnorm, then the Ripley sample (no x5): the server keeps x1, and the browser
+    must show that too (it kept showing x1, x5, and a choice added then was dropped on the server)."""
+    pg = page
+    pg.goto(f"{server}/?sample=ringnorm.csv&features=x1,x5")
+    box = pg.locator('[data-testid="stMultiSelect"]')
+    box.wait_for()
+    sync_api.expect(box).to_contain_text("x5")
+    pg.locator("input[role='combobox']").first.click()
+    pg.get_by_role("option", name="Ripley", exact=False).first.click()
+    pg.get_by_text("250 points").wait_for()
+    sync_api.expect(box).not_to_contain_text("x5")
+    sync_api.expect(box).to_contain_text("x1")
+    box.locator("input").click()
+    pg.get_by_role("option", name="x2", exact=True).click()
+    pg.keyboard.press("Escape")
+    pg.wait_for_url(re.compile(r"features=x1(%2C|,)x2"))
+    sync_api.expect(box).to_contain_text("x2")
+    _no_exception(pg, "Data")

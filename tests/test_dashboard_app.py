@@ -732,6 +732,16 @@ def test_a_playground_link_to_the_train_page_opens_its_points():
     assert any("an empty canvas" in c.value for c in blank.caption)
 
 
+@pytest.mark.parametrize("query", [{"seed": "-1"}, {"seed": "3000000000"}, {"test": "0.07"}, {"test": "0.9"}])
+def test_a_link_with_a_value_outside_a_widgets_range_is_ignored(query):
+    """?seed=-1 raised Streamlit's below-min error on the Data page once the setting became the widget's
+    default; values outside the seed box or the test-fraction slider are left out of a link."""
+    at = _app(sample="ripley.csv", **query)
+    _ok(at)
+    c = at.session_state["cfg"]
+    assert c["seed"] == 0 and c["test"] == 0.3
+
+
 def test_a_live_snapshot_thins_a_samplers_draws_consistently():
     """The live map's snapshot keeps LIVE_DRAWS evenly spaced draws per run (the newest of each chain
     among them), the same draws of every per-draw array; other attributes are left alone."""

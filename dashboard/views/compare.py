@@ -48,12 +48,13 @@ def compare_job(token, methods, options, data, seed, quick):
                 token.progress((k + frac) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): "
                                                           f"iteration {rec.iteration}")
             res = evaluate(est, data)
+            note = fit_note(est, data.X_train, data.y_train,
+                            retry="on the Train page and run all methods again")
         except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - one failing method must not end the comparison
             errors[m.label] = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
             continue
-        note = fit_note(est, data.X_train, data.y_train, retry="on the Train page and run all methods again")
         results[m.label] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
                             "converged": _convergence(est), "note": note}
     return {"key": data.key, "results": results, "errors": errors, "quick": quick}

@@ -156,9 +156,10 @@ with left:
     if frame is not None:
         state.bind(st.checkbox, "std", "Standardise features (training mean 0, standard deviation 1)",
                    help="Recommended: kernels use one length scale for all features.")
-        state.bind(st.slider, "test", "Test fraction", min_value=0.1, max_value=0.5, step=0.05,
+        state.bind(st.slider, "test", "Test fraction", min_value=state.TEST_RANGE[0],
+                   max_value=state.TEST_RANGE[1], step=0.05,
                    help="Held-out rows for the Calibration and Compare pages (stratified split).")
-        state.bind(st.number_input, "seed", "Seed", min_value=0, max_value=2**31 - 1, step=1,
+        state.bind(st.number_input, "seed", "Seed", min_value=0, max_value=state.SEED_MAX, step=1,
                    help="Seeds the split and every method (and the playground's draw), so a shared link "
                         "reproduces the same run.")
 
