@@ -274,6 +274,30 @@ def stage_progress(history, iteration: int, max_iter: int | None) -> tuple[int, 
     return int(stage) + 1, max(0, int(iteration) - int(start))
 
 
+def last_check(history) -> dict | None:
+    """The metrics of a sampler's last stopping-rule check in its progress records (those carry
+    ``ess_target``), or None."""
+    return next((h.metrics for h in reversed(list(history)) if "ess_target" in h.metrics), None)
+
+
+def check_fraction(checked: dict) -> float:
+    """How far a run that stops when its rule is met has come, by its last check: the smaller of bulk and
+    tail ESS over the ESS wanted, at most 0.99 (0 while the ESS cannot be estimated)."""
+    ess = min(checked.get("ess_bulk", np.nan), checked.get("ess_tail", np.inf))
+    return float(np.clip(ess / checked["ess_target"], 0.0, 0.99)) if np.isfinite(ess) else 0.0
+
+
+def check_text(checked: dict) -> str:
+    """The last check in words: both ESS (the bar counts the smaller) and R-hat to four decimals (1.0104
+    fails the rule; 1.010 did not say so)."""
+    bulk, tail = checked.get("ess_bulk", np.nan), checked.get("ess_tail", np.nan)
+    if not np.isfinite(bulk):
+        return "last check: too few draws to estimate the ESS yet"
+    rhat, rhat_to = checked.get("rhat", np.nan), checked.get("rhat_target", 1.01)
+    return (f"last check: ESS bulk {bulk:,.0f} / tail {tail:,.0f}, wanted {checked['ess_target']:,.0f}; "
+            f"R-hat {rhat:.4f}, wanted <= {rhat_to:g}")
+
+
 def thin_index(n: int, max_points: int) -> np.ndarray:
     """At most ``max_points`` evenly spaced indices into a series of length n, always keeping the last."""
     if n <= max_points:

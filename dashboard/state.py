@@ -138,20 +138,28 @@ def _playground_from_url(params: dict) -> None:
         pass
 
 
+def playground_draw(gen: str, n: int, noise: float, seed: int):
+    """Draw the playground's points and remember the settings they came from (``pg_settings``): the Data
+    page draws afresh only when its settings change."""
+    from dashboard import playground
+
+    pg = playground.generate(gen, n, noise, seed)
+    st.session_state["playground"] = pg
+    st.session_state["pg_settings"] = (gen, n, round(noise, 4), seed)
+    return pg
+
+
 def _playground_draw(c: dict):
     """The playground's points drawn from its settings, when no page has drawn them yet (a link to the
-    Train page opens the playground without the Data page: it said "Choose a data set" instead). The
-    Data page draws the same points from the same settings (``pg_settings``), so it keeps them."""
+    Train page opens the playground without the Data page: it said "Choose a data set" instead)."""
     from dashboard import playground
 
     pgc = playground_settings()
     gen = pgc["gen"]
-    n = int(pgc["n"]) if gen != "blank" else 0
-    noise = float(pgc.get(f"noise_{gen}", playground.GENERATORS[gen][2])) if gen != "blank" else 0.0
-    pg = playground.generate(gen, n, noise, int(c["seed"]))
-    st.session_state["playground"] = pg
-    st.session_state["pg_settings"] = (gen, n, round(noise, 4), int(c["seed"]))
-    return pg
+    if gen == "blank":
+        return playground_draw(gen, 0, 0.0, int(c["seed"]))
+    return playground_draw(gen, int(pgc["n"]), float(pgc.get(f"noise_{gen}", playground.GENERATORS[gen][2])),
+                           int(c["seed"]))
 
 
 #: the playground's number of points: the Data page's slider range

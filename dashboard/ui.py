@@ -103,16 +103,23 @@ class _Remembered:
         import hashlib
 
         X = np.ascontiguousarray(X)
-        memo = st.session_state.setdefault(_MEMO, {})
-        key = (id(self._model), X.shape, hashlib.sha1(X.tobytes()).hexdigest())
-        hit = memo.get(key)
-        if hit is not None and hit[0] is self._model:  # (the model is kept: its id is not reused)
-            return hit[1]
-        P = self._model.predict_proba(X)
-        if len(memo) >= 16:
-            memo.clear()
-        memo[key] = (self._model, P)
-        return P
+        key = (X.shape, hashlib.sha1(X.tobytes()).hexdigest())
+        return _per_model(_MEMO, self._model, key, lambda: self._model.predict_proba(X), size=16)
+
+
+def _per_model(slot: str, model, key: tuple, compute, size: int = 8):
+    """``compute()`` remembered in the session under ``slot`` per (model, key): the answer is the same
+    while the model is (the model is kept with it, so its id is not reused; at most ``size`` answers)."""
+    memo = st.session_state.setdefault(slot, {})
+    key = (id(model), *key)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    value = compute()
+    if len(memo) >= size:
+        memo.clear()
+    memo[key] = (model, value)
+    return value
 
 
 def fit_note_once(model, data: Prepared, retry: str = "and Start again") -> str | None:
@@ -120,17 +127,10 @@ def fit_note_once(model, data: Prepared, retry: str = "and Start again") -> str 
     prediction on up to 2,000 rows and a nearest-neighbour check) and shared by the pages."""
     from .analysis import fit_note
 
-    memo = st.session_state.setdefault("_fit_notes", {})
     # a fit that went on (Continue) is the same object with more records: a new question
-    key = (id(model), len(getattr(model, "history_", None) or ()), data.key, retry)
-    hit = memo.get(key)
-    if hit is not None and hit[0] is model:  # (the model is kept: its id is not reused)
-        return hit[1]
-    if len(memo) >= 8:
-        memo.clear()
-    note = fit_note(model, data.X_train, data.y_train, retry=retry)
-    memo[key] = (model, note)
-    return note
+    key = (len(getattr(model, "history_", None) or ()), data.key, retry)
+    return _per_model("_fit_notes", model, key,
+                      lambda: fit_note(model, data.X_train, data.y_train, retry=retry))
 
 
 def proba_map(model, data: Prepared, title: str, n: int = 60, truth: bool = True):

@@ -977,3 +977,21 @@ def test_draw_surfaces_evaluates_only_the_picked_draws_and_energy_needs_no_datat
     assert level == 0.5
     np.testing.assert_array_equal(A.energy_of(est), est.to_arviz()["sample_stats"]["energy"].values)
     assert A.energy_of(sgld) is None and sgld.energy_ is None
+
+
+def test_a_samplers_last_check_in_words_and_as_a_fraction():
+    """The Train page's bar for a run that stops when its rule is met: the smaller ESS over the ESS
+    wanted (never full before the end), both ESS and a four-decimal R-hat in words."""
+    hist = [Progress(10, 0.1, {"log_posterior": -5.0}, {}),
+            Progress(20, 0.2, {"ess_bulk": np.nan, "ess_tail": np.nan, "ess_target": 400.0}, {}),
+            Progress(30, 0.3, {"ess_bulk": 405.0, "ess_tail": 343.0, "ess_target": 400.0, "rhat": 1.0104,
+                               "rhat_target": 1.01}, {}),
+            Progress(31, 0.31, {"log_posterior": -4.0}, {})]
+    checked = A.last_check(hist)
+    assert checked["ess_bulk"] == 405.0 and A.last_check(hist[:1]) is None
+    assert A.check_fraction(checked) == pytest.approx(343 / 400)
+    assert A.check_text(checked) == ("last check: ESS bulk 405 / tail 343, wanted 400; R-hat 1.0104, "
+                                     "wanted <= 1.01")
+    early = A.last_check(hist[:2])
+    assert A.check_fraction(early) == 0.0 and "too few draws" in A.check_text(early)
+    assert A.check_fraction({"ess_bulk": 900.0, "ess_tail": 800.0, "ess_target": 400.0}) == 0.99

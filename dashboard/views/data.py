@@ -111,10 +111,9 @@ with left:
             n, noise = 0, 0.0
         settings = (gen, n, round(noise, 4), int(c["seed"]))
         if st.session_state.get("pg_settings") != settings or st.session_state.get("playground") is None:
-            st.session_state["playground"] = playground.generate(gen, n, noise, int(c["seed"]))
-            st.session_state["pg_settings"] = settings
+            state.playground_draw(gen, n, noise, int(c["seed"]))
         if st.button("Start over", icon=":material/refresh:", help="Forget the clicked edits: a fresh draw."):
-            st.session_state["playground"] = playground.generate(gen, n, noise, int(c["seed"]))
+            state.playground_draw(gen, n, noise, int(c["seed"]))
         c["label"], c["features"] = "label", []
         pg = st.session_state["playground"]
         n0, n1 = pg.counts()

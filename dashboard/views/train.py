@@ -11,11 +11,10 @@ for ``LOOP_SECONDS``. The live map asks the run for a new snapshot of its state 
 import threading
 import time
 
-import numpy as np
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.analysis import stack_summary, stage_progress
+from dashboard.analysis import check_fraction, check_text, last_check, stack_summary, stage_progress
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
@@ -376,30 +375,18 @@ with right:
         elif staged is not None:  # several fits in a row (S-BSVM's kernel="auto"): the current one's share
             total = f" (fit {staged[0]}: {staged[1]} / {r.max_iter})"
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
-        checked = _last_check(r) if not r.max_iter and r.status != DONE else None
-        if checked and not np.isfinite(checked.get("ess_bulk", np.nan)):
-            total = " (last check: too few draws to estimate the ESS yet)"
-        elif checked:  # what the bar counts (progress_fraction)
-            # the bar counts the smaller ESS; R-hat with four decimals (1.0104 fails the rule, 1.010 did not
-            # say so)
-            rhat, rhat_to = checked.get("rhat", float("nan")), checked.get("rhat_target", 1.01)
-            bulk, tail = checked["ess_bulk"], checked.get("ess_tail", float("nan"))
-            total = (f" (last check: ESS bulk {bulk:,.0f} / tail {tail:,.0f}, wanted "
-                     f"{checked['ess_target']:,.0f}; R-hat {rhat:.4f}, wanted <= {rhat_to:g})")
+        checked = last_check(r.history[-200:]) if not r.max_iter and r.status != DONE else None
+        if checked:  # what the bar counts (progress_fraction)
+            total = f" ({check_text(checked)})"
         return f"{shown}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s - {r.wall:.1f} s"
-
-    def _last_check(r: Run) -> dict | None:
-        """The metrics of the stopping rule's last check (samplers), or None."""
-        return next((h.metrics for h in reversed(r.history[-200:]) if "ess_target" in h.metrics), None)
 
     def progress_fraction(r: Run) -> float:
         if not r.max_iter and r.status != DONE:
             # a sampler that runs until its rule is met (no length to count against): the share of the
             # effective draws it wants that its last check had (the bar stayed empty all run)
-            checked = _last_check(r)
+            checked = last_check(r.history[-200:])
             if checked:
-                ess = min(checked.get("ess_bulk", 0.0), checked.get("ess_tail", np.inf))
-                return float(np.clip(ess / checked["ess_target"], 0.0, 0.99)) if np.isfinite(ess) else 0.0
+                return check_fraction(checked)
         staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
         if staged is None or r.status == DONE:
             return r.fraction
