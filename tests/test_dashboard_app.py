@@ -499,6 +499,20 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     names = at.selectbox(key="diag_param").options
     assert names[-3:] == ["w[x1]", "w[x2]", "b"]  # the weights named by the data's columns
     at.selectbox(key="diag_param").set_value(names.index("w[x1]")).run()  # the first weight
+    # lazy tabs: only the open one is drawn (the first, the chain charts)
+    assert [t.label for t in at.tabs] == ["Traces and mixing", "ESS, energy and pairs", "Posterior draws",
+                                          "Against the exact sampler"]
+    top = {"diag_objective", "diag_sampler_stats", "diag_snapshot"}  # above the tabs: always drawn
+    assert {c.key for c in at.get("plotly_chart")} == top | {"diag_trace", "diag_acf", "diag_running",
+                                                              "diag_rank"}
+    at.session_state["diag_tab"] = "ESS, energy and pairs"
+    at.run()
+    _ok(at)
+    assert {c.key for c in at.get("plotly_chart")} == top | {"diag_ess", "diag_energy", "diag_pair_plot"}
+    at.session_state["diag_tab"] = "Against the exact sampler"
+    at.run()
+    _ok(at)
+    assert {c.key for c in at.get("plotly_chart")} == top  # no overlay before GibbsSVM has run
     n_charts, n_tables = len(at.get("plotly_chart")), len(at.dataframe)
     _button(at, "Run GibbsSVM").click().run()
     _until(lambda: at.session_state["gibbs_cache"], at=at)

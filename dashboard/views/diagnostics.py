@@ -101,22 +101,6 @@ if S.shape[1] < 4:
 names = [*extra, *param_names(est, data.feature_names, n_model_par)]
 n_chains, n_draws, n_par = S.shape
 
-st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} quantities")
-c1, c2 = st.columns([1, 2])
-param = c1.selectbox("Quantity", range(n_par), format_func=lambda j: names[j], key="diag_param",
-                     help="Per-chain summaries the sampler keeps (log posterior, potential, ...) come first, "
-                          "then the model's parameters.")
-chains = c2.multiselect("Chains", list(range(n_chains)), default=list(range(min(n_chains, 8))),
-                        key="diag_chains", help="Pick chains to compare; all chains enter the table below.")
-chains = chains or list(range(n_chains))
-t1, t2 = st.columns(2)
-with t1:
-    ui.chart(figures.chain_traces(S, param, chains, names[param]), key="diag_trace")
-    ui.chart(figures.autocorrelation_figure(S, param, chains, name=names[param]), key="diag_acf")
-with t2:
-    ui.chart(figures.running_means(S, param, chains, names[param]), key="diag_running")
-    ui.chart(figures.rank_figure(S, param, chains, name=names[param]), key="diag_rank")
-
 status = getattr(est, "convergence_", None)
 rule_table = figures.stopping_rule_table(status, n_chains) if status is not None else None
 # besides the log posterior and p(y|x), SubgradientHMC and GibbsSVM check every parameter; MS-BPM does not
@@ -160,59 +144,140 @@ if table is not None:
                  .map(lambda v: "" if v in ("ok", figures.CONSTANT) else "color: #c62828; font-weight: bold",
                       subset=["flag"]))
 
-st.subheader("ESS against draws, pair plot and energy")
-e1, e2 = st.columns(2)
-with e1:
-    ess = ui.safe(ess_by_draws, S, param, what="ESS against draws")
-    if ess is not None and len(ess):
-        ui.chart(figp.ess_evolution(ess, names[param], figures.ESS_MIN), key="diag_ess")
-        st.caption("Bulk and tail ESS from the first n draws of every chain (bsvm.diagnostics): lines that "
-                   "rise steadily mean the chains keep adding information; flat lines mean they are stuck.")
-with e2:
-    energy = energy_of(est)
-    if energy is not None:
-        b = ui.safe(bfmi, energy, what="BFMI")
-        if b is not None:
-            ui.chart(figp.energy_plot(energy, b), key="diag_energy")
-            st.caption("When the energy changes between draws (red) are much narrower than the energy's "
-                       "spread (blue), HMC explores the posterior's tails slowly: BFMI below 0.3.")
-    else:
-        st.info("The energy plot and BFMI are for HMC samplers (the Hamiltonian of each draw): this run "
-                "has none. SubgradientHMC with sampler=\"hmc\" records it.")
-default_pair = list(range(len(extra), min(n_par, len(extra) + 3))) or [0]
-pair = st.multiselect("Pair plot of", list(range(n_par)), default=default_pair, max_selections=4,
-                      format_func=lambda j: names[j], key="diag_pair",
-                      help="Two to four quantities: histograms on the diagonal, draws below it.")
-if len(pair) >= 2:
-    ui.chart(figp.pair_plot(pair_data(S, pair), [names[j] for j in pair]), key="diag_pair_plot")
 
-if data.n_features == 2:
-    st.subheader("Posterior draws over the data")
-    n_show = st.slider("Draws to show", 20, 50, 30, 5, key="diag_n_draws")
-    grid, _ = ui.map_grid(data, 50)
-    surf = ui.safe(draw_surfaces, est, grid.points, n_show, what="Posterior draws")
-    d1, d2 = st.columns(2)
-    with d1:
-        if surf is not None:
-            X, y = ui.shown_points(data, 400)
-            ui.chart(figp.draw_boundaries(grid, surf[0], surf[1], X, y, data.classes,
-                                          axis_titles=tuple(data.axis_names)), key="diag_boundaries")
-            st.caption("Each grey line is the decision boundary of one posterior draw: where they fan out, "
-                       "the posterior does not know where the boundary lies.")
-        else:
-            st.info("This model's draws cannot be evaluated one by one (no `predict_proba_draws`).")
-    with d2:
-        cloud = weight_cloud(est, data.feature_names)
-        if cloud is not None:
-            paths = leapfrog_paths(hist)
-            ui.chart(figp.weight_cloud(cloud[0], cloud[1], paths), key="diag_cloud")
-            st.caption("The draws as points in weight space, one colour per chain"
-                       + (f"; black: the leapfrog path of the last {len(paths)} HMC transitions of chain 0 "
-                          "(start: open circle, end: star)." if paths else
-                          ". (HMC runs also draw the leapfrog path of their last transitions.)"))
-        else:
-            st.info("The weight-space cloud is for linear models on the two raw inputs (SubgradientHMC or "
-                    "GibbsSVM with features = None).")
+st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} quantities")
+c1, c2 = st.columns([1, 2])
+param = c1.selectbox("Quantity", range(n_par), format_func=lambda j: names[j], key="diag_param",
+                     help="Per-chain summaries the sampler keeps (log posterior, potential, ...) come first, "
+                          "then the model's parameters.")
+chains = c2.multiselect("Chains", list(range(n_chains)), default=list(range(min(n_chains, 8))),
+                        key="diag_chains", help="Pick chains to compare; the tables above use every chain.")
+chains = chains or list(range(n_chains))
+
+gibbs = METHODS["gibbs"]
+# Only SubgradientHMC shares GibbsSVM's parameters (raw-feature weights then the bias, with features=None).
+against_exact = meta.get("method") == "subgradient_hmc" and gibbs.available and data.binary
+TABS = ["Traces and mixing", "ESS, energy and pairs", *(["Posterior draws"] if data.n_features == 2 else []),
+        *(["Against the exact sampler"] if against_exact else [])]
+if st.session_state.get("diag_tab") not in TABS:  # (another run or data set: another set of tabs)
+    st.session_state.pop("diag_tab", None)
+# Lazy tabs: only the open one is computed and sent. All at once, the page built and the browser drew
+# twelve Plotly charts on every visit and every change of quantity (0.9-4.5 s in the browser).
+tabs = dict(zip(TABS, st.tabs(TABS, key="diag_tab", on_change="rerun")))
+
+if tabs["Traces and mixing"].open:
+    with tabs["Traces and mixing"]:
+        t1, t2 = st.columns(2)
+        with t1:
+            ui.chart(figures.chain_traces(S, param, chains, names[param]), key="diag_trace")
+            ui.chart(figures.autocorrelation_figure(S, param, chains, name=names[param]), key="diag_acf")
+        with t2:
+            ui.chart(figures.running_means(S, param, chains, names[param]), key="diag_running")
+            ui.chart(figures.rank_figure(S, param, chains, name=names[param]), key="diag_rank")
+
+if tabs["ESS, energy and pairs"].open:
+    with tabs["ESS, energy and pairs"]:
+        e1, e2 = st.columns(2)
+        with e1:
+            ess = ui.safe(ess_by_draws, S, param, what="ESS against draws")
+            if ess is not None and len(ess):
+                ui.chart(figp.ess_evolution(ess, names[param], figures.ESS_MIN), key="diag_ess")
+                st.caption("Bulk and tail ESS from the first n draws of every chain (bsvm.diagnostics): "
+                           "lines that rise steadily mean the chains keep adding information; flat lines "
+                           "mean they are stuck.")
+        with e2:
+            energy = energy_of(est)
+            if energy is not None:
+                b = ui.safe(bfmi, energy, what="BFMI")
+                if b is not None:
+                    ui.chart(figp.energy_plot(energy, b), key="diag_energy")
+                    st.caption("When the energy changes between draws (red) are much narrower than the "
+                               "energy's spread (blue), HMC explores the posterior's tails slowly: BFMI "
+                               "below 0.3.")
+            else:
+                st.info("The energy plot and BFMI are for HMC samplers (the Hamiltonian of each draw): "
+                        "this run has none. SubgradientHMC with sampler=\"hmc\" records it.")
+        default_pair = list(range(len(extra), min(n_par, len(extra) + 3))) or [0]
+        pair = st.multiselect("Pair plot of", list(range(n_par)), default=default_pair, max_selections=4,
+                              format_func=lambda j: names[j], key="diag_pair",
+                              help="Two to four quantities: histograms on the diagonal, draws below it.")
+        if len(pair) >= 2:
+            ui.chart(figp.pair_plot(pair_data(S, pair), [names[j] for j in pair]), key="diag_pair_plot")
+
+
+if "Posterior draws" in tabs and tabs["Posterior draws"].open:
+    with tabs["Posterior draws"]:
+        n_show = st.slider("Draws to show", 20, 50, 30, 5, key="diag_n_draws")
+        grid, _ = ui.map_grid(data, 50)
+        surf = ui.safe(draw_surfaces, est, grid.points, n_show, what="Posterior draws")
+        d1, d2 = st.columns(2)
+        with d1:
+            if surf is not None:
+                X, y = ui.shown_points(data, 400)
+                ui.chart(figp.draw_boundaries(grid, surf[0], surf[1], X, y, data.classes,
+                                              axis_titles=tuple(data.axis_names)), key="diag_boundaries")
+                st.caption("Each grey line is the decision boundary of one posterior draw: where they fan "
+                           "out, the posterior does not know where the boundary lies.")
+            else:
+                st.info("This model's draws cannot be evaluated one by one (no `predict_proba_draws`).")
+        with d2:
+            cloud = weight_cloud(est, data.feature_names)
+            if cloud is not None:
+                paths = leapfrog_paths(hist)
+                ui.chart(figp.weight_cloud(cloud[0], cloud[1], paths), key="diag_cloud")
+                st.caption("The draws as points in weight space, one colour per chain"
+                           + (f"; black: the leapfrog path of the last {len(paths)} HMC transitions of "
+                              "chain 0 (start: open circle, end: star)." if paths else
+                              ". (HMC runs also draw the leapfrog path of their last transitions.)"))
+            else:
+                st.info("The weight-space cloud is for linear models on the two raw inputs "
+                        "(SubgradientHMC or GibbsSVM with features = None).")
+
+
+if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].open:
+    with tabs["Against the exact sampler"]:
+        st.caption("GibbsSVM samples the same linear Bayesian SVM exactly; an approximate sampler's draws "
+                   "should match its means, sds and histograms (only when both have the same parameters: raw "
+                   "features and bias).")
+        cache = st.session_state.setdefault("gibbs_cache", {})
+        gkey = (data.key, n_model_par)
+        job = state.registry().get("diag_gibbs")
+        # (no button while its run goes on or once it has finished: it stayed on the page beside the result)
+        busy = job is not None and job.meta.get("key") == gkey and job.status in ("running", "done")
+        if gkey not in cache and not busy and st.button("Run GibbsSVM on the same data"):
+            opts = {k: v for k, v in meta.get("options", {}).items() if k in ("c", "n_chains", "n_samples")}
+            g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
+            if g is not None:  # a registry job: progress bar and Cancel, stopped when the user leaves
+                job = Job(fit_in_job, g, data.X_train, data.y_train, gibbs.cap(opts), "GibbsSVM",
+                          label="The exact Gibbs sampler", page="diagnostics",
+                          meta={"key": gkey, "data_key": data.key})
+                state.start_job("diag_gibbs", job)
+        if gkey not in cache:
+            g = state.job_view("diag_gibbs", gkey)
+            if g is not None:
+                cache[gkey] = np.asarray(g.samples_, dtype=float)
+        if gkey in cache:
+            G = cache[gkey]
+            G = G[None] if G.ndim == 2 else G
+            j = param - len(extra)  # the chosen quantity's column among the model's own parameters
+            model_names = names[len(extra):]
+            if G.shape[2] != n_model_par:
+                st.info(f"GibbsSVM has {G.shape[2]} parameters and this model {n_model_par}: they are not "
+                        "comparable (use features=None for the approximate sampler).")
+            else:
+                cmp = approx_vs_exact(S[:, :, len(extra):], G, model_names)
+                st.dataframe(cmp.style.format("{:.4g}"))
+                st.caption("Means and sds of every parameter under both samplers. Two correct runs differ "
+                           "by Monte Carlo noise (about 0.07 sd with 400 effective draws each), so read "
+                           "|mean diff| against its Monte Carlo error: within about 3 is noise; an sd ratio "
+                           "near 1 means the spreads agree. " + approx_vs_exact_verdict(cmp))
+                if j < 0:  # a per-chain quantity is chosen above (the default): overlay the first weight
+                    j = 0
+                    st.caption(f"Histograms of {model_names[0]}; pick another of the model's parameters "
+                               "above to overlay its draws.")
+                labels = (meta.get("label", "approximate"), "exact GibbsSVM")
+                ui.chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, model_names[j]),
+                         key="diag_overlay")
 
 st.subheader("Downloads")
 k1, k2, k3 = st.columns(3)
@@ -231,48 +296,3 @@ if table is not None:
     k3.download_button("Diagnostics table (CSV)", data=metrics_csv(table), file_name="diagnostics.csv",
                        mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_diag_csv")
 
-gibbs = METHODS["gibbs"]
-# Only SubgradientHMC shares GibbsSVM's parameters (raw-feature weights then the bias, with features=None).
-if meta.get("method") == "subgradient_hmc" and gibbs.available and data.binary:
-    st.subheader("Against the exact sampler")
-    st.caption("GibbsSVM samples the same linear Bayesian SVM exactly; an approximate sampler's draws should "
-               "match its means, sds and histograms (only when both have the same parameters: raw features "
-               "and bias).")
-    cache = st.session_state.setdefault("gibbs_cache", {})
-    gkey = (data.key, n_model_par)
-    job = state.registry().get("diag_gibbs")
-    # (no button while its run goes on or once it has finished: it stayed on the page beside the result)
-    busy = job is not None and job.meta.get("key") == gkey and job.status in ("running", "done")
-    if gkey not in cache and not busy and st.button("Run GibbsSVM on the same data"):
-        opts = {k: v for k, v in meta.get("options", {}).items() if k in ("c", "n_chains", "n_samples")}
-        g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
-        if g is not None:  # a registry job: progress bar and Cancel, stopped when the user leaves
-            state.start_job("diag_gibbs", Job(fit_in_job, g, data.X_train, data.y_train, gibbs.cap(opts),
-                                              "GibbsSVM", label="The exact Gibbs sampler", page="diagnostics",
-                                              meta={"key": gkey, "data_key": data.key}))
-    if gkey not in cache:
-        g = state.job_view("diag_gibbs", gkey)
-        if g is not None:
-            cache[gkey] = np.asarray(g.samples_, dtype=float)
-    if gkey in cache:
-        G = cache[gkey]
-        G = G[None] if G.ndim == 2 else G
-        j = param - len(extra)  # the chosen quantity's column among the model's own parameters
-        model_names = names[len(extra):]
-        if G.shape[2] != n_model_par:
-            st.info(f"GibbsSVM has {G.shape[2]} parameters and this model {n_model_par}: they are not "
-                    "comparable (use features=None for the approximate sampler).")
-        else:
-            cmp = approx_vs_exact(S[:, :, len(extra):], G, model_names)
-            st.dataframe(cmp.style.format("{:.4g}"))
-            st.caption("Means and sds of every parameter under both samplers. Two correct runs differ by "
-                       "Monte Carlo noise (about 0.07 sd with 400 effective draws each), so read |mean diff| "
-                       "against its Monte Carlo error: within about 3 is noise; an sd ratio near 1 means "
-                       "the spreads agree. " + approx_vs_exact_verdict(cmp))
-            if j < 0:  # a per-chain quantity is chosen above (the default): overlay the first weight
-                j = 0
-                st.caption(f"Histograms of {model_names[0]}; pick another of the model's parameters above "
-                           "to overlay its draws.")
-            labels = (meta.get("label", "approximate"), "exact GibbsSVM")
-            ui.chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, model_names[j]),
-                     key="diag_overlay")
