@@ -346,6 +346,77 @@ def param_names(model, feature_names, n_params: int) -> list[str]:
     return [f"param {j}" for j in range(n_params)]
 
 
+#: what each estimator's progress snapshot arrays hold (the trace chart's title); others keep their key
+SNAPSHOT_TITLES = {
+    "mean": "q(u)'s mean at the first inducing points",
+    "coords": "a few coordinates per chain",
+    "potential": "potential per chain",
+    "log_posterior": "log posterior per chain",
+    "train_error": "training error per chain",
+    "confusion": "confusion counts per chain",
+    "projection": "draws projected on two directions",
+    "w": "ARD weight per input",
+    "theta": "kernel hyperparameters",
+}
+
+
+def _chain_count(model, snapshot: dict) -> int | None:
+    """How many chains a sampler's snapshot arrays lead with: ``samples_``'s first axis once there are
+    draws, else the per-chain scalars' length, else ``n_chains``; None for a model without chains (no
+    ``n_chains`` parameter)."""
+    s = getattr(model, "samples_", None)
+    if isinstance(s, np.ndarray) and s.ndim == 3:
+        return int(s.shape[0])
+    if not hasattr(model, "n_chains"):  # not a sampler
+        return None
+    for k in ("potential", "log_posterior"):
+        if k in snapshot and np.ndim(snapshot[k]) == 1:
+            return int(np.size(snapshot[k]))
+    n = getattr(model, "n_chains", None)
+    return int(n) if isinstance(n, (int, np.integer)) and n > 0 else None
+
+
+def snapshot_names(history, key: str, model=None, feature_names=None, classes=None) -> list[str]:
+    """Names of the series of the snapshot array ``key`` as :func:`dashboard.figures.snapshot_traces`
+    draws them (the array flattened in C order): ``chain 1: w[x2]`` rather than ``coords[0, 1]``.
+    A leading axis as long as the chain count is the chain (``chain 0``, ``chain 1``..., the indices the
+    Diagnostics page's chain picker and trace plots use); ``coords`` name the parameters at
+    ``trace_index``; MS-BPM's ``confusion`` its classes; SeegerARD's ``w`` the
+    inputs. Anything else is numbered by position."""
+    snap = history[-1].snapshot if history else {}
+    value = np.asarray(snap.get(key, []))
+    shape = value.shape
+    if value.size == 0:
+        return []
+    chains = _chain_count(model, snap)
+    rest = shape
+    lead: list[str] = [""]
+    if chains and len(shape) >= 1 and shape[0] == chains:
+        lead, rest = [f"chain {c}" for c in range(chains)], shape[1:]
+    if key == "coords" and "trace_index" in snap and len(rest) == 1:
+        idx = np.asarray(snap["trace_index"]).astype(int).ravel()
+        n_params = None
+        s = getattr(model, "samples_", None)
+        if isinstance(s, np.ndarray) and s.ndim == 3:
+            n_params = s.shape[2]
+        names_ = list(getattr(model, "param_names_", None) or [])
+        n_params = n_params or len(names_) or (int(idx.max()) + 1 if idx.size else 0)
+        pnames = param_names(model, feature_names, n_params) if n_params else []
+        inner = [pnames[j] if 0 <= j < len(pnames) else f"param {j}" for j in idx]
+    elif key == "confusion" and len(rest) == 2 and classes is not None and len(classes) == rest[0] == rest[1]:
+        inner = [f"true {a}, predicted {b}" for a in classes for b in classes]
+    elif key == "projection" and len(rest) == 1:
+        inner = [f"direction {j + 1}" for j in range(rest[0])]
+    elif key == "w" and len(rest) == 1 and feature_names is not None and len(feature_names) == rest[0]:
+        inner = [f"w[{f}]" for f in feature_names]
+    elif rest:
+        inner = [f"{key}[{', '.join(map(str, i))}]" for i in np.ndindex(rest)]
+    else:
+        inner = [""]
+    names = [", ".join(p for p in (a, b) if p) for a in lead for b in inner]
+    return [n or key for n in names]
+
+
 # ----------------------------------------------------------------------------------------- draws
 
 

@@ -32,6 +32,9 @@ CONVERGENCE = ("rhat", "ess_bulk")
 #: area to make room, so the legend never covers the x-axis title (a legend at a negative paper y does).
 MAX_LEGEND_ENTRIES = 12
 LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom", "x": 0.0}
+#: many series: a vertical legend right of the plot (Plotly scrolls it when it is taller than the plot)
+LEGEND_RIGHT = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "yanchor": "top",
+                "font": {"size": 10}}
 #: trace plots name their series in a legend up to this many series (beyond: on hover)
 LEGEND_SERIES = 4
 #: Series shorter than this are drawn with markers too: a single point in "lines" mode is invisible.
@@ -384,11 +387,14 @@ def snapshot_keys(history) -> list[str]:
     return [k for k in snap if np.size(snap[k]) > 0 and not k.endswith("index")]
 
 
-def snapshot_traces(history, key: str | None = None, max_series: int = 8, height: int = 300):
+def snapshot_traces(history, key: str | None = None, max_series: int = 8, height: int = 300,
+                    names=None, title: str | None = None):
     """Trace plot of the small arrays in progress snapshots (per-chain values or a few coordinates).
 
     Each snapshot array is flattened; series j is element j over iterations. For samplers whose snapshot
-    is (chains,) or (chains, k) this draws one line per chain (per coordinate).
+    is (chains,) or (chains, k) this draws one line per chain (per coordinate). ``names``: the series'
+    names (:func:`dashboard.analysis.snapshot_names`), else ``key[i, j]``; ``title``: what the array
+    holds (else its key).
     """
     if not history:
         return empty_figure("Traces: nothing recorded yet", height)
@@ -405,21 +411,22 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     for i, (_, v) in enumerate(rows):
         k = min(len(v), n_series)
         M[i, :k] = v[:k]
-    shape = np.shape(history[-1].snapshot[key])
-    names = ([f"{key}[{idx2}]" for idx2 in map(str, np.ndindex(shape))] if len(shape) > 1
-             else [f"{key}[{j}]" for j in range(width)])
-    names = [n.replace("[(", "[").replace(")]", "]") for n in names]
+    if names is None or len(names) < n_series:
+        shape = np.shape(history[-1].snapshot[key])
+        names = ([f"{key}[{idx2}]" for idx2 in map(str, np.ndindex(shape))] if len(shape) > 1
+                 else [f"{key}[{j}]" for j in range(width)])
+        names = [n.replace("[(", "[").replace(")]", "]") for n in names]
     mode = _line_mode(len(rows))
     traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": mode, "name": names[j],
                "marker": {"size": 5}} for j in range(n_series)]
-    title = f"Trace of '{key}'"
+    title = f"Trace: {title}" if title else f"Trace of '{key}'"
     margin = {}
     if width > n_series:
         title = _subtitled(title, f"{n_series} of its {width} series shown")
         margin = {"margin": SUBTITLE_MARGIN}
     # a legend below the plot wraps its entries onto as many rows as they need: past LEGEND_SERIES
-    # series it took most of the chart's height, so the lines are named on hover only
-    legend = {"legend": LEGEND_BELOW} if n_series <= LEGEND_SERIES else {"showlegend": False}
+    # series it took most of the chart's height; then a legend at the right, scrolled by Plotly
+    legend = {"legend": LEGEND_BELOW} if n_series <= LEGEND_SERIES else {"legend": LEGEND_RIGHT}
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"), **legend, **margin)
 
 

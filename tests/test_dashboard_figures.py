@@ -179,8 +179,37 @@ def test_snapshot_traces_draw_one_line_per_chain():
     assert "nothing" in figures.snapshot_traces([]).layout.annotations[0].text
     many = figures.snapshot_traces(_history(5, chains=12))          # capped at 8 series, and says so
     assert len(many.data) == 8 and "8 of its 12 series shown" in many.layout.title.text
-    # a legend of 3 names fits below the plot; one of 8 took most of the chart's height: hover only
-    assert fig.layout.showlegend is not False and many.layout.showlegend is False
+    # a legend of 3 names fits below the plot; one of 8 took most of the chart's height below it: at the
+    # right (the series were named on hover only, and "coords[0, 1]" said nothing)
+    assert fig.layout.showlegend is not False and fig.layout.legend.orientation == "h"
+    assert many.layout.showlegend is not False and many.layout.legend.orientation == "v"
+
+
+def test_snapshot_series_are_named_by_chain_and_parameter():
+    """The trace chart named its lines coords[0, 1]: now chain and parameter, from the model's own names
+    and the data's columns; MS-BPM's confusion counts by class, SeegerARD's weights by input."""
+    from dashboard.analysis import snapshot_names
+
+    class Sampler:
+        n_chains = 2
+        param_names_ = ["w[x0]", "w[x1]", "b"]
+        samples_ = np.zeros((2, 5, 3))
+
+    hist = [Progress(1, 0.1, {}, {"coords": np.zeros((2, 2)), "trace_index": np.array([1, 2]),
+                                  "potential": np.zeros(2), "confusion": np.zeros((2, 2, 2)),
+                                  "w": np.zeros(2), "theta": np.zeros(3)})]
+    est = Sampler()
+    assert snapshot_names(hist, "coords", est, ["height", "weight"]) == [
+        "chain 0, w[weight]", "chain 0, b", "chain 1, w[weight]", "chain 1, b"]
+    assert snapshot_names(hist, "potential", est) == ["chain 0", "chain 1"]
+    assert snapshot_names(hist, "confusion", est, classes=["no", "yes"])[:2] == [
+        "chain 0, true no, predicted no", "chain 0, true no, predicted yes"]
+    assert snapshot_names(hist, "w", None, ["height", "weight"]) == ["w[height]", "w[weight]"]
+    assert snapshot_names(hist, "theta", None) == ["theta[0]", "theta[1]", "theta[2]"]
+    fig = figures.snapshot_traces(hist, "coords", names=snapshot_names(hist, "coords", est, ["h", "w"]),
+                                  title="a few coordinates per chain")
+    assert [t.name for t in fig.data] == ["chain 0, w[w]", "chain 0, b", "chain 1, w[w]", "chain 1, b"]
+    assert "a few coordinates per chain" in fig.layout.title.text
 
 
 def test_chart_messages_are_wrapped_to_fit_a_half_width_chart():

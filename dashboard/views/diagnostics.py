@@ -10,6 +10,7 @@ import streamlit as st
 from dashboard import figures, state, ui
 from dashboard import figures_posterior as figp
 from dashboard.analysis import (
+    SNAPSHOT_TITLES,
     approx_vs_exact,
     approx_vs_exact_verdict,
     bfmi,
@@ -23,6 +24,7 @@ from dashboard.analysis import (
     metrics_csv,
     pair_data,
     param_names,
+    snapshot_names,
     weight_cloud,
 )
 from dashboard.methods import METHODS
@@ -83,9 +85,12 @@ with b:
 snap_keys = figures.snapshot_keys(hist)
 if snap_keys:
     key = st.selectbox("Live trace values", snap_keys, key="diag_snap",
+                       format_func=lambda k: SNAPSHOT_TITLES.get(k, k),
                        help="Small arrays the method records every few iterations (per-chain values or a "
                             "few coordinates).")
-    st.plotly_chart(figures.snapshot_traces(hist, key), key="diag_snapshot")
+    st.plotly_chart(figures.snapshot_traces(
+        hist, key, names=snapshot_names(hist, key, est, data.feature_names, getattr(est, "classes_", None)),
+        title=SNAPSHOT_TITLES.get(key)), key="diag_snapshot")
 
 S, extra, n_model_par = chain_arrays(est)
 if S is None:

@@ -14,7 +14,15 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.analysis import check_fraction, check_text, last_check, stack_summary, stage_progress
+from dashboard.analysis import (
+    SNAPSHOT_TITLES,
+    check_fraction,
+    check_text,
+    last_check,
+    snapshot_names,
+    stack_summary,
+    stage_progress,
+)
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
@@ -418,7 +426,7 @@ with right:
                 stats, traces = live_pending()
                 built = (r.started_at or now) + MAP_FIRST_SECONDS - SECONDARY_SECONDS
             elif not moving or now - cached[2] >= SECONDARY_SECONDS:
-                stats, traces = live_secondary(hist)
+                stats, traces = live_secondary(hist, r.model)
                 built = now
             else:
                 stats, traces = cached[1][1:]
@@ -461,8 +469,9 @@ with right:
                 figures.empty_figure("Traces: drawn from the first second of a run on"))
         return st.session_state["_live_pending"]
 
-    def live_secondary(hist: list):
-        """The hyperparameter or sampler statistics, and the snapshot traces."""
+    def live_secondary(hist: list, model):
+        """The hyperparameter or sampler statistics, and the snapshot traces (their series named from
+        ``model``, the run's newest state)."""
         groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
         if groups.get("hyper"):
             stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
@@ -470,7 +479,10 @@ with right:
         elif (stats := figures.sampler_statistics(hist)) is None:
             stats = (figures.metric_curves(hist, groups["other"][:4], "Statistics", separate_axes=True)
                      if groups.get("other") else figures.empty_figure(figures.no_stats_message(method.kind)))
-        return stats, figures.snapshot_traces(hist)
+        key = (figures.snapshot_keys(hist) or [None])[0]
+        names = snapshot_names(hist, key, model, data.feature_names, getattr(model, "classes_", None)) \
+            if key else None
+        return stats, figures.snapshot_traces(hist, names=names, title=SNAPSHOT_TITLES.get(key))
 
     def live_map(r: Run, final: bool):
         """The probability map of the run's newest state. While the run goes on, a background thread
