@@ -91,15 +91,20 @@ if saved and saved["key"] == data.key and saved["results"]:
                                   {k: v["time"] for k, v in res.items()})
     numeric = list(table.columns)
     table["converged"] = [res[k].get("converged", ("-", ""))[0] for k in table.index]
+    # the methods by their short names (the list above has the long ones): with the long ones the index
+    # took a third of the width and, in presentation mode at 1280 px, pushed "converged" out of sight
+    long_names = list(table.index)
+    table.index = [k.split(" (")[0].split(" / ")[0] for k in long_names]
+    table.index.name = "method"
     st.dataframe(table.style.format("{:.4f}", subset=numeric).highlight_min(
         subset=[col for col in numeric if col not in ("AUC", "fit time (s)")], color="#c8e6c9"))
-    unconverged = [f"{k.split(' (')[0]} ({res[k]['converged'][1]})" for k in table.index
-                   if table.loc[k, "converged"] == "no"]
+    unconverged = [f"{k.split(' (')[0]} ({res[k]['converged'][1]})" for k in long_names
+                   if res[k].get("converged", ("-", ""))[0] == "no"]
     if unconverged:
         st.warning("Not converged, so these figures are of unfinished fits: " + "; ".join(unconverged) + "."
                    + (" Switch Quick settings off to run every method to its defaults." if saved.get("quick")
                       else ""), icon=":material/warning:")
-    for k in table.index:
+    for k in long_names:
         if res[k].get("note"):
             st.info(f"**{k.split(' (')[0]}**: {res[k]['note']}", icon=":material/lightbulb:")
     st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="compare_metrics.csv",
