@@ -395,9 +395,31 @@ def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags(
     assert any("does not check its parameters" in c.value for c in at.caption)
 
 
+def test_compare_page_quick_settings_follow_the_estimated_cost_until_the_user_chooses():
+    """Quick settings were always on: on the 175-row Ripley sample, whose defaults take seconds, every
+    fit in the table was an unfinished one, with a warning saying so."""
+    at = _app(sample="ripley.csv")
+    at.switch_page("views/compare.py").run()
+    _ok(at)
+    assert at.toggle(key="cmp_quick").value is False
+    assert any("Quick settings are off" in c.value for c in at.caption)
+    at.switch_page("views/data.py").run()
+    at.selectbox[0].set_value("twonorm.csv").run()  # 700 training rows, 20 features: estimated > 20 s
+    at.switch_page("views/compare.py").run()
+    _ok(at)
+    assert at.toggle(key="cmp_quick").value is True
+    at.toggle(key="cmp_quick").set_value(False).run()  # the user's choice is kept from now on
+    at.switch_page("views/data.py").run()
+    at.selectbox[0].set_value("ripley.csv").run()
+    at.switch_page("views/compare.py").run()
+    assert at.toggle(key="cmp_quick").value is False
+    assert not any("Quick settings are" in c.value for c in at.caption)
+
+
 def test_compare_page_runs_every_method():
     at = _app(sample="ripley.csv")
     at.switch_page("views/compare.py").run()
+    at.toggle(key="cmp_quick").set_value(True).run()  # budgets the samplers cannot converge in
     _button(at, "Run all").click().run()
     _until(lambda: at.dataframe, at=at)
     _ok(at)

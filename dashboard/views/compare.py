@@ -3,6 +3,7 @@
 import numpy as np
 import streamlit as st
 
+from bsvm.cost import format_seconds
 from dashboard import figures, state, ui
 from dashboard.analysis import evaluate, fit_note, make_grid, metrics_csv
 from dashboard.methods import METHODS
@@ -18,10 +19,43 @@ if data is None:
     st.stop()
 c = state.cfg()
 _, methods = state.method_for(data)
-quick = st.toggle("Quick settings (fewer iterations than the library's defaults)", value=True,
-                  key="cmp_quick", help="Caps every method's iterations so the comparison takes seconds; "
-                                        "off, every method runs with the options chosen on the Train page "
-                                        "(the library's defaults unless changed).")
+#: Quick settings start on only when every method at its chosen options is estimated (bsvm.cost, which
+#: errs high: about 12 s for the Ripley sample's 175 rows, which take 3-4 s) to take longer than this: on
+#: the small samples the comparison then shows converged fits at the library's defaults, not a warning
+#: that every fit is unfinished
+QUICK_ABOVE_SECONDS = 20.0
+
+
+def _estimated_seconds(methods, data, seed: int) -> float:
+    """bsvm.cost's estimate of every method's fit at its chosen options (0 for one without an estimate)."""
+    n, d, k = len(data.y_train), data.n_features, len(data.classes)
+    total = 0.0
+    for m in methods:
+        try:
+            est = m.make(dict(state.method_options(m.key)), seed)
+            total += float(est.estimate_cost(n, d, k).seconds) if hasattr(est, "estimate_cost") else 0.0
+        except Exception:  # noqa: BLE001 - an estimate that fails must not block the page
+            pass
+    return total
+
+
+def _quick_touched() -> None:
+    st.session_state["_cmp_quick_touched"] = True
+
+
+estimated = _estimated_seconds(methods, data, int(c["seed"]))
+if not st.session_state.get("_cmp_quick_touched"):  # the user's own choice is kept; else the data decide
+    st.session_state["cmp_quick"] = estimated > QUICK_ABOVE_SECONDS
+quick = st.toggle("Quick settings (fewer iterations than the library's defaults)", key="cmp_quick",
+                  on_change=_quick_touched,
+                  help="Caps every method's iterations so the comparison takes seconds; off, every method "
+                       "runs with the options chosen on the Train page (the library's defaults unless "
+                       f"changed). On by default only when that is estimated at more than "
+                       f"{QUICK_ABOVE_SECONDS:.0f} s.")
+if not st.session_state.get("_cmp_quick_touched"):
+    st.caption(f"Every method at its options is estimated at up to {format_seconds(estimated)} on these "
+               f"{len(data.y_train):,} rows, so Quick settings are "
+               + ("on." if quick else "off: each method runs to its own stopping rule."))
 if quick:
     changes = [f"{m.label.split(' (')[0]}: {m.fast_note()}" for m in methods if m.fast_note()]
     if changes:
