@@ -249,6 +249,35 @@ def test_live_charts_taken_off_the_page_come_back(server, page):
     _no_exception(pg, "Train")
 
 
+def test_a_finished_run_shows_its_final_charts(server, browser):
+    """The live charts send a figure once, then only its revision; a script run that starts drops the
+    deltas still queued for the browser, so a finished run's figures could be lost and the charts stayed
+    at the placeholders of the run's first second ("The map appears with the first progress record.",
+    8 s after the run; 4 of 10 default SubgradientHMC runs on a loaded machine). Three runs, each in a
+    fresh tab: every chart must show its final figure."""
+    titles = """() => Array.from(document.querySelectorAll('div.bsvm-grid div.bsvm-live')).map(e =>
+        ((e.querySelector('.gtitle') || e.querySelector('.annotation-text') || {}).textContent || ''))"""
+    for _ in range(3):
+        pg = browser.new_page(viewport={"width": 1280, "height": 720})
+        try:
+            pg.set_default_timeout(120_000)
+            pg.goto(f"{server}/train?sample=ripley.csv&method=subgradient_hmc")
+            pg.locator("h1", has_text="Train").wait_for()
+            wait_plotly(pg)
+            button(pg, "Start").click()
+            wait_status(pg, "done")
+            pg.get_by_text("Finished:").wait_for()
+            try:
+                pg.wait_for_function(f"() => {{ const t = ({titles})(); return t.length === 4 && "
+                                     "t[3].startsWith('Fitted map') && !t.some(x => x.includes('first')); }",
+                                     timeout=15_000)
+            except sync_api.TimeoutError:
+                raise AssertionError(f"the final charts never arrived: {pg.evaluate(titles)}") from None
+            _no_exception(pg, "Train")
+        finally:
+            pg.close()
+
+
 def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):
     pg = page
     pg.goto(server)

@@ -445,9 +445,15 @@ with right:
         if moving:
             slot(slots, 0).progress(fraction, text=text)
         with slot(slots, 1):
+            # A finished run's figures go whole with every run of the page, never as "the revision you
+            # have": a script run that starts drops the deltas still queued for the browser (Streamlit's
+            # ForwardMsgQueue.clear on SCRIPT_STARTED, a fragment's own included), so a figure recorded
+            # as sent may never have arrived. While the run goes on, the next new figure heals that; at
+            # the end nothing newer comes, and the charts stayed at the placeholders of the run's first
+            # second (4 of 10 default SubgradientHMC runs in a browser on a loaded machine).
             live_charts([(objective, "live_objective"), (stats, "live_stats"), (traces, "live_traces"),
                          (last, "live_map" if data.n_features == 2 else "live_ard")], key="live_grid",
-                        full=full, again=again)
+                        full=full or not moving, again=again)
         err = st.session_state.get("_live_map_box", {}).get("error")
         if err or len(slots) > 2:
             slot(slots, 2).error(f"Prediction failed: {err}") if err else slot(slots, 2).empty()
