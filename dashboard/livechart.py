@@ -150,6 +150,9 @@ function heal() {
     slot.appendChild(div);
     live.healed = (live.healed || 0) + 1;  // read by the tests
     if (window.Plotly && div._fullLayout) window.Plotly.Plots.resize(div);
+    // a draw that came due while the div was off the page was dropped from the queue (drawOne skips a
+    // div that is not connected) but kept on the div: queue it again, or the chart stayed blank
+    if (div._bsvmPending) { live.dirty.add(div); schedule(0); }
   }
 }
 if (!live.healer) live.healer = setInterval(heal, 500);
