@@ -287,6 +287,14 @@ def check_fraction(checked: dict) -> float:
     return float(np.clip(ess / checked["ess_target"], 0.0, 0.99)) if np.isfinite(ess) else 0.0
 
 
+def check_passed(checked: dict) -> bool:
+    """Whether a recorded check met its rule: R-hat at most its target and both ESS at least theirs."""
+    bulk, tail = checked.get("ess_bulk", np.nan), checked.get("ess_tail", np.nan)
+    rhat = checked.get("rhat", np.nan)
+    return bool(np.isfinite(bulk) and np.isfinite(tail) and np.isfinite(rhat)
+                and rhat <= checked.get("rhat_target", 1.01) and min(bulk, tail) >= checked["ess_target"])
+
+
 def check_text(checked: dict) -> str:
     """The last check in words: both ESS (the bar counts the smaller) and R-hat to four decimals (1.0104
     fails the rule; 1.010 did not say so)."""
@@ -438,7 +446,8 @@ def chain_arrays(model) -> tuple[np.ndarray | None, list[str], int]:
     n_model = S.shape[2]
     if extra:
         S = np.concatenate([np.stack(list(extra.values()), axis=2), S], axis=2)
-    return S, list(extra), n_model
+    # named as a user reads them (the attribute names, potential_ and log_posterior_, showed on the page)
+    return S, [a.rstrip("_").replace("_", " ") for a in extra], n_model
 
 
 def draw_surfaces(model, X: np.ndarray, n_draws: int = 30, seed: int = 0):

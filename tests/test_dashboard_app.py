@@ -365,6 +365,37 @@ def test_diagnostics_page_tables_and_flags_chains():
     assert any("1 of 3 quantities past" in w.value for w in at.warning)
 
 
+def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():
+    """A run stopped before its end has no final verdict (convergence_), and the R-hat table has the
+    parameters only: the page said "All 32 quantities within the stopping rule's thresholds" in green for
+    a GibbsSVM run whose own last check (on p(y|x)) had just failed. The last check in the progress
+    records is shown, and the table's message is not a green all-clear then."""
+    S = np.random.default_rng(0).normal(size=(4, 600, 3))  # well-mixed parameters: all within the rule
+    fake = _FakeSampler(S)
+    fake.potential_ = S[:, :, 0] ** 2  # a per-chain summary: named as a user reads it
+    fake.history_[-1].metrics.update(ess_bulk=272.0, ess_tail=310.0, ess_target=400.0, rhat=1.0203,
+                                     rhat_target=1.01)
+    at = _app(sample="ripley.csv")
+    run = Run.from_fitted(fake)
+    run.status = "stopped"
+    at.session_state["run"] = run
+    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
+                                    "data_key": at.session_state["data"].key}
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    (w,) = [w.value for w in at.warning if "last check" in w.value]
+    assert "was stopped before a final verdict" in w and "ESS bulk 272" in w and "R-hat 1.0203" in w
+    assert not [s.value for s in at.success]
+    assert any(i.value.startswith("All 4 quantities in this table") and "not met yet" in i.value
+               for i in at.info)
+    assert at.selectbox(key="diag_param").options[0] == "potential"  # not the attribute, potential_
+    # the same check passed: said, and the table's message is green again
+    fake.history_[-1].metrics.update(ess_bulk=900.0, ess_tail=800.0, rhat=1.002)
+    at.run()
+    _ok(at)
+    assert any("That check passed" in i.value for i in at.info) and at.success
+
+
 def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags():
     """The sampler's last convergence check (what its run length was decided on) is shown as it computed
     it; the parameter table flags by the same rule (MS-BPM's 8 chains were asked for 800 ESS before), and

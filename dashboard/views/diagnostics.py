@@ -15,11 +15,14 @@ from dashboard.analysis import (
     approx_vs_exact_verdict,
     bfmi,
     chain_arrays,
+    check_passed,
+    check_text,
     draw_surfaces,
     draws_csv,
     draws_netcdf,
     energy_of,
     ess_by_draws,
+    last_check,
     leapfrog_paths,
     metrics_csv,
     pair_data,
@@ -32,6 +35,8 @@ from dashboard.runner import Job, fit_in_job
 
 #: R-hat with four decimals: at three significant digits 1.0098 (within the rule) showed as 1.01
 R_HAT = {"R-hat": "{:.4f}"}
+#: rows of the R-hat/ESS table (MS-BPM's kernel coordinates number in the hundreds)
+MAX_TABLE = 200
 
 
 def _formats(table) -> dict:
@@ -124,9 +129,25 @@ if rule_table is not None:
     st.caption(f"The numbers the sampler computed at its last check, on {status.draws} draws per chain "
                f"({status.n_chains} chains): the quantities its run length was decided on. Failing rows "
                "come first.")
+# A run stopped or paused before its end has no final verdict (convergence_ is set by the end of the fit),
+# but its progress records carry every check it made: the last one is the verdict so far. Without it the
+# table below, which has the parameters only, said "All 32 quantities within the thresholds" for a Gibbs
+# run whose own check had just failed (bulk ESS 272 of 400 on p(y|x)).
+last = last_check(hist) if rule_table is None else None
+pending_fail = last is not None and not check_passed(last)
+if last is not None:
+    st.subheader("The stopping rule's last check")
+    (st.warning if pending_fail else st.info)(
+        f"The run {'ended' if run.status == 'done' else 'was ' + run.status} before a final verdict; "
+        f"its {check_text(last)}, on the log posterior and p(y|x) at a fixed set of training rows. "
+        + ("Not converged yet: **Continue** on the Train page to let it reach its rule." if pending_fail
+           else "That check passed."))
 
 st.subheader("R-hat, ESS and MCSE")
-shown = min(n_par, 200)
+shown = min(n_par, MAX_TABLE)
+if shown < n_par:
+    st.caption(f"The first {shown} of the {n_par} quantities (the per-chain summaries, then the model's "
+               "parameters in order): the download below has the same rows.")
 table = ui.safe(figures.diagnostics_table, S[:, :, :shown], names[:shown], what="The diagnostics")
 if table is not None:
     n_const = int((table["flag"] == figures.CONSTANT).sum())
@@ -137,9 +158,13 @@ if table is not None:
              "never moved." if n_const else "")
     rule = (f"R-hat > {figures.RHAT_MAX:g} or bulk or tail ESS < {figures.ESS_MIN:g}, the stopping rule's "
             "thresholds")
-    (st.warning if n_bad else st.success)(
+    # green only when nothing else says otherwise: the rule's own check watches p(y|x), which this table
+    # does not have
+    (st.warning if n_bad else st.info if pending_fail else st.success)(
         f"{n_bad} of {checked} quantities past them ({rule}).{fixed}" if n_bad else
-        f"All {checked} quantities within the stopping rule's thresholds.{fixed}")
+        f"All {checked} quantities in this table within the stopping rule's thresholds.{fixed}"
+        + (" The rule's own check above is not met yet: it also watches p(y|x), which mixes more slowly "
+           "here." if pending_fail and not n_bad else ""))
     if n_bad and rule_table is not None and not monitors_params:
         st.caption(f"{meta.get('label', type(est).__name__)}'s stopping rule does not check its parameters "
                    "one by one (the table above is what it checked): a flagged parameter mixes more slowly "
