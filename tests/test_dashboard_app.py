@@ -445,6 +445,13 @@ def test_compare_page_quick_settings_follow_the_estimated_cost_until_the_user_ch
     at.switch_page("views/compare.py").run()
     assert at.toggle(key="cmp_quick").value is False
     assert not any("Quick settings are" in c.value for c in at.caption)
+    # on (the choice the data would not make here), and kept over a visit to another page: Streamlit
+    # forgets a widget's state when another page runs, and the toggle came back off
+    at.toggle(key="cmp_quick").set_value(True).run()
+    at.switch_page("views/data.py").run()
+    at.switch_page("views/compare.py").run()
+    _ok(at)
+    assert at.toggle(key="cmp_quick").value is True
 
 
 def test_compare_page_runs_every_method():

@@ -39,22 +39,24 @@ def _estimated_seconds(methods, data, seed: int) -> float:
     return total
 
 
-def _quick_touched() -> None:
-    st.session_state["_cmp_quick_touched"] = True
+def _quick_chosen() -> None:
+    # the choice itself, kept apart: Streamlit forgets a widget's own state when another page runs
+    st.session_state["_cmp_quick_choice"] = bool(st.session_state["cmp_quick"])
 
 
 estimated = _estimated_seconds(methods, data, int(c["seed"]))
-if not st.session_state.get("_cmp_quick_touched"):  # the user's own choice is kept; else the data decide
-    st.session_state["cmp_quick"] = estimated > QUICK_ABOVE_SECONDS
+chosen = st.session_state.get("_cmp_quick_choice")  # the user's own choice is kept; else the data decide
+st.session_state["cmp_quick"] = chosen if chosen is not None else estimated > QUICK_ABOVE_SECONDS
 quick = st.toggle("Quick settings (fewer iterations than the library's defaults)", key="cmp_quick",
-                  on_change=_quick_touched,
+                  on_change=_quick_chosen,
                   help="Caps every method's iterations so the comparison takes seconds; off, every method "
                        "runs with the options chosen on the Train page (the library's defaults unless "
                        f"changed). On by default only when that is estimated at more than "
                        f"{QUICK_ABOVE_SECONDS:.0f} s.")
-if not st.session_state.get("_cmp_quick_touched"):
-    st.caption(f"Every method at its options is estimated at up to {format_seconds(estimated)} on these "
-               f"{len(data.y_train):,} rows, so Quick settings are "
+if chosen is None:
+    st.caption(f"Every method at its chosen options: about {format_seconds(estimated)} on these "
+               f"{len(data.y_train):,} rows by the sum of their cost estimates (a sampler that mixes slowly "
+               "takes longer), so Quick settings are "
                + ("on." if quick else "off: each method runs to its own stopping rule."))
 if quick:
     changes = [f"{m.label.split(' (')[0]}: {m.fast_note()}" for m in methods if m.fast_note()]
