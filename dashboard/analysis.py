@@ -365,7 +365,15 @@ SNAPSHOT_TITLES = {
     "projection": "draws projected on two directions",
     "w": "ARD weight per input",
     "theta": "kernel hyperparameters",
+    "leapfrog_path": "the last leapfrog trajectory of chain 0",
+    "xi": "thermostat per chain",
 }
+
+
+#: the snapshot arrays that lead with the chain axis (any other array whose first axis happens to be as
+#: long, e.g. the leapfrog path of 4 positions with 4 chains, is not named by chain)
+PER_CHAIN = frozenset({"coords", "potential", "log_posterior", "train_error", "confusion", "projection",
+                       "xi"})
 
 
 def _chain_count(model, snapshot: dict) -> int | None:
@@ -386,7 +394,7 @@ def _chain_count(model, snapshot: dict) -> int | None:
 
 def snapshot_names(history, key: str, model=None, feature_names=None, classes=None) -> list[str]:
     """Names of the series of the snapshot array ``key`` as :func:`dashboard.figures.snapshot_traces`
-    draws them (the array flattened in C order): ``chain 1: w[x2]`` rather than ``coords[0, 1]``.
+    draws them (the array flattened in C order): ``chain 1, w[x2]`` rather than ``coords[1, 1]``.
     A leading axis as long as the chain count is the chain (``chain 0``, ``chain 1``..., the indices the
     Diagnostics page's chain picker and trace plots use); ``coords`` name the parameters at
     ``trace_index``; MS-BPM's ``confusion`` its classes; SeegerARD's ``w`` the
@@ -396,10 +404,12 @@ def snapshot_names(history, key: str, model=None, feature_names=None, classes=No
     shape = value.shape
     if value.size == 0:
         return []
-    chains = _chain_count(model, snap)
+    chains = _chain_count(model, snap) if key in PER_CHAIN else None
     rest = shape
     lead: list[str] = [""]
-    if chains and len(shape) >= 1 and shape[0] == chains:
+    if key == "leapfrog_path" and len(shape) == 2:  # chain 0's last trajectory: one row per position
+        lead, rest = [f"step {i}" for i in range(shape[0])], shape[1:]
+    elif chains and len(shape) >= 1 and shape[0] == chains:
         lead, rest = [f"chain {c}" for c in range(chains)], shape[1:]
     if key == "coords" and "trace_index" in snap and len(rest) == 1:
         idx = np.asarray(snap["trace_index"]).astype(int).ravel()

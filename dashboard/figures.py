@@ -35,6 +35,8 @@ LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "b
 #: many series: a vertical legend right of the plot (Plotly scrolls it when it is taller than the plot)
 LEGEND_RIGHT = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "yanchor": "top",
                 "font": {"size": 10}}
+#: ... when no name is longer than this
+LEGEND_RIGHT_CHARS = 16
 #: trace plots name their series in a legend up to this many series (beyond: on hover)
 LEGEND_SERIES = 4
 #: Series shorter than this are drawn with markers too: a single point in "lines" mode is invisible.
@@ -406,13 +408,15 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     rows = [(history[i].iteration, np.ravel(history[i].snapshot.get(key, []))) for i in idx]
     width = max(len(r[1]) for r in rows)
     n_series = min(width, max_series)
+    shape = np.shape(history[-1].snapshot[key])
+    if len(shape) == 2 and shape[1] <= max_series and n_series < width:
+        n_series = (max_series // shape[1]) * shape[1]  # whole rows (chains): not a chain cut in half
     it = np.array([r[0] for r in rows], dtype=float)
     M = np.full((len(rows), n_series), np.nan)
     for i, (_, v) in enumerate(rows):
         k = min(len(v), n_series)
         M[i, :k] = v[:k]
     if names is None or len(names) < n_series:
-        shape = np.shape(history[-1].snapshot[key])
         names = ([f"{key}[{idx2}]" for idx2 in map(str, np.ndindex(shape))] if len(shape) > 1
                  else [f"{key}[{j}]" for j in range(width)])
         names = [n.replace("[(", "[").replace(")]", "]") for n in names]
@@ -420,13 +424,22 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": mode, "name": names[j],
                "marker": {"size": 5}} for j in range(n_series)]
     title = f"Trace: {title}" if title else f"Trace of '{key}'"
-    margin = {}
-    if width > n_series:
-        title = _subtitled(title, f"{n_series} of its {width} series shown")
-        margin = {"margin": SUBTITLE_MARGIN}
     # a legend below the plot wraps its entries onto as many rows as they need: past LEGEND_SERIES
-    # series it took most of the chart's height; then a legend at the right, scrolled by Plotly
-    legend = {"legend": LEGEND_BELOW} if n_series <= LEGEND_SERIES else {"legend": LEGEND_RIGHT}
+    # series it took most of the chart's height. Then a legend at the right when its names are short
+    # ("chain 3"); long ones ("chain 0, w[mean concave points]") squeezed a half-width plot to 50 px, so
+    # they are named on hover only, and the title says so
+    notes = [f"{n_series} of its {width} series shown"] if width > n_series else []
+    if n_series <= LEGEND_SERIES:
+        legend = {"legend": LEGEND_BELOW}
+    elif max(len(str(n)) for n in names[:n_series]) <= LEGEND_RIGHT_CHARS:
+        legend = {"legend": LEGEND_RIGHT}
+    else:
+        legend = {"showlegend": False}
+        notes.append("hover a line for its name")
+    margin = {}
+    if notes:
+        title = _subtitled(title, "; ".join(notes))
+        margin = {"margin": SUBTITLE_MARGIN}
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"), **legend, **margin)
 
 

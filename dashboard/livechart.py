@@ -152,7 +152,7 @@ function heal() {
     if (window.Plotly && div._fullLayout) window.Plotly.Plots.resize(div);
     // a draw that came due while the div was off the page was dropped from the queue (drawOne skips a
     // div that is not connected) but kept on the div: queue it again, or the chart stayed blank
-    if (div._bsvmPending) { live.dirty.add(div); schedule(0); }
+    if (div._bsvmPending && window.Plotly) { live.dirty.add(div); schedule(0); }  // (else start() will)
   }
 }
 if (!live.healer) live.healer = setInterval(heal, 500);

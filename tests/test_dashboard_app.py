@@ -570,6 +570,10 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     at.run()
     _ok(at)
     assert {c.key for c in at.get("plotly_chart")} == top | {"diag_ess", "diag_energy", "diag_pair_plot"}
+    at.session_state["diag_tab"] = "Posterior draws"
+    at.run()
+    _ok(at)
+    assert {c.key for c in at.get("plotly_chart")} == top | {"diag_boundaries", "diag_cloud"}
     at.session_state["diag_tab"] = "Against the exact sampler"
     at.run()
     _ok(at)

@@ -210,6 +210,17 @@ def test_snapshot_series_are_named_by_chain_and_parameter():
                                   title="a few coordinates per chain")
     assert [t.name for t in fig.data] == ["chain 0, w[w]", "chain 0, b", "chain 1, w[w]", "chain 1, b"]
     assert "a few coordinates per chain" in fig.layout.title.text
+    # the leapfrog path (positions x parameters) is not named by chain when as long as the chain count
+    path = [Progress(1, 0.1, {}, {"leapfrog_path": np.zeros((2, 3)), "potential": np.zeros(2)})]
+    assert snapshot_names(path, "leapfrog_path", est)[:2] == [
+        "step 0, leapfrog_path[0]", "step 0, leapfrog_path[1]"]
+    # 4 chains x 3 coordinates, capped at 8 series: whole chains (6 lines), not chain 2 cut in half; long
+    # names are not put in a legend that squeezes the plot: hover, and the title says so
+    many = [Progress(i, 0.1, {}, {"coords": np.zeros((4, 3)), "trace_index": np.arange(3)}) for i in range(3)]
+    long = [f"chain {c}, w[mean concave points {j}]" for c in range(4) for j in range(3)]
+    fig = figures.snapshot_traces(many, "coords", names=long)
+    assert len(fig.data) == 6 and fig.layout.showlegend is False
+    assert "6 of its 12 series shown; hover a line for its name" in fig.layout.title.text
 
 
 def test_chart_messages_are_wrapped_to_fit_a_half_width_chart():

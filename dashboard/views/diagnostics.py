@@ -75,15 +75,17 @@ a, b = st.columns(2)
 with a:
     st.plotly_chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective")
 with b:
-    if (stats := figures.sampler_statistics(hist)) is not None:
+    # the same choice as the Train page's: a variational fit's hyperparameters before any statistics (a
+    # SeegerARD fit got a "Sampler statistics" chart of one unlabelled series)
+    if groups["hyper"]:
+        st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
+                                              feature_names=data.feature_names), key="diag_hyper")
+    elif (stats := figures.sampler_statistics(hist)) is not None:
         st.plotly_chart(stats, key="diag_sampler_stats")
         if any(n in figures.CONVERGENCE for n in figures.metric_names(hist)):
             st.caption("R-hat and bulk ESS: the worst over the quantities the stopping rule monitors, at "
                        "each of its checks; dashed: its thresholds (the run stops once R-hat is below and "
                        "ESS above them).")
-    elif groups["hyper"]:
-        st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
-                                              feature_names=data.feature_names), key="diag_hyper")
     else:
         kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
         st.plotly_chart(figures.empty_figure(figures.no_stats_message(kind)), key="diag_none")
@@ -194,6 +196,10 @@ if st.session_state.get("diag_tab") not in TABS:  # (another run or data set: an
 # Lazy tabs: only the open one is computed and sent. All at once, the page built and the browser drew
 # twelve Plotly charts on every visit and every change of quantity (0.9-4.5 s in the browser).
 tabs = dict(zip(TABS, st.tabs(TABS, key="diag_tab", on_change="rerun")))
+gibbs_job = state.registry().get("diag_gibbs")
+if against_exact and not tabs["Against the exact sampler"].open and gibbs_job is not None \
+        and gibbs_job.status == "running":  # it goes on while another tab is open: say so, with Cancel
+    state.job_view("diag_gibbs")
 
 if tabs["Traces and mixing"].open:
     with tabs["Traces and mixing"]:
