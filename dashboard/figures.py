@@ -90,8 +90,17 @@ def _wrapped(text: str, width: int = MESSAGE_WIDTH) -> str:
     return "<br>".join(textwrap.wrap(text, width, break_on_hyphens=False)) or text
 
 
+#: ``layout.meta`` of a figure that only says why there is no chart (:func:`is_placeholder`)
+PLACEHOLDER = "bsvm-placeholder"
+
+
+def is_placeholder(fig) -> bool:
+    """Whether ``fig`` is an :func:`empty_figure` (a message, no chart: nothing worth a PNG download)."""
+    return getattr(getattr(fig, "layout", None), "meta", None) == PLACEHOLDER
+
+
 def empty_figure(message: str, height: int = 260) -> go.Figure:
-    return _fast_figure([], "", height, xaxis={"visible": False}, yaxis={"visible": False},
+    return _fast_figure([], "", height, meta=PLACEHOLDER, xaxis={"visible": False}, yaxis={"visible": False},
                         annotations=[{"text": _wrapped(message), "showarrow": False, "x": 0.5, "y": 0.5,
                                       "xref": "paper", "yref": "paper",
                                       "font": {"size": 14, "color": "#666"}}])

@@ -138,6 +138,19 @@ def test_the_live_view_redraws_in_place_inside_one_script_run_until_the_run_ends
     assert _button(at, "Start").disabled is False
 
 
+def test_a_finished_run_offers_png_downloads_of_its_charts_only():
+    """PlattSVM has no curves: its Train page showed four PNG buttons, three under placeholder messages."""
+    at = _app(sample="ripley.csv", method="platt")
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status == "done")
+    at.run()
+    _ok(at)
+    pngs = [b.key for b in at.get("download_button") if str(b.key).startswith("png:train_")]
+    assert pngs == ["png:train_map"]
+
+
 def test_stop_and_reset_act_within_half_a_second_mid_run():
     pytest.importorskip("bsvm.sbsvm")
     at = _app(sample="ripley.csv", method="sbsvm", **{"o.max_iter": "1000000", "o.tol": "0",

@@ -462,6 +462,8 @@ with right:
                 named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
                          (last, "map" if data.n_features == 2 else "ard_weights")]
                 for col, (fig, name) in zip(st.columns(len(named)), named):
+                    if figures.is_placeholder(fig):  # a message, not a chart (PlattSVM has no curves)
+                        continue
                     with col:
                         shown = ui.styled(fig)  # (presentation mode is read here, in the script run)
                         ui.png_button(lambda shown=shown: shown, f"train_{name}", name)
