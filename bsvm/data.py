@@ -468,7 +468,8 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
                              "rows with missing values') or impute them first.")
         frame = frame.loc[~incomplete].reset_index(drop=True)
         sub = frame[list(features)]
-        notes.append(f"Dropped {int(incomplete.sum())} rows with missing values (columns {cols}); "
+        k = int(incomplete.sum())
+        notes.append(f"Dropped {k} row{'' if k == 1 else 's'} with missing values (columns {cols}); "
                      f"{len(frame)} rows remain.")
         if len(frame) == 0:
             raise ValueError("Every row has a missing value: nothing is left to train on.")

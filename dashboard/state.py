@@ -327,6 +327,8 @@ def current_data() -> Prepared | None:
         loaded = loaded_table(c)
         if loaded is None:
             return None
+        # what loading did to the rows (the Data page shows it: its caption counts the file's rows)
+        st.session_state["_load_notes"] = [n for n in getattr(loaded, "notes", []) if n.startswith("Dropped")]
         truth = SAMPLES[c["sample"]].truth if c["sample"] in SAMPLES else None
         truth_kw = {}
         if c["sample"] == PLAYGROUND:

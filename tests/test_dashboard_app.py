@@ -321,6 +321,7 @@ def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
     assert not at.error
     notes = " ".join(i.value for i in at.info)
     assert "semicolons" in notes and "not UTF-8" in notes
+    assert "Dropped 1 row with missing values" in notes and "20 rows remain" in notes  # (the caption: 21)
     assert int({m.label: m.value for m in at.metric}["features"]) == 2
 
 

@@ -163,6 +163,9 @@ with left:
                         "reproduces the same run.")
 
 data = state.current_data() if frame is not None else None
+if data is not None and c["sample"] == state.UPLOAD:
+    for note in st.session_state.get("_load_notes", []):  # "Dropped 3 rows with missing values ..."
+        st.info(note, icon=":material/filter_alt:")
 
 
 def playground_editor(d) -> None:
