@@ -30,19 +30,32 @@ state.init()
 
 _PAGES = Path(__file__).resolve().parent / "views"  # not "pages/": that name switches on the old MPA mode
 pages = [
-    st.Page(_PAGES / "data.py", title="Data", icon=":material/table:", url_path="data", default=True),
+    # (the default page is served at "/"; its own url_path must not be "data", which the hidden page below
+    # takes, see _to_data_page)
+    st.Page(_PAGES / "data.py", title="Data", icon=":material/table:", url_path="data_default", default=True),
     st.Page(_PAGES / "train.py", title="Train", icon=":material/play_circle:", url_path="train"),
     st.Page(_PAGES / "calibration.py", title="Calibration", icon=":material/tune:", url_path="calibration"),
     st.Page(_PAGES / "diagnostics.py", title="Diagnostics", icon=":material/monitoring:",
             url_path="diagnostics"),
     st.Page(_PAGES / "compare.py", title="Compare", icon=":material/compare:", url_path="compare"),
 ]
+
+
+def _to_data_page():
+    """``/data``: the Data page is the default page, served at ``/`` only, and ``/data``, the natural
+    guess beside ``/train``, opened a "Page not found" dialog (the browser took "data" for part of the
+    server's base path). This hidden page sends the browser to it, the link's settings kept."""
+    st.switch_page(pages[0], query_params=st.query_params.to_dict())
+
+
+pages.append(st.Page(_to_data_page, title="Data", url_path="data", visibility="hidden"))
 page = st.navigation(pages)
-if page.url_path not in ("", "data"):
+name = "data" if page in (pages[0], pages[-1]) else page.url_path  # the Data page, however reached
+if name != "data":
     # this script run's thread: a fit's child process goes first. Not on the Data page, the first a
     # user opens: no fit of this session runs there, and its start-up must not wait behind others.
     procrun.yield_to_fits()
-state.enter_page(page.url_path or "data")  # leaving a page stops the work it started
+state.enter_page(name)  # leaving a page stops the work it started
 # Streamlit's own "Stop" (in the header while a script runs) stops the page's script run, not a fit: the
 # Train page's live view runs in one long script run while the fit computes in a child, so that button
 # froze the charts and the fit went on (a new user took it for the page's Stop). The page's Stop is the
@@ -62,4 +75,4 @@ finally:  # also when a page stops early (st.stop) or reruns
     # the Data page's first paint.
     with st.sidebar:
         livechart.preload()
-    procrun.trace("script", start=f"{_T0:.3f}", page=page.url_path or "data")
+    procrun.trace("script", start=f"{_T0:.3f}", page=name)

@@ -278,6 +278,19 @@ def test_a_finished_run_shows_its_final_charts(server, browser):
             pg.close()
 
 
+def test_the_data_page_answers_at_slash_data_too(server, page):
+    """/train, /calibration... open their pages; /data, the natural guess for the first one, opened a
+    "Page not found" dialog (the default page is served at / only). It opens the Data page, with the
+    link's settings."""
+    pg = page
+    pg.goto(f"{server}/data?sample=moons.csv&seed=3")
+    pg.locator("h1", has_text="Data").wait_for()
+    pg.wait_for_function("() => !location.pathname.endsWith('/data')")
+    assert "sample=moons.csv" in pg.url and "seed=3" in pg.url
+    assert pg.get_by_text("does not seem to exist").count() == 0
+    _no_exception(pg, "Data (/data)")
+
+
 def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):
     pg = page
     pg.goto(server)
