@@ -66,6 +66,7 @@ with st.sidebar:
     ui.import_problems()
     st.caption("bsvm: Bayesian SVMs as scikit-learn estimators. Settings are kept in the URL, so the link "
                "in the address bar reopens this demo.")
+state.url_notes()
 try:
     page.run()
 finally:  # also when a page stops early (st.stop) or reruns

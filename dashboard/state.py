@@ -59,10 +59,25 @@ def method_options(key: str) -> dict:
 # ------------------------------------------------------------------------------------------- URL sync
 
 
+#: method names a link may use for a sampler of another method's page (``?method=hmc``)
+METHOD_ALIASES = {"hmc": ("subgradient_hmc", "hmc"), "sgld": ("subgradient_hmc", "sgld"),
+                  "sgnht": ("subgradient_hmc", "sgnht")}
+
+
 def _parse(params: dict) -> dict:
-    out: dict = {"opts": {}}
-    if params.get("sample") in SAMPLES or params.get("sample") == PLAYGROUND:
-        out["sample"] = params["sample"]
+    """The settings of a link's query string. What cannot be used is left out and said in ``notes``
+    (a link with a mistyped sample or method opened Ripley and S-BSVM without a word)."""
+    out: dict = {"opts": {}, "notes": []}
+    notes = out["notes"]
+    sample = params.get("sample")
+    if sample in SAMPLES or sample == PLAYGROUND:
+        out["sample"] = sample
+    elif sample == UPLOAD:
+        notes.append("The link was to an uploaded CSV, which a new session does not have: upload it again "
+                     "(Data set: Upload a CSV) - the sample below is shown meanwhile.")
+    elif sample:
+        notes.append(f"The link's data set {sample!r} is not one of the shipped samples "
+                     f"({', '.join(SAMPLES)}): the first sample is shown.")
     if "label" in params:
         out["label"] = str(params["label"])
     if params.get("features"):
@@ -74,13 +89,29 @@ def _parse(params: dict) -> dict:
             t = float(params["test"])
             if TEST_RANGE[0] <= t <= TEST_RANGE[1]:  # the Data page's slider (a value outside it raised)
                 out["test"] = t
+    except ValueError:
+        pass
+    try:  # (apart: a test fraction that is no number must not lose the seed)
         if "seed" in params:
             seed = int(params["seed"])
             if 0 <= seed <= SEED_MAX:  # the seed box's range (?seed=-1 raised on the Data page)
                 out["seed"] = seed
     except ValueError:
         pass
+    if "test" in params and "test" not in out:
+        notes.append(f"The link's test fraction {params['test']!r} is not between {TEST_RANGE[0]:g} and "
+                     f"{TEST_RANGE[1]:g}: the default is used.")
+    if "seed" in params and "seed" not in out:
+        notes.append(f"The link's seed {params['seed']!r} is not a whole number from 0 to {SEED_MAX:,}: the "
+                     "default is used.")
     method = params.get("method")
+    alias = METHOD_ALIASES.get(str(method).lower()) if method not in METHODS else None
+    if alias is not None:
+        method = alias[0]
+        params = {**params, "o.sampler": alias[1]}
+    elif method is not None and method not in METHODS:
+        notes.append(f"The link's method {method!r} is not one of {', '.join(METHODS)}: the default "
+                     "method is used.")
     if method in METHODS:
         out["method"] = method
         for opt in METHODS[method].options:
@@ -101,11 +132,18 @@ def init() -> None:
     params = {k: st.query_params.get(k) for k in st.query_params.keys()}
     parsed = _parse(params)
     opts = parsed.pop("opts")
+    st.session_state["_url_notes"] = parsed.pop("notes")  # shown once, by url_notes()
     c.update(parsed)
     for m, o in opts.items():
         c["opts"].setdefault(m, {}).update(o)
     if c.get("sample") == PLAYGROUND:
         _playground_from_url(params)
+
+
+def url_notes() -> None:
+    """Say, once, what of the link's settings could not be used (app.py, above the page)."""
+    for note in st.session_state.pop("_url_notes", None) or []:
+        st.warning(note, icon=":material/link_off:")
 
 
 def playground_settings() -> dict:

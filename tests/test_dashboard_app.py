@@ -833,6 +833,28 @@ def test_a_link_with_a_value_outside_a_widgets_range_is_ignored(query):
     _ok(at)
     c = at.session_state["cfg"]
     assert c["seed"] == 0 and c["test"] == 0.3
+    (w,) = [w.value for w in at.warning if "The link's" in w.value]  # said, once
+    assert ("seed" if "seed" in query else "test fraction") in w
+    at.run()
+    assert not [w.value for w in at.warning if "The link's" in w.value]
+
+
+def test_a_link_with_a_mistyped_sample_or_method_says_what_it_shows_instead():
+    """?sample=nonexistent.csv&method=foo opened Ripley and S-BSVM without a word; ?method=hmc, the
+    natural name of the subgradient sampler, too; a reloaded upload fell back with a label message."""
+    at = _app(sample="nonexistent.csv", method="foo", test="abc", seed="5")
+    _ok(at)
+    said = " ".join(w.value for w in at.warning)
+    assert "'nonexistent.csv' is not one of the shipped samples" in said and "method 'foo'" in said
+    assert at.session_state["cfg"]["seed"] == 5  # a test fraction that is no number did not lose the seed
+    at = _app(sample="ripley.csv", method="sgld")
+    _ok(at)
+    c = at.session_state["cfg"]
+    assert c["method"] == "subgradient_hmc" and c["opts"]["subgradient_hmc"]["sampler"] == "sgld"
+    assert not at.warning
+    at = _app(sample="upload")
+    _ok(at)
+    assert any("uploaded CSV, which a new session does not have" in w.value for w in at.warning)
 
 
 def test_a_live_snapshot_thins_a_samplers_draws_consistently():
