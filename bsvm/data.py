@@ -414,8 +414,8 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     features: defaults to every numeric column other than the label; non-numeric columns are left out
     (named in ``notes``), and a text column that is numbers with a few placeholders such as "?" is read
     as numbers with those entries missing. Named features that are not numeric are an error.
-    dropna: drop rows with a missing label or feature value (counted in ``notes``); otherwise missing
-    values are an error that says how many rows and which columns.
+    dropna: drop rows with a missing label or a missing or infinite feature value (counted in
+    ``notes``); otherwise such values are an error that says how many rows and which columns.
     Raises ``ValueError`` for a missing label column, no numeric feature columns, missing values (unless
     ``dropna``), or a single class.
     """
@@ -458,18 +458,22 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
                              "features.")
     sub = frame[list(features)]
     _reject_non_numeric(sub)
-    incomplete = sub.isna().any(axis=1).to_numpy() | frame[label].isna().to_numpy()
+    # an infinite feature ("inf" in the file) is as unusable as a missing one, and is dropped with them
+    infinite = np.isinf(sub.to_numpy(dtype=np.float64)) if len(sub.columns) else np.zeros((len(sub), 0), bool)
+    incomplete = sub.isna().any(axis=1).to_numpy() | frame[label].isna().to_numpy() | infinite.any(axis=1)
     if incomplete.any():
-        cols = [str(c) for c in [*features, label] if frame[c].isna().any()]
+        cols = [str(c) for j, c in enumerate(features) if frame[c].isna().any() or infinite[:, j].any()]
+        cols += [str(label)] if frame[label].isna().any() else []
+        kind = "Missing or infinite values" if infinite.any() else "Missing values"
         if not dropna:
             placeholders = "".join(f" {n}" for n in notes if "read as missing" in n)  # (each ends in ".")
-            raise ValueError(f"Missing values in {int(incomplete.sum())} of {len(frame)} rows (columns "
+            raise ValueError(f"{kind} in {int(incomplete.sum())} of {len(frame)} rows (columns "
                              f"{cols}).{placeholders} Drop those rows (dropna=True, or the Data page's 'Drop "
                              "rows with missing values') or impute them first.")
         frame = frame.loc[~incomplete].reset_index(drop=True)
         sub = frame[list(features)]
         k = int(incomplete.sum())
-        notes.append(f"Dropped {k} row{'' if k == 1 else 's'} with missing values (columns {cols}); "
+        notes.append(f"Dropped {k} row{'' if k == 1 else 's'} with {kind.lower()} (columns {cols}); "
                      f"{len(frame)} rows remain.")
         if len(frame) == 0:
             raise ValueError("Every row has a missing value: nothing is left to train on.")

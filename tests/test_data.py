@@ -162,3 +162,14 @@ def test_column_scales_equal_numpy_std_at_any_magnitude(scales):
     top = np.max(np.abs(X), axis=0)
     safe = np.where(top > 0, top, 1.0)
     np.testing.assert_allclose(column_scales(X), np.std(X / safe, axis=0) * top, rtol=1e-10, atol=0)
+
+
+def test_infinite_values_in_a_csv_are_named_and_dropped_with_the_missing_ones():
+    """An "inf" in an uploaded file gave "X contains 0 NaN and 1 infinite values ... SimpleImputer", with no
+    column named and no way on the Data page to drop the row."""
+    text = "a,b,label\n" + "\n".join(f"{i},{'inf' if i == 3 else 2 * i},{i % 2}" for i in range(10)) + "\n"
+    with pytest.raises(ValueError, match=r"Missing or infinite values in 1 of 10 rows \(columns \['b'\]\)"):
+        load_csv(text.encode())
+    data = load_csv(text.encode(), dropna=True)
+    assert data.X.shape == (9, 2) and np.isfinite(data.X).all()
+    assert data.notes == ["Dropped 1 row with missing or infinite values (columns ['b']); 9 rows remain."]

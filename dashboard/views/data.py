@@ -86,8 +86,8 @@ with left:
             except ValueError as exc:
                 st.error(f"{up['name']} cannot be used: {exc}")
         state.bind(st.checkbox, "dropna", "Drop rows with missing values",
-                   help="Rows with an empty (or non-numeric, such as '?') feature or label are dropped "
-                        "instead of refusing the file.")
+                   help="Rows with an empty (or non-numeric, such as '?', or infinite) feature or an empty "
+                        "label are dropped instead of refusing the file.")
     elif c["sample"] == state.PLAYGROUND:
         from dashboard import playground  # imports SciPy (bsvm.datasets): only when the playground is used
 
