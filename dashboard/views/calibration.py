@@ -16,14 +16,19 @@ from dashboard.methods import METHODS
 from dashboard.runner import DONE, PROCESS_ROWS, Job, Run, fit_in_job, fit_plain
 
 st.title("Calibration")
-st.markdown(
-    "Are the predicted probabilities honest? Among test points given p = 0.8, about 80% should be class 1. "
-    "**Good** looks like: reliability curves near the diagonal, low Brier score, log loss and ECE, and "
-    "(where the truth is known) a small mean deviation from the true p(y|x). Bayesian methods should also "
-    "be *less sure far from the data*: the uncertainty map should light up away from the training points.")
 data = state.require_data()
 if data is None:
     st.stop()
+st.markdown(
+    "Are the predicted probabilities honest? "
+    + ("Among test points given p = 0.8, about 80% should be class 1. " if data.binary else
+       "Among test points whose predicted class gets probability 0.8, about 80% should be of that class. ")
+    + "**Good** looks like: reliability curves near the diagonal, low Brier score, log loss and ECE, and "
+    "(where the truth is known) a small mean deviation from the true p(y|x). Bayesian methods should also "
+    "be *less sure where the data say little*: the uncertainty map should light up where the boundary "
+    "could run in several ways (beyond its ends, in gaps between the points), though not everywhere far "
+    "away: along a clear trend (far out on one side of the classes) a model that extends the trend stays "
+    "confident.")
 c = state.cfg()
 
 
@@ -115,9 +120,9 @@ def maps_for(d: Prepared, fitted: dict, where: str):
                 ui.chart(fig, key=f"cal_map_{where}_{name}")
     scale = (f"blue = {d.classes[0]}, red = {d.classes[1]}, white = 50/50" if d.binary else
              "each region in its predicted class's colour, more transparent where the top class is less "
-             f"sure (a close call between {len(d.classes)} classes)")
-    both = "Both maps use the same colour scale" if len(fitted) > 1 else "The colour scale:"
-    st.caption(f"{both} ({scale})"
+             f"sure, that is, where the {len(d.classes)} classes are a close call")
+    both = "Both maps use the same colour scale" if len(fitted) > 1 else "The colour scale"
+    st.caption(f"{both}: {scale}"
                + ("; dotted black lines: contours of the true p(y|x) at 0.1, 0.3, 0.5, 0.7, 0.9." if d.truth
                   else "."))
     kinds = {ENTROPY: "predictive entropy (every method, one scale)",
@@ -137,8 +142,10 @@ def maps_for(d: Prepared, fitted: dict, where: str):
             else:
                 st.info(f"{name} has no latent Gaussian predictive, so no latent variance: choose "
                         "predictive entropy to compare it.")
-    st.caption("Predictive entropy is largest near the boundary and, for a Bayesian model, away from the "
-               "data; " + ("both maps share" if len(fitted) > 1 else "on") + " the scale 0 to log K."
+    st.caption("Predictive entropy is largest near the boundary and, for a Bayesian model, where the data "
+               "leave the boundary's course open (beyond its ends, in gaps); far out along a clear trend a "
+               "model can stay sure; " + ("both maps share" if len(fitted) > 1 else "on")
+               + " the scale 0 to log K."
                if kind == ENTROPY else
                "Latent variance: how unsure the model is about f(x) itself; it grows away from the data.")
 
@@ -184,5 +191,6 @@ with r1:
                + ("" if data.binary else " (3+ classes: confidence of the predicted class vs accuracy.)"))
 with r2:
     ui.chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist")
-    st.caption("Over-confident models pile up at 0 and 1; a Bayesian model keeps mass in between where the "
-               "classes overlap.")
+    st.caption(("Over-confident models pile up at 0 and 1" if data.binary else
+                "Over-confident models pile up at 1 (the predicted class's probability)")
+               + "; a Bayesian model keeps mass in between where the classes overlap.")

@@ -101,8 +101,10 @@ if snap_keys:
 
 S, extra, n_model_par = chain_arrays(est)
 if S is None:
-    st.info("This method keeps no posterior draws (`samples_`), so chain diagnostics do not apply. For a "
-            "variational fit, check that the objective above has flattened.")
+    kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
+    st.info("This method keeps no posterior draws, so chain diagnostics do not apply."
+            + (" For a variational fit, check that the objective above has flattened and the "
+               "hyperparameters have settled." if kind == "variational" else ""))
     st.stop()
 if S.shape[1] < 4:
     kept = S.shape[1]
