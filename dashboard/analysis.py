@@ -356,8 +356,8 @@ def param_names(model, feature_names, n_params: int) -> list[str]:
 
 #: what each estimator's progress snapshot arrays hold (the trace chart's title); others keep their key
 SNAPSHOT_TITLES = {
-    "mean": "q(u)'s mean at the first inducing points",
-    "coords": "a few coordinates per chain",
+    "mean": "q(u) mean",
+    "coords": "coordinates per chain",
     "potential": "potential per chain",
     "log_posterior": "log posterior per chain",
     "train_error": "training error per chain",
@@ -365,7 +365,7 @@ SNAPSHOT_TITLES = {
     "projection": "draws projected on two directions",
     "w": "ARD weight per input",
     "theta": "kernel hyperparameters",
-    "leapfrog_path": "the last leapfrog trajectory of chain 0",
+    "leapfrog_path": "last leapfrog path (chain 0)",
     "xi": "thermostat per chain",
 }
 
@@ -423,6 +423,8 @@ def snapshot_names(history, key: str, model=None, feature_names=None, classes=No
         inner = [pnames[j] if 0 <= j < len(pnames) else f"param {j}" for j in idx]
     elif key == "confusion" and len(rest) == 2 and classes is not None and len(classes) == rest[0] == rest[1]:
         inner = [f"true {a}, predicted {b}" for a in classes for b in classes]
+    elif key == "mean" and len(rest) == 1:  # S-BSVM: q(u)'s mean at its first inducing points
+        inner = [f"inducing point {j + 1}" for j in range(rest[0])]
     elif key == "projection" and len(rest) == 1:
         inner = [f"direction {j + 1}" for j in range(rest[0])]
     elif key == "w" and len(rest) == 1 and feature_names is not None and len(feature_names) == rest[0]:

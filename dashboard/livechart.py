@@ -91,6 +91,9 @@ function drawOne() {
   if (job.present) presentLayout(layout, fig.data || []);
   layout.autosize = true;
   delete layout.width;
+  // the div's height follows the figure's: presentLayout may have grown it for a wrapped legend (the
+  // div kept the server's height, and the plot of S-BSVM's hyperparameters shrank to 40 px instead)
+  if (layout.height) div.style.height = layout.height + "px";
   const t0 = performance.now();
   window.Plotly.react(div, fig.data || [], layout, {displaylogo: false, responsive: true}).then(() => {
     const ms = performance.now() - t0;
