@@ -367,6 +367,14 @@ def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
         name = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}[sep]
         tail = " and numbers use decimal commas." if decimal == "," else "."
         notes.append(f"Columns are separated by {name}{tail}")
+    # duplicates as written in the header: pandas renames a second "a" to "a.1" before anyone sees it
+    import csv
+
+    first = text.lstrip("\n").splitlines()[0] if text.strip() else ""
+    header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
+    twice = sorted({h for h in header if h and header.count(h) > 1})
+    if twice:
+        raise ValueError(f"Column names {twice} appear more than once: give every column its own name.")
     frame.columns = [str(c).strip() for c in frame.columns]
     if frame.shape[1] < 2:
         raise ValueError("The CSV has fewer than two columns: it needs a label column and at least one "

@@ -173,3 +173,12 @@ def test_infinite_values_in_a_csv_are_named_and_dropped_with_the_missing_ones():
     data = load_csv(text.encode(), dropna=True)
     assert data.X.shape == (9, 2) and np.isfinite(data.X).all()
     assert data.notes == ["Dropped 1 row with missing or infinite values (columns ['b']); 9 rows remain."]
+
+
+def test_a_header_with_a_repeated_name_is_refused_not_renamed():
+    """pandas reads "a,a,label" as columns a and a.1: the Data page showed a feature "a.1" without a word."""
+    with pytest.raises(ValueError, match=r"Column names \['a'\] appear more than once"):
+        load_csv(b"a,a,label\n1,2,0\n3,4,1\n5,6,0\n")
+    with pytest.raises(ValueError, match=r"Column names \['b'\] appear more than once"):
+        load_csv(b"b;c; b;label\n1;2;3;0\n4;5;6;1\n")
+    assert list(load_csv(b"a,a.1,label\n1,2,0\n3,4,1\n5,6,0\n").feature_names) == ["a", "a.1"]
