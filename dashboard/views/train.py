@@ -321,6 +321,13 @@ with right:
         full = st.session_state.pop("_live_full", False)
         draw_live(r, slots, full=full, again=False)
         if not (r.status == RUNNING or r.busy):
+            if busy:
+                # The run ended while this view was drawn (a fit shorter than one draw: PlattSVM's 0.1 s):
+                # the page's buttons and timer still say running, and the page said "done" only when the
+                # fragment's timer came, TIMER_WHILE_LOOPING later (end to "done" 1.0 s, measured)
+                slot(slots, 0).progress(progress_fraction(r), text=progress_text(r))
+                trace("drawn-saw-end", status=r.status)
+                rerun_after_flush()
             return
         # While the child computes, redraw here, in this script run, until the run ends or pauses (the
         # browser's fragment timer, REDRAW_SECONDS, is only the fallback): each redraw then costs one
