@@ -70,7 +70,9 @@ def pair_plot(points: np.ndarray, names, *, title: str = "Pair plot of the draws
     quantities ((points, k) from ``analysis.pair_data``)."""
     points = np.asarray(points, dtype=float)
     k = points.shape[1]
-    fig = make_subplots(rows=k, cols=k, horizontal_spacing=0.03, vertical_spacing=0.03)
+    # a column's panels show the same quantity on x: shared, so only the bottom row has tick labels (each
+    # row's labels overlapped the panel below at 1280 px)
+    fig = make_subplots(rows=k, cols=k, horizontal_spacing=0.03, vertical_spacing=0.03, shared_xaxes=True)
     for i in range(k):
         for j in range(k):
             if j > i:
@@ -78,6 +80,8 @@ def pair_plot(points: np.ndarray, names, *, title: str = "Pair plot of the draws
             if i == j:
                 fig.add_trace(go.Histogram(x=points[:, i], nbinsx=30, marker_color="#1f77b4", opacity=0.75,
                                            showlegend=False, name=str(names[i])), row=i + 1, col=j + 1)
+                # (counts: their tick labels sat over the scatter panel to the left)
+                fig.update_yaxes(showticklabels=False, row=i + 1, col=j + 1)
             else:
                 fig.add_trace(go.Scattergl(x=points[:, j], y=points[:, i], mode="markers", showlegend=False,
                                            marker=dict(size=3, opacity=0.35, color="#1f77b4"),
@@ -86,6 +90,8 @@ def pair_plot(points: np.ndarray, names, *, title: str = "Pair plot of the draws
                 fig.update_xaxes(title_text=str(names[j]), row=i + 1, col=j + 1)
             if j == 0 and i > 0:
                 fig.update_yaxes(title_text=str(names[i]), row=i + 1, col=j + 1)
+            elif i != j:  # a row's scatter panels share its quantity on y: labels on the first only
+                fig.update_yaxes(showticklabels=False, matches=f"y{i * k + 1}", row=i + 1, col=j + 1)
     return _layout(fig, title, height or max(360, 170 * k + 80))
 
 

@@ -663,6 +663,14 @@ def test_ess_grows_with_draws_energy_bfmi_and_pair_plot():
     assert pts.shape == (300, 2)
     pair = FP.pair_plot(pts, ["a", "c"])
     assert [t.type for t in pair.data].count("histogram") == 2
+    # tick labels where they cannot overlap a neighbouring panel: x on the bottom row only (columns share
+    # x), none for the diagonal's counts, y on the first column only
+    three = FP.pair_plot(np.random.default_rng(0).normal(size=(50, 3)), ["a", "b", "c"])
+    lay = three.layout
+    hidden_x = [lay[f"xaxis{n}"].showticklabels is False for n in ("", 2, 3, 4, 5, 6)]  # rows 1-2
+    assert all(hidden_x) and lay.xaxis7.showticklabels is not False
+    assert [lay[f"yaxis{n}"].showticklabels is False for n in ("", 5, 9)] == [True, True, True]  # diagonal
+    assert lay.yaxis8.showticklabels is False and lay.yaxis7.showticklabels is not False
 
 
 def test_downloads_draws_csv_and_metrics_csv_round_trip():
