@@ -349,7 +349,16 @@ def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
     ("1,5"). What was done is appended to ``notes`` when given.
     """
     notes = [] if notes is None else notes
-    text = _decode(_raw_bytes(source), notes)
+    raw = _raw_bytes(source)
+    head = raw[:65536]
+    # text has no NUL bytes and few control characters; a spreadsheet (.xlsx is a zip), an image or a
+    # NumPy file has many: it was read as latin-1 "columns" of control characters, with three messages
+    controls = sum(b < 32 and b not in (9, 10, 13) for b in head)
+    if head and (b"\x00" in head or controls > 0.01 * len(head)):
+        kind = " (it looks like an Excel workbook)" if head[:2] == b"PK" else ""
+        raise ValueError(f"This is not a text CSV file{kind}: it holds binary data. Save it as CSV (comma-"
+                         "separated text with a header row) and upload that.")
+    text = _decode(raw, notes)
     if not text.strip():
         raise ValueError("The file is empty: it needs a header row and at least a few data rows.")
     sep = _sniff_separator(text)

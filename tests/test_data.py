@@ -182,3 +182,13 @@ def test_a_header_with_a_repeated_name_is_refused_not_renamed():
     with pytest.raises(ValueError, match=r"Column names \['b'\] appear more than once"):
         load_csv(b"b;c; b;label\n1;2;3;0\n4;5;6;1\n")
     assert list(load_csv(b"a,a.1,label\n1,2,0\n3,4,1\n5,6,0\n").feature_names) == ["a", "a.1"]
+
+
+def test_a_binary_file_is_refused_as_not_a_csv():
+    """A binary file was read as latin-1 with tab-separated "columns" of control characters and gave three
+    messages (encoding, separator, no numeric features) naming a column '\\x00\\x01...'."""
+    with pytest.raises(ValueError, match="not a text CSV file: it holds binary data"):
+        load_csv(bytes(range(256)) * 20)
+    with pytest.raises(ValueError, match="looks like an Excel workbook"):
+        load_csv(b"PK\x03\x04" + bytes(200))
+    assert load_csv(b"a\tb\tlabel\n1\t2\t0\n3\t4\t1\n5\t6\t0\n").X.shape == (3, 2)  # tabs are text
