@@ -486,7 +486,7 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
             placeholders = "".join(f" {n}" for n in notes if "read as missing" in n)  # (each ends in ".")
             raise ValueError(f"{kind} in {int(incomplete.sum())} of {len(frame)} rows (columns "
                              f"{cols}).{placeholders} Drop those rows (dropna=True, or the Data page's 'Drop "
-                             "rows with missing values') or impute them first.")
+                             "rows with missing or infinite values') or impute them first.")
         frame = frame.loc[~incomplete].reset_index(drop=True)
         sub = frame[list(features)]
         k = int(incomplete.sum())

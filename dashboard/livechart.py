@@ -121,6 +121,9 @@ function presentLayout(layout, data) {
   // a legend below the plot wraps into one line per entry at this size on a half-width chart: grow the
   // figure by those lines, or the plot itself shrank (S-BSVM's five hyperparameters left it 70 px high)
   const entries = data.filter((t) => t.showlegend !== false && t.name).length;
+  // a legend at the right takes a third of a half-width chart at this size: below it instead
+  if ((layout.legend || {}).orientation === "v")
+    layout.legend = {orientation: "h", yref: "container", y: 0.0, yanchor: "bottom", x: 0.0};
   if ((layout.legend || {}).orientation === "h" && entries > 2)
     layout.height = (layout.height || 320) + 28 * (entries - 2);
   layout.font = size(layout.font, 17);

@@ -246,10 +246,11 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
         png_button(lambda: shown, key, name)
 
 
-def png_button(make_fig, key: str, name: str | None) -> None:
+def png_button(make_fig, key: str, name: str | None, label: str = "PNG") -> None:
     """A PNG download of ``make_fig()`` (the figure as shown), drawn by kaleido only when it is asked
-    for, outside the script run."""
-    st.download_button("PNG", data=lambda: _png_or_message(make_fig()), file_name=f"{name or key}.png",
+    for, outside the script run. ``label``: the button's text (a row of buttons under a grid of charts
+    says which chart each is for)."""
+    st.download_button(label, data=lambda: _png_or_message(make_fig()), file_name=f"{name or key}.png",
                        mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",
                        type="tertiary", help="Download this figure as a PNG image (drawn by kaleido in a "
                                              "headless Chromium; the first one takes a few seconds).")

@@ -144,7 +144,7 @@ def maps_for(d: Prepared, fitted: dict, where: str):
                         "predictive entropy to compare it.")
     st.caption("Predictive entropy is largest near the boundary and, for a Bayesian model, where the data "
                "leave the boundary's course open (beyond its ends, in gaps); far out along a clear trend a "
-               "model can stay sure; " + ("both maps share" if len(fitted) > 1 else "on")
+               "model can stay sure. " + ("Both maps share" if len(fitted) > 1 else "The map uses")
                + " the scale 0 to log K."
                if kind == ENTROPY else
                "Latent variance: how unsure the model is about f(x) itself; it grows away from the data.")
@@ -154,8 +154,8 @@ st.subheader("Probability maps")
 if data.n_features == 2:
     maps_for(data, models, "main")
 else:
-    st.caption(f"The data have {data.n_features} features, so there is no single map. Train both models "
-               "on two chosen features to see one:")
+    st.caption(f"The data have {data.n_features} features, so there is no single map. Train "
+               + ("both models" if len(models) > 1 else "the model") + " on two chosen features to see one:")
     on = st.checkbox("Train on two chosen features for the heatmaps", key="cal_two")
     if on:
         f1, f2 = st.columns(2)

@@ -85,7 +85,7 @@ with left:
                     frame = None
             except ValueError as exc:
                 st.error(f"{up['name']} cannot be used: {exc}")
-        state.bind(st.checkbox, "dropna", "Drop rows with missing values",
+        state.bind(st.checkbox, "dropna", "Drop rows with missing or infinite values",
                    help="Rows with an empty (or non-numeric, such as '?', or infinite) feature or an empty "
                         "label are dropped instead of refusing the file.")
     elif c["sample"] == state.PLAYGROUND:

@@ -311,8 +311,9 @@ if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].ope
                            "near 1 means the spreads agree. " + approx_vs_exact_verdict(cmp))
                 if j < 0:  # a per-chain quantity is chosen above (the default): overlay the first weight
                     j = 0
-                    st.caption(f"Histograms of {model_names[0]}; pick another of the model's parameters "
-                               "above to overlay its draws.")
+                    st.caption(f"Histograms of {model_names[0]} (the Quantity chosen above, "
+                               f"{names[param]}, is a per-chain summary GibbsSVM does not have): pick one of "
+                               "the model's parameters there to overlay its draws.")
                 labels = (meta.get("label", "approximate"), "exact GibbsSVM")
                 ui.chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, model_names[j]),
                          key="diag_overlay")

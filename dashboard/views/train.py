@@ -468,12 +468,16 @@ with right:
             with slot(slots, 3).container():
                 named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
                          (last, "map" if data.n_features == 2 else "ard_weights")]
+                # one row under the 2x2 grid: each button says which chart it is for (short enough
+                # for a quarter of the width in presentation mode: "learning curve" was cut)
+                SHORT = {"learning_curve": "objective", "ard_weights": "ARD"}
                 for col, (fig, name) in zip(st.columns(len(named)), named):
                     if figures.is_placeholder(fig):  # a message, not a chart (PlattSVM has no curves)
                         continue
                     with col:
                         shown = ui.styled(fig)  # (presentation mode is read here, in the script run)
-                        ui.png_button(lambda shown=shown: shown, f"train_{name}", name)
+                        ui.png_button(lambda shown=shown: shown, f"train_{name}", name,
+                                      label=f"PNG: {SHORT.get(name, name.replace('_', ' '))}")
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
 
     def live_pending():
