@@ -6,6 +6,7 @@ can show it as is (the dashboard never shows a traceback).
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 import re
@@ -377,10 +378,7 @@ def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
         tail = " and numbers use decimal commas." if decimal == "," else "."
         notes.append(f"Columns are separated by {name}{tail}")
     # duplicates as written in the header: pandas renames a second "a" to "a.1" before anyone sees it
-    import csv
-
-    first = text.lstrip("\n").splitlines()[0] if text.strip() else ""
-    header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
+    header = [h.strip() for h in next(csv.reader([text.lstrip("\n").splitlines()[0]], delimiter=sep), [])]
     twice = sorted({h for h in header if h and header.count(h) > 1})
     if twice:
         raise ValueError(f"Column names {twice} appear more than once: give every column its own name.")

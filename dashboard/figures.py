@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .analysis import Grid, feature_label, thin_index
+from .analysis import SNAPSHOT_TITLES, Grid, feature_label, snapshot_names, thin_index
 
 MAX_CURVE_POINTS = 600
 CLASS_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -450,6 +450,35 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
         title = _subtitled(title, "; ".join(notes))
         margin = {"margin": SUBTITLE_MARGIN}
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"), **legend, **margin)
+
+
+def statistics_panel(history, kind: str, feature_names=None, height: int = 300):
+    """The chart beside the objective, chosen alike on the Train and Diagnostics pages: a fit's
+    hyperparameters, else the sampler's statistics, else up to four other metrics, else a note saying
+    why there is none (``kind``: the method's, for that note). (Diagnostics once put a SeegerARD fit's
+    step size up as "Sampler statistics" where the Train page showed its hyperparameters.)"""
+    groups = split_metrics(metric_names(history)) if history else {}
+    if groups.get("hyper"):
+        return metric_curves(history, groups["hyper"], "Hyperparameters", log_y=True, height=height,
+                             feature_names=feature_names)
+    stats = sampler_statistics(history, height=height)
+    if stats is not None:
+        return stats
+    if groups.get("other"):
+        return metric_curves(history, groups["other"][:4], "Statistics", separate_axes=True, height=height)
+    return empty_figure(no_stats_message(kind), height)
+
+
+def named_snapshot_traces(history, key: str | None = None, model=None, feature_names=None,
+                          height: int = 300):
+    """:func:`snapshot_traces` of ``key`` (default: the first snapshot array) with its lines named by
+    chain and parameter (:func:`dashboard.analysis.snapshot_names`, from ``model``, the run's newest
+    state) and titled by what the array holds."""
+    keys = snapshot_keys(history)
+    key = key if key in keys else (keys[0] if keys else None)
+    names = (snapshot_names(history, key, model, feature_names, getattr(model, "classes_", None))
+             if key else None)
+    return snapshot_traces(history, key, names=names, title=SNAPSHOT_TITLES.get(key), height=height)
 
 
 # ----------------------------------------------------------------------------------------- maps

@@ -578,7 +578,7 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     # lazy tabs: only the open one is drawn (the first, the chain charts)
     assert [t.label for t in at.tabs] == ["Traces and mixing", "ESS, energy and pairs", "Posterior draws",
                                           "Against the exact sampler"]
-    top = {"diag_objective", "diag_sampler_stats", "diag_snapshot"}  # above the tabs: always drawn
+    top = {"diag_objective", "diag_stats", "diag_snapshot"}  # above the tabs: always drawn
     assert {c.key for c in at.get("plotly_chart")} == top | {"diag_trace", "diag_acf", "diag_running",
                                                               "diag_rank"}
     at.session_state["diag_tab"] = "ESS, energy and pairs"

@@ -1043,3 +1043,17 @@ def test_a_samplers_last_check_in_words_and_as_a_fraction():
     early = A.last_check(hist[:2])
     assert A.check_fraction(early) == 0.0 and "too few draws" in A.check_text(early)
     assert A.check_fraction({"ess_bulk": 900.0, "ess_tail": 800.0, "ess_target": 400.0}) == 0.99
+
+
+def test_the_statistics_panel_is_chosen_alike_on_both_pages():
+    """Train and Diagnostics draw the chart beside the objective with one rule: hyperparameters first (a
+    SeegerARD fit records a step size too, and Diagnostics showed it as "Sampler statistics"), then the
+    sampler's statistics, then other metrics, else a note."""
+    hyper = [Progress(i, 0.1 * i, {"free_energy": -i, "w[x0]": 1.0 + i, "step_size": 0.5}) for i in range(5)]
+    sampler = [Progress(i, 0.1 * i, {"acceptance": 0.8, "step_size": 0.1}) for i in range(5)]
+    other = [Progress(i, 0.1 * i, {"foo": float(i)}) for i in range(5)]
+    assert "Hyperparameters" in figures.statistics_panel(hyper, "variational", ["height"]).layout.title.text
+    shown = figures.statistics_panel(sampler, "sampler").to_dict()
+    assert shown == figures.sampler_statistics(sampler).to_dict()
+    assert "Statistics" in figures.statistics_panel(other, "sampler").layout.title.text
+    assert figures.is_placeholder(figures.statistics_panel([Progress(1, 0.1, {})], "baseline"))

@@ -27,7 +27,6 @@ from dashboard.analysis import (
     metrics_csv,
     pair_data,
     param_names,
-    snapshot_names,
     weight_cloud,
 )
 from dashboard.methods import METHODS
@@ -69,39 +68,28 @@ if meta.get("data_key") != data.key:
                "describe that fit. Press **Start** on the Train page for a run on the current data.",
                icon=":material/warning:")
 
-groups = figures.split_metrics(figures.metric_names(hist))
 st.subheader("Progress records")
 a, b = st.columns(2)
 with a:
     st.plotly_chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective")
 with b:
-    # the same choice as the Train page's: a variational fit's hyperparameters before any statistics (a
-    # SeegerARD fit got a "Sampler statistics" chart of one unlabelled series)
-    if groups["hyper"]:
-        st.plotly_chart(figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
-                                              feature_names=data.feature_names), key="diag_hyper")
-    elif (stats := figures.sampler_statistics(hist)) is not None:
-        st.plotly_chart(stats, key="diag_sampler_stats")
-        if any(n in figures.CONVERGENCE for n in figures.metric_names(hist)):
-            st.caption("R-hat and bulk ESS: the worst over the quantities the stopping rule monitors, at "
-                       "each of its checks; dashed: its thresholds (the run stops once R-hat is below and "
-                       "ESS above them).")
-    else:
-        kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
-        st.plotly_chart(figures.empty_figure(figures.no_stats_message(kind)), key="diag_none")
+    kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
+    st.plotly_chart(figures.statistics_panel(hist, kind, data.feature_names), key="diag_stats")
+    if not figures.split_metrics(figures.metric_names(hist))["hyper"] and \
+            any(n in figures.CONVERGENCE for n in figures.metric_names(hist)):
+        st.caption("R-hat and bulk ESS: the worst over the quantities the stopping rule monitors, at "
+                   "each of its checks; dashed: its thresholds (the run stops once R-hat is below and "
+                   "ESS above them).")
 snap_keys = figures.snapshot_keys(hist)
 if snap_keys:
     key = st.selectbox("Live trace values", snap_keys, key="diag_snap",
                        format_func=lambda k: SNAPSHOT_TITLES.get(k, k),
                        help="Small arrays the method records every few iterations (per-chain values or a "
                             "few coordinates).")
-    st.plotly_chart(figures.snapshot_traces(
-        hist, key, names=snapshot_names(hist, key, est, data.feature_names, getattr(est, "classes_", None)),
-        title=SNAPSHOT_TITLES.get(key)), key="diag_snapshot")
+    st.plotly_chart(figures.named_snapshot_traces(hist, key, est, data.feature_names), key="diag_snapshot")
 
 S, extra, n_model_par = chain_arrays(est)
 if S is None:
-    kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
     st.info("This method keeps no posterior draws, so chain diagnostics do not apply."
             + (" For a variational fit, check that the objective above has flattened and the "
                "hyperparameters have settled." if kind == "variational" else ""))

@@ -14,15 +14,7 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.analysis import (
-    SNAPSHOT_TITLES,
-    check_fraction,
-    check_text,
-    last_check,
-    snapshot_names,
-    stack_summary,
-    stage_progress,
-)
+from dashboard.analysis import check_fraction, check_text, last_check, stack_summary, stage_progress
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
@@ -46,6 +38,9 @@ MAP_SECONDS = 2.0
 #: the first live map (and the first statistics and trace charts) of a run come this long after its
 #: start: the start is when the browser is busiest (the page redrawn after the click, the first draws),
 #: and most of the default fits on the sample data end sooner; those draw these charts once, at the end
+#: the final charts' PNG buttons, short enough for a quarter of the width in presentation mode
+#: ("learning curve" was cut)
+PNG_LABELS = {"learning_curve": "objective", "ard_weights": "ARD"}
 MAP_FIRST_SECONDS = 1.0
 #: training points drawn on the live map (a fixed random subset beyond): each is an SVG element that the
 #: browser restyles with every new map; the finished run's map shows FINAL_POINTS
@@ -468,16 +463,14 @@ with right:
             with slot(slots, 3).container():
                 named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
                          (last, "map" if data.n_features == 2 else "ard_weights")]
-                # one row under the 2x2 grid: each button says which chart it is for (short enough
-                # for a quarter of the width in presentation mode: "learning curve" was cut)
-                SHORT = {"learning_curve": "objective", "ard_weights": "ARD"}
+                # one row under the 2x2 grid: each button says which chart it is for
                 for col, (fig, name) in zip(st.columns(len(named)), named):
                     if figures.is_placeholder(fig):  # a message, not a chart (PlattSVM has no curves)
                         continue
                     with col:
                         shown = ui.styled(fig)  # (presentation mode is read here, in the script run)
                         ui.png_button(lambda shown=shown: shown, f"train_{name}", name,
-                                      label=f"PNG: {SHORT.get(name, name.replace('_', ' '))}")
+                                      label=f"PNG: {PNG_LABELS.get(name, name.replace('_', ' '))}")
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
 
     def live_pending():
@@ -491,17 +484,8 @@ with right:
     def live_secondary(hist: list, model):
         """The hyperparameter or sampler statistics, and the snapshot traces (their series named from
         ``model``, the run's newest state)."""
-        groups = figures.split_metrics(figures.metric_names(hist)) if hist else {}
-        if groups.get("hyper"):
-            stats = figures.metric_curves(hist, groups["hyper"], "Hyperparameters", log_y=True,
-                                          feature_names=data.feature_names)
-        elif (stats := figures.sampler_statistics(hist)) is None:
-            stats = (figures.metric_curves(hist, groups["other"][:4], "Statistics", separate_axes=True)
-                     if groups.get("other") else figures.empty_figure(figures.no_stats_message(method.kind)))
-        key = (figures.snapshot_keys(hist) or [None])[0]
-        names = snapshot_names(hist, key, model, data.feature_names, getattr(model, "classes_", None)) \
-            if key else None
-        return stats, figures.snapshot_traces(hist, names=names, title=SNAPSHOT_TITLES.get(key))
+        return (figures.statistics_panel(hist, method.kind, data.feature_names),
+                figures.named_snapshot_traces(hist, model=model, feature_names=data.feature_names))
 
     def live_map(r: Run, final: bool):
         """The probability map of the run's newest state. While the run goes on, a background thread
