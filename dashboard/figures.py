@@ -664,8 +664,9 @@ def reliability_figure(curves: dict, height: int = 420, xlabel: str = "predicted
         # 90 % Wilson intervals of each bin's observed frequency: on a small test set a bin of one or two
         # points swings between 0 and 1, and the bar says it could be anywhere there
         lo, hi = wilson_interval(b.frac_pos[ok] * b.count[ok], b.count[ok], RELIABILITY_LEVEL)
+        # (cliponaxis=False: a bin observed at 0 or 1 sits on the axis edge, and was drawn half cut off)
         fig.add_trace(go.Scatter(x=b.mean_pred[ok], y=b.frac_pos[ok], mode="lines+markers", name=name,
-                                 line=dict(color=colour), customdata=np.column_stack([b.count[ok], lo, hi]),
+                                 cliponaxis=False, line=dict(color=colour), customdata=np.column_stack([b.count[ok], lo, hi]),
                                  error_y=dict(type="data", symmetric=False, array=hi - b.frac_pos[ok],
                                               arrayminus=b.frac_pos[ok] - lo, thickness=1, width=3,
                                               color=colour),
@@ -681,6 +682,22 @@ def reliability_figure(curves: dict, height: int = 420, xlabel: str = "predicted
     fig.update_yaxes(title="observed frequency", range=[0, 1], row=1, col=1)
     fig.update_yaxes(title="count", row=2, col=1)
     return _layout(fig, "Reliability diagram (test set)", height, legend=LEGEND_BELOW)
+
+
+#: the background of a table's best values
+BEST_SHADE = "background-color: #c8e6c9"
+
+
+def shade_best(column, higher=(), decimals: int = 4) -> list[str]:
+    """Styles for ``pandas.Styler.apply``: shade the best value of a metrics column (the largest for the
+    columns named in ``higher``, such as AUC, else the smallest), compared as shown, to ``decimals``
+    places, so every value that reads the same as the best is shaded too (a tie at 0.9876 was shaded
+    once, or, for AUC, not at all)."""
+    v = np.round(np.asarray(column, dtype=float), decimals)
+    if not np.isfinite(v).any():
+        return [""] * len(v)
+    best = np.nanmax(v) if column.name in higher else np.nanmin(v)
+    return [BEST_SHADE if x == best else "" for x in v]
 
 
 def proba_histograms(probas: dict, title="Predicted probabilities (test set)", height: int = 320,

@@ -530,10 +530,21 @@ class Registry:
 def fit_in_job(token: Token, estimator, X, y, cap: int | None = None, label: str = ""):
     """A job body: fit ``estimator`` to the end, reporting progress and honouring Cancel between
     records. Returns the fitted estimator."""
+    from .analysis import check_fraction, check_text
+
     name = label or type(estimator).__name__
     token.progress(0.0, f"{name}: starting")
+    checked = None
     for rec in estimator.fit_iter(X, y):
-        token.progress(rec.iteration / cap if cap else 0.0, f"{name}: iteration {rec.iteration}")
+        if cap:
+            token.progress(rec.iteration / cap, f"{name}: iteration {rec.iteration}")
+            continue
+        # a sampler that runs until its stopping rule is met has no length to count against: the bar
+        # shows the share of the effective draws wanted that its last check had (as on the Train page)
+        if "ess_target" in (rec.metrics or {}):
+            checked = rec.metrics
+        token.progress(check_fraction(checked) if checked else 0.0,
+                       f"{name}: iteration {rec.iteration}" + (f" ({check_text(checked)})" if checked else ""))
     return estimator
 
 

@@ -64,6 +64,11 @@ METHOD_ALIASES = {"hmc": ("subgradient_hmc", "hmc"), "sgld": ("subgradient_hmc",
                   "sgnht": ("subgradient_hmc", "sgnht")}
 
 
+#: session-state key of the sidebar's presentation-mode toggle (``ui.presentation_toggle``); ``?present=1``
+#: in a link turns it on, so a lecture's prepared links open ready for the projector
+PRESENTATION_KEY = "presentation"
+
+
 def _parse(params: dict) -> dict:
     """The settings of a link's query string. What cannot be used is left out and said in ``notes``
     (a link with a mistyped sample or method opened Ripley and S-BSVM without a word)."""
@@ -84,6 +89,8 @@ def _parse(params: dict) -> dict:
         out["features"] = [f for f in str(params["features"]).split(",") if f]
     if "std" in params:
         out["std"] = str(params["std"]) not in ("0", "false", "False")
+    if "present" in params:
+        out["present"] = str(params["present"]) not in ("0", "false", "False")
     try:
         if "test" in params:
             t = float(params["test"])
@@ -133,6 +140,8 @@ def init() -> None:
     parsed = _parse(params)
     opts = parsed.pop("opts")
     st.session_state["_url_notes"] = parsed.pop("notes")  # shown once, by url_notes()
+    if parsed.pop("present", False):  # (a widget's key: set before the toggle is drawn, in app.py)
+        st.session_state[PRESENTATION_KEY] = True
     c.update(parsed)
     for m, o in opts.items():
         c["opts"].setdefault(m, {}).update(o)
@@ -229,6 +238,8 @@ def url_params() -> dict:
         out[_QP[k]] = ("1" if v else "0") if isinstance(v, bool) else str(v)
     if c["features"] and c["sample"] not in (UPLOAD, PLAYGROUND):
         out["features"] = ",".join(c["features"])
+    if st.session_state.get(PRESENTATION_KEY):
+        out["present"] = "1"
     m = METHODS.get(c["method"])
     # Options only once some were chosen (the Train page fills them in): checking m.available imports the
     # method's module, and on the Data page's first run that import would delay the page by a second.

@@ -160,7 +160,7 @@ def uncertainty_map(model, data: Prepared, name: str, kind: str, n: int = 60):
 
 # ------------------------------------------------------------------------------------------- charts
 
-PRESENTATION_KEY = "presentation"
+PRESENTATION_KEY = state.PRESENTATION_KEY
 
 
 def presenting() -> bool:

@@ -352,6 +352,23 @@ def test_settings_survive_page_switches_and_reach_the_url():
     assert flat["method"] == "platt" and flat["o.C"] == "2.5"
 
 
+def test_presentation_mode_is_in_the_link():
+    """A teacher prepares links for a lecture: ``?present=1`` opens in presentation mode, and turning
+    the mode on puts it into the address bar's link."""
+    at = _app(present="1")
+    _ok(at)
+    assert at.toggle(key="presentation").value is True
+    flat = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    assert flat.get("present") == "1"
+    at = _app()
+    assert at.toggle(key="presentation").value is False
+    assert "present" not in dict(at.query_params)
+    at.toggle(key="presentation").set_value(True).run()
+    _ok(at)
+    flat = {k: (v[0] if isinstance(v, list) else v) for k, v in dict(at.query_params).items()}
+    assert flat.get("present") == "1"
+
+
 class _FakeSampler:
     """Stands in for a fitted sampler: the Diagnostics page needs only ``samples_`` and ``history_``."""
 
@@ -966,3 +983,27 @@ def test_a_select_option_whose_default_is_none_shows_none_not_an_empty_box():
     _ok(at)
     assert at.session_state["cfg"]["opts"]["subgradient_hmc"]["features"] is None
     assert "o.features" not in at.query_params
+
+
+def test_a_job_fit_that_runs_to_its_stopping_rule_shows_how_far_it_has_come():
+    """The exact sampler on Diagnostics runs until its rule is met (no length): its job's bar counts the
+    effective draws of its last check against those wanted (it stayed empty all run)."""
+    from bsvm.subgradient import GibbsSVM
+    from dashboard.runner import Token, fit_in_job
+
+    X, y = make_ripley(120, random_state=0)
+    seen = []
+
+    class Spy(Token):
+        def progress(self, fraction, text=""):
+            seen.append((fraction, text))
+            super().progress(fraction, text)
+
+    token = Spy()
+    est = fit_in_job(token, GibbsSVM(n_chains=2, random_state=0), X, y, None, "GibbsSVM")
+    assert est.samples_.shape[1] > 0
+    checked = [(f, t) for f, t in seen if "last check" in t]
+    assert checked, seen[-3:]
+    fractions = [f for f, _ in checked]
+    assert 0.0 < max(fractions) <= 0.99
+    assert "wanted" in checked[-1][1]

@@ -317,6 +317,8 @@ def test_reliability_figure_shows_the_bins_and_their_counts():
     np.testing.assert_allclose(line.error_y.arrayminus, line.y - lo)
     width = np.asarray(line.error_y.array) + np.asarray(line.error_y.arrayminus)
     assert width[np.argmin(b.count[ok])] > width[np.argmax(b.count[ok])]
+    # a bin observed at exactly 0 or 1 sits on the edge of the [0, 1] axes: drawn whole, not cut in half
+    assert line.cliponaxis is False and tuple(fig.layout.yaxis.range) == (0, 1)
 
 
 def test_metrics_table_has_one_row_per_model():
@@ -1057,3 +1059,14 @@ def test_the_statistics_panel_is_chosen_alike_on_both_pages():
     assert shown == figures.sampler_statistics(sampler).to_dict()
     assert "Statistics" in figures.statistics_panel(other, "sampler").layout.title.text
     assert figures.is_placeholder(figures.statistics_panel([Progress(1, 0.1, {})], "baseline"))
+
+
+def test_shade_best_marks_every_value_that_reads_as_the_best():
+    import pandas as pd
+
+    table = pd.DataFrame({"error": [0.1, 0.2, 0.1000001], "AUC": [0.91, 0.95, 0.9500004]})
+    styled = table.style.apply(figures.shade_best, subset=["error", "AUC"], higher=("AUC",))
+    ctx = styled._compute().ctx  # {(row, col): [(property, value)]}: the cells that got a style
+    shaded = {(r, c) for (r, c), props in ctx.items() if props}
+    assert shaded == {(0, 0), (2, 0), (1, 1), (2, 1)}
+    assert figures.shade_best(pd.Series([np.nan, np.nan], name="error")) == ["", ""]

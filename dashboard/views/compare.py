@@ -132,8 +132,8 @@ if saved and saved["key"] == data.key and saved["results"]:
     long_names = list(table.index)
     table.index = [k.split(" (")[0].split(" / ")[0] for k in long_names]
     table.index.name = "method"
-    st.dataframe(table.style.format("{:.4f}", subset=numeric).highlight_min(
-        subset=[col for col in numeric if col not in ("AUC", "fit time (s)")], color="#c8e6c9"))
+    st.dataframe(table.style.format("{:.4f}", subset=numeric).apply(
+        figures.shade_best, subset=[col for col in numeric if col != "fit time (s)"], higher=("AUC",)))
     unconverged = [f"{k.split(' (')[0]} ({res[k]['converged'][1]})" for k in long_names
                    if res[k].get("converged", ("-", ""))[0] == "no"]
     if unconverged:

@@ -88,6 +88,8 @@ with left:
         state.bind(st.checkbox, "dropna", "Drop rows with missing or infinite values",
                    help="Rows with an empty (or non-numeric, such as '?', or infinite) feature or an empty "
                         "label are dropped instead of refusing the file.")
+        # what the drop did ("Dropped 3 rows ..."), beside the option (known once the data are prepared)
+        drop_notes = st.container()
     elif c["sample"] == state.PLAYGROUND:
         from dashboard import playground  # imports SciPy (bsvm.datasets): only when the playground is used
 
@@ -164,8 +166,9 @@ with left:
 
 data = state.current_data() if frame is not None else None
 if data is not None and c["sample"] == state.UPLOAD:
-    for note in st.session_state.get("_load_notes", []):  # "Dropped 3 rows with missing values ..."
-        st.info(note, icon=":material/filter_alt:")
+    with drop_notes:
+        for note in st.session_state.get("_load_notes", []):  # "Dropped 3 rows with missing values ..."
+            st.info(note, icon=":material/filter_alt:")
 
 
 def playground_editor(d) -> None:
