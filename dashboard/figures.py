@@ -666,7 +666,8 @@ def reliability_figure(curves: dict, height: int = 420, xlabel: str = "predicted
         lo, hi = wilson_interval(b.frac_pos[ok] * b.count[ok], b.count[ok], RELIABILITY_LEVEL)
         # (cliponaxis=False: a bin observed at 0 or 1 sits on the axis edge, and was drawn half cut off)
         fig.add_trace(go.Scatter(x=b.mean_pred[ok], y=b.frac_pos[ok], mode="lines+markers", name=name,
-                                 cliponaxis=False, line=dict(color=colour), customdata=np.column_stack([b.count[ok], lo, hi]),
+                                 cliponaxis=False, line=dict(color=colour),
+                                 customdata=np.column_stack([b.count[ok], lo, hi]),
                                  error_y=dict(type="data", symmetric=False, array=hi - b.frac_pos[ok],
                                               arrayminus=b.frac_pos[ok] - lo, thickness=1, width=3,
                                               color=colour),

@@ -543,8 +543,8 @@ def fit_in_job(token: Token, estimator, X, y, cap: int | None = None, label: str
         # shows the share of the effective draws wanted that its last check had (as on the Train page)
         if "ess_target" in (rec.metrics or {}):
             checked = rec.metrics
-        token.progress(check_fraction(checked) if checked else 0.0,
-                       f"{name}: iteration {rec.iteration}" + (f" ({check_text(checked)})" if checked else ""))
+        said = f" ({check_text(checked)})" if checked else ""
+        token.progress(check_fraction(checked) if checked else 0.0, f"{name}: iteration {rec.iteration}{said}")
     return estimator
 
 
