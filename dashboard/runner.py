@@ -544,7 +544,8 @@ def fit_in_job(token: Token, estimator, X, y, cap: int | None = None, label: str
         if "ess_target" in (rec.metrics or {}):
             checked = rec.metrics
         said = f" ({check_text(checked)})" if checked else ""
-        token.progress(check_fraction(checked) if checked else 0.0, f"{name}: iteration {rec.iteration}{said}")
+        fraction = check_fraction(checked) if checked else 0.0
+        token.progress(fraction, f"{name}: iteration {rec.iteration}{said}")
     return estimator
 
 
