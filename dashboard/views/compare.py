@@ -1,11 +1,10 @@
 """Compare page: every applicable method on the current split, one table and one grid of maps."""
 
-import numpy as np
 import streamlit as st
 
 from bsvm.cost import format_seconds
 from dashboard import figures, state, ui
-from dashboard.analysis import evaluate, fit_note, make_grid, metrics_csv
+from dashboard.analysis import evaluate, fit_note, metrics_csv
 from dashboard.methods import METHODS
 from dashboard.runner import Cancelled, Job
 
@@ -146,7 +145,7 @@ if saved and saved["key"] == data.key and saved["results"]:
     st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="compare_metrics.csv",
                        mime="text/csv", icon=":material/download:", on_click="ignore", key="cmp_metrics_csv")
     if data.n_features == 2:
-        grid = make_grid(np.vstack([data.X_train, data.X_test]), 50)
+        grid, true_p = ui.map_grid(data)  # the Calibration page's grid and extent (and its cached truth)
         maps = {}
         for name, v in res.items():
             p = ui.safe(v["est"].predict_proba, grid.points, what=f"Prediction of {name}")
@@ -156,7 +155,7 @@ if saved and saved["key"] == data.key and saved["results"]:
         label = (f"p(y = {data.classes[1]} | x)" if data.binary else
                  "predicted class (colour) and its probability (opacity)")
         ui.chart(figures.heatmap_grid(maps, grid, X, y, data.classes, subtitle=label,
-                                      truth=data.true_proba(grid.points) if data.truth else None,
+                                      truth=true_p,
                                       axis_titles=data.axis_names), key="cmp_grid")
     else:
         st.caption("Maps need exactly two features (choose two on the Data page).")
