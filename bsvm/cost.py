@@ -172,8 +172,17 @@ def _int(v, default):
 # Per-method models. Each reads the estimator's parameters; n rows, d features, k classes.
 
 
-#: S-BSVM steps costed for a run that stops by its ELBO rule (see _sbsvm)
-TYPICAL_STEPS = 300
+#: S-BSVM steps costed per fit for a run that stops by its ELBO rule (see _sbsvm)
+TYPICAL_STEPS = 150
+#: S-BSVM: SQUAREM cycles of an exact stage 2 on all rows (6-10 measured), and its passes' flops per row
+STAGE2_CYCLES = 10
+
+
+def _sbsvm_step(rows: int, m: int) -> float:
+    """CPU s of one S-BSVM step on ``rows`` rows and m inducing points: the precision update and the
+    marginals (~3 rows m^2 flops at the ~10 GFlop/s measured) plus ~0.7 ms of Python and small-matrix
+    work (fitted to default fits of 175-2,000 rows: 0.8-6.5 ms a step)."""
+    return 7e-4 + 3e-10 * rows * m * m
 
 
 def _sbsvm(est, n, d, k) -> Cost:
@@ -183,25 +192,43 @@ def _sbsvm(est, n, d, k) -> Cost:
     (b x m), k-means on <= 20 m rows, and the median heuristic on <= 1000 rows; O((b + m) m^2) per step.
     "linear": (d + 1)^2 matrices and b x (d + 1) blocks.
 
-    Time: a run stops when its ELBO settles (``tol``), long before ``max_iter`` (1,000): default fits took
-    67-590 steps for their main fit (twonorm 20,000 / 2,000 rows), so the typical run is costed at
-    TYPICAL_STEPS (with ``tol=0``, at max_iter). Measured default fits against this rule, CPU s (one
-    thread, November 2026): twonorm (20-D) 700 / 2,000 / 20,000 rows 2.0 / 4.5 / 0.5 (estimated 3.5 / 8.7 /
-    8.7), ringnorm 2,000 rows 3.9, Ripley (2-D) 175 / 1,000 rows 0.3 / 0.7 (0.6 / 4.5). Costing max_iter
-    steps had shown 28 s for the 2,000-row fits. (Since kernel="auto" weighs its stack by 5-fold q(u)
-    refits up to 1,000 rows: twonorm 700 rows 2.1, Ripley 175 / 1,000 rows 0.3 / 0.85.)"""
+    Time ("svi"), following the fit's own rules (its class docstring): ``kernel="auto"`` fits three
+    kernels with learned hyperparameters (the fixed fits are q(u) alone, a few steps), each until its
+    ELBO settles (``tol``), long before ``max_iter``: costed at TYPICAL_STEPS each (with ``tol=0``, at
+    max_iter), on all rows when the minibatch holds them (up to 1,000 rows the 5-fold q(u) refits of the
+    stacking add about a quarter). Beyond ``AUTO_BATCH`` rows with ``batch_size="auto"``: each fit's
+    hyperparameter stage (20 steps on 2,000 rows), then stage 2 on all rows: exact, the n x m features
+    once and STAGE2_CYCLES SQUAREM cycles over them (measured ~5e-10 n m^2 CPU s a cycle), while
+    n m <= 1e7, else TYPICAL_STEPS minibatch steps. m is the "auto" rule's (the kernel the stack picks may have fewer: the linear kernel's d + 1).
+    Measured default fits, CPU s (one thread, 28 November 2026; this model's estimate in brackets):
+    Ripley (2-D) 175 / 1,000 / 5,000 / 20,000 / 100,000 / 300,000 rows 0.23 / 0.94 / 0.49 / 1.07 / 6.7 /
+    1.4 (0.5 / 2.2 / 0.8 / 1.5 / 5.5 / 1.6; the last by minibatches),
+    twonorm (20-D) 700 / 2,000 / 20,000 / 100,000 / 300,000 rows 1.75 / 4.7 / 0.47 / 0.87 / 2.2
+    (1.7 / 3.1 / 1.6 / 5.9 / 2.7; twonorm's stack picks the linear kernel, 21 inducing points, so its
+    stage 2 costs a twentieth of the estimate). The previous model (300 steps of ~27 ms at 2,000 rows,
+    whatever n) said 0.6 / 4.5 / 8.3 / 8.3 and 3.5 / 8.7 / 8.7 / 8.7 / 8.7."""
     steps = _int(est.max_iter, 2000)
-    if est.tol is not None and float(est.tol) > 0:
-        steps = min(steps, TYPICAL_STEPS)
+    tol = est.tol is not None and float(est.tol) > 0
     if est.variant == "batch":
+        if tol:
+            steps = min(steps, 300)
         return Cost(30 * F8 * n * n + 6 * F8 * n * d, 4e-10 * n**3 * min(steps, 300) + 1.0,
                     "variant='batch': about 30 n x n matrices",
                     "use SBSVM() (variant='svi', inducing points)")
-    from .sbsvm.estimator import AUTO_BATCH, AUTO_INDUCING, AUTO_INDUCING_FRACTION  # the "auto" rules
+    from .sbsvm.estimator import (  # the "auto" rules
+        AUTO_BATCH,
+        AUTO_INDUCING,
+        AUTO_INDUCING_FRACTION,
+        CV_MAX_ROWS,
+        FULL_BATCH_CELLS,
+        HYPER_STAGE_STEPS,
+    )
     b = min(_int(est.batch_size, AUTO_BATCH), n)
     nb = n if est.elbo_batch_size is None else min(int(est.elbo_batch_size), n)
     if est.variant == "linear":
         p = d + 1
+        if tol:
+            steps = min(steps, 300)
         return Cost(F8 * (8 * p * p + 4 * (b + nb) * p + 2 * n * d), 2e-8 * steps * (b * p * p + p**3) + 0.5,
                     f"variant='linear': {p} x {p} matrices", "standardise features or lower max_iter")
     m = est.n_inducing
@@ -214,11 +241,19 @@ def _sbsvm(est, n, d, k) -> Cost:
     setup = 2.5 * r * r + 20 * m * (m + d)
     steps_mem = 12 * m * m + 5 * (b + nb) * m
     mem = F8 * (max(setup, steps_mem) + 2 * n * d)
-    every = max(_int(est.elbo_every, 10), 1)
-    # flops per step: features, marginals and the precision update of the minibatch (~3 b m^2), the
-    # m x m factorisations (~2 m^3), the ELBO subset every elbo_every steps; ~3 GFlop/s measured
-    secs = 3.5e-10 * steps * (3 * (b + nb / every) * m * m + 2 * m**3 + b * m * d) + 0.5
-    return Cost(mem, secs, f"{m} inducing points, minibatch {b}",
+    fits = 3 if est.kernel == "auto" else 1
+    per_fit = min(steps, TYPICAL_STEPS) if tol else steps
+    if est.batch_size == "auto" and n > AUTO_BATCH:  # two stages (hyperparameters on a subset, then q(u))
+        secs = fits * min(steps, HYPER_STAGE_STEPS) * _sbsvm_step(AUTO_BATCH, m)
+        if n * m <= FULL_BATCH_CELLS:  # the n x m features once, then the cycles' passes
+            secs += 2e-9 * n * m * d + STAGE2_CYCLES * 5e-10 * n * m * m
+        else:  # minibatch steps, each computing its rows' features
+            secs += per_fit * (_sbsvm_step(AUTO_BATCH, m) + 2e-9 * AUTO_BATCH * m * d)
+    else:
+        secs = fits * per_fit * (_sbsvm_step(b, m) + (2e-9 * b * m * d if b < n else 0.0))
+        if fits > 1 and n <= CV_MAX_ROWS:
+            secs *= 1.25  # the stacking's 5-fold q(u) refits
+    return Cost(mem, secs + 0.1, f"{m} inducing points, minibatch {b}",
                 "lower n_inducing, batch_size or max_iter")
 
 
