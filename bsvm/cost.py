@@ -198,8 +198,8 @@ def _sbsvm(est, n, d, k) -> Cost:
     max_iter), on all rows when the minibatch holds them (up to 1,000 rows the 5-fold q(u) refits of the
     stacking add about a quarter). Beyond ``AUTO_BATCH`` rows with ``batch_size="auto"``: each fit's
     hyperparameter stage (20 steps on 2,000 rows), then stage 2 on all rows: exact, the n x m features
-    once and STAGE2_CYCLES SQUAREM cycles over them (measured ~5e-10 n m^2 CPU s a cycle), while
-    n m <= 1e7, else TYPICAL_STEPS minibatch steps. m is the "auto" rule's (the kernel the stack picks
+    once and STAGE2_CYCLES SQUAREM cycles over them (measured ~5e-10 n m^2 CPU s a cycle), up to 30,000
+    rows (and n m <= 1e7), else TYPICAL_STEPS minibatch steps. m is the "auto" rule's (the kernel the stack picks
     may have fewer: the linear kernel's d + 1).
     Measured default fits, CPU s (one thread, 28 November 2026; this model's estimate in brackets):
     Ripley (2-D) 175 / 1,000 / 5,000 / 20,000 / 100,000 / 300,000 rows 0.23 / 0.94 / 0.49 / 1.07 / 6.7 /
@@ -222,6 +222,7 @@ def _sbsvm(est, n, d, k) -> Cost:
         AUTO_INDUCING_FRACTION,
         CV_MAX_ROWS,
         FULL_BATCH_CELLS,
+        FULL_BATCH_ROWS,
         HYPER_STAGE_STEPS,
     )
     b = min(_int(est.batch_size, AUTO_BATCH), n)
@@ -246,7 +247,7 @@ def _sbsvm(est, n, d, k) -> Cost:
     per_fit = min(steps, TYPICAL_STEPS) if tol else steps
     if est.batch_size == "auto" and n > AUTO_BATCH:  # two stages (hyperparameters on a subset, then q(u))
         secs = fits * min(steps, HYPER_STAGE_STEPS) * _sbsvm_step(AUTO_BATCH, m)
-        if n * m <= FULL_BATCH_CELLS:  # the n x m features once, then the cycles' passes
+        if n <= FULL_BATCH_ROWS and n * m <= FULL_BATCH_CELLS:  # the n x m features once, then cycles
             secs += 2e-9 * n * m * d + STAGE2_CYCLES * 5e-10 * n * m * m
         else:  # minibatch steps, each computing its rows' features
             secs += per_fit * (_sbsvm_step(AUTO_BATCH, m) + 2e-9 * AUTO_BATCH * m * d)
