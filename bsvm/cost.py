@@ -199,8 +199,8 @@ def _sbsvm(est, n, d, k) -> Cost:
     stacking add about a quarter). Beyond ``AUTO_BATCH`` rows with ``batch_size="auto"``: each fit's
     hyperparameter stage (20 steps on 2,000 rows), then stage 2 on all rows: exact, the n x m features
     once and STAGE2_CYCLES SQUAREM cycles over them (measured ~5e-10 n m^2 CPU s a cycle), up to 30,000
-    rows (and n m <= 1e7), else TYPICAL_STEPS minibatch steps. m is the "auto" rule's (the kernel the stack picks
-    may have fewer: the linear kernel's d + 1).
+    rows (and n m <= 1e7), else TYPICAL_STEPS minibatch steps. m is the "auto" rule's (the kernel the
+    stack picks may have fewer: the linear kernel's d + 1).
     Measured default fits, CPU s (one thread, 28 November 2026; this model's estimate in brackets):
     Ripley (2-D) 175 / 1,000 / 5,000 / 20,000 / 100,000 / 300,000 rows 0.23 / 0.94 / 0.49 / 1.07 / 6.7 /
     1.4 (0.5 / 2.2 / 0.8 / 1.5 / 5.5 / 1.6; the last by minibatches),

@@ -180,8 +180,8 @@ class SBSVM(BayesianClassifier):
       passes over every row three times and a run takes 7-15 cycles, whereas the minibatch steps to the
       same tolerance cost about the same at any n: measured (default fits, CPU s, exact against SVI,
       10,000 test rows) ringnorm 20,000 rows 1.04 / 1.46, 50,000 2.18 / 1.46, 100,000 4.48 / 2.54 (error
-      .0142 / .0145 there); Ripley 40,000 1.93 / 0.78, 100,000 6.6 / 1.1 (error .091 either way). (With a batch_size given, one stage: joint SVI in q(u)
-      and the hyperparameters, as in the paper.)
+      .0142 / .0145 there); Ripley 40,000 1.93 / 0.78, 100,000 6.6 / 1.1 (error .091 either way).
+      (With a batch_size given, one stage: joint SVI in q(u) and the hyperparameters, as in the paper.)
     * Stopping rule: the ELBO is computed every ``elbo_every`` = 5 steps (on at most ``elbo_batch_size``
       rows, scaled to n); a stage stops when the best of the last ``patience`` = 3 values improves on the
       best before them by at most ``tol`` x n nats (``tol`` = 1e-4 nats per training row). An exact,
