@@ -76,6 +76,26 @@ def _reject_extreme(X: np.ndarray, what: str = "X", fitting: bool = True) -> Non
         )
 
 
+class UnusableRowsError(ValueError):
+    """Rows of a CSV whose label is missing or a feature is missing, infinite or beyond the magnitudes
+    bsvm accepts (``MAGNITUDE_RANGE``). ``kinds`` names what was found ("missing", "infinite", "extreme"),
+    ``n_rows`` / ``n_total`` count the rows, ``columns`` the columns involved: a caller (the dashboard)
+    can say it in its own words."""
+
+    def __init__(self, message: str, kinds: list[str], n_rows: int, n_total: int, columns: list[str]):
+        super().__init__(message)
+        self.kinds, self.n_rows, self.n_total, self.columns = kinds, n_rows, n_total, columns
+
+    @property
+    def what(self) -> str:
+        """'Missing values', 'Missing or infinite values', 'Extreme values (|x| > 1e+150)', ..."""
+        words = {"missing": "missing", "infinite": "infinite",
+                 "extreme": f"extreme (|x| > {MAGNITUDE_RANGE[1]:g})"}
+        parts = [words[k] for k in self.kinds]
+        text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+        return text[0].upper() + text[1:] + " values"
+
+
 def _label_text(value) -> str:
     """A label as the user wrote it: 'imL', not np.str_('imL'); 3, not np.int64(3)."""
     return repr(value.item() if isinstance(value, np.generic) else value)
@@ -429,8 +449,9 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     features: defaults to every numeric column other than the label; non-numeric columns are left out
     (named in ``notes``), and a text column that is numbers with a few placeholders such as "?" is read
     as numbers with those entries missing. Named features that are not numeric are an error.
-    dropna: drop rows with a missing label or a missing or infinite feature value (counted in
-    ``notes``); otherwise such values are an error that says how many rows and which columns.
+    dropna: drop rows with a missing label or a missing, infinite or extreme (beyond ``MAGNITUDE_RANGE``,
+    1e150) feature value (counted in ``notes``); otherwise such values are an ``UnusableRowsError`` (a
+    ``ValueError``) that says how many rows and which columns.
     Raises ``ValueError`` for a missing label column, no numeric feature columns, missing values (unless
     ``dropna``), or a single class.
     """
@@ -473,23 +494,32 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
                              "features.")
     sub = frame[list(features)]
     _reject_non_numeric(sub)
-    # an infinite feature ("inf" in the file) is as unusable as a missing one, and is dropped with them
-    infinite = np.isinf(sub.to_numpy(dtype=np.float64)) if len(sub.columns) else np.zeros((len(sub), 0), bool)
-    incomplete = sub.isna().any(axis=1).to_numpy() | frame[label].isna().to_numpy() | infinite.any(axis=1)
+    # an infinite feature ("inf" in the file) is as unusable as a missing one, and so is one beyond the
+    # magnitudes bsvm accepts (a 1e300 sentinel): each is dropped with them, or named in the error
+    values = sub.to_numpy(dtype=np.float64) if len(sub.columns) else np.zeros((len(sub), 0))
+    with np.errstate(invalid="ignore"):
+        infinite = np.isinf(values)
+        extreme = np.abs(np.where(infinite, 0.0, values)) > MAGNITUDE_RANGE[1]
+    missing = sub.isna().to_numpy()
+    unusable = missing | infinite | extreme
+    incomplete = unusable.any(axis=1) | frame[label].isna().to_numpy()
     if incomplete.any():
-        cols = [str(c) for j, c in enumerate(features) if frame[c].isna().any() or infinite[:, j].any()]
+        cols = [str(c) for j, c in enumerate(features) if unusable[:, j].any()]
         cols += [str(label)] if frame[label].isna().any() else []
-        kind = "Missing or infinite values" if infinite.any() else "Missing values"
+        kinds = [k for k, m in (("missing", missing.any() or frame[label].isna().any()),
+                                ("infinite", infinite.any()), ("extreme", extreme.any())) if m]
+        k = int(incomplete.sum())
+        err = UnusableRowsError("", kinds, k, len(frame), cols)
         if not dropna:
             placeholders = "".join(f" {n}" for n in notes if "read as missing" in n)  # (each ends in ".")
-            raise ValueError(f"{kind} in {int(incomplete.sum())} of {len(frame)} rows (columns "
-                             f"{cols}).{placeholders} Drop those rows (dropna=True, or the Data page's 'Drop "
-                             "rows with missing or infinite values') or impute them first.")
+            raise UnusableRowsError(
+                f"{err.what} in {k} of {len(frame)} rows (columns: {', '.join(cols)}).{placeholders} Drop "
+                "those rows (load_csv(..., dropna=True)) or fix or impute them first.", kinds, k, len(frame),
+                cols)
         frame = frame.loc[~incomplete].reset_index(drop=True)
         sub = frame[list(features)]
-        k = int(incomplete.sum())
-        notes.append(f"Dropped {k} row{'' if k == 1 else 's'} with {kind.lower()} (columns {cols}); "
-                     f"{len(frame)} rows remain.")
+        notes.append(f"Dropped {k} row{'' if k == 1 else 's'} with {err.what.lower()} (columns: "
+                     f"{', '.join(cols)}); {len(frame)} rows remain.")
         if len(frame) == 0:
             raise ValueError("Every row has a missing value: nothing is left to train on.")
     y = frame[label].to_numpy()

@@ -504,7 +504,10 @@ def _point_traces(X, y, classes, showlegend=True, xaxis=None, yaxis=None, outlin
 
 def _points(fig, X, y, classes, row=None, col=None, showlegend=True):
     for tr in _point_traces(X, y, classes, showlegend):
-        fig.add_trace(go.Scatter(tr), row=row, col=col) if row else fig.add_trace(go.Scatter(tr))
+        if row:
+            fig.add_trace(go.Scatter(tr), row=row, col=col)
+        else:
+            fig.add_trace(go.Scatter(tr))
 
 
 def _hover(axis_titles, what: str = "p=%{z:.3f}") -> str:

@@ -64,6 +64,9 @@ METHOD_ALIASES = {"hmc": ("subgradient_hmc", "hmc"), "sgld": ("subgradient_hmc",
                   "sgnht": ("subgradient_hmc", "sgnht")}
 
 
+#: the Data page's option to drop unusable rows of an upload (bsvm.data.load_csv's dropna)
+DROP_LABEL = "Drop rows with missing or unusable values"
+
 #: session-state key of the sidebar's presentation-mode toggle (``ui.presentation_toggle``); ``?present=1``
 #: in a link turns it on, so a lecture's prepared links open ready for the projector
 PRESENTATION_KEY = "presentation"
@@ -392,7 +395,13 @@ def current_data() -> Prepared | None:
             return None
         up = st.session_state.get("upload") if c["sample"] == UPLOAD else None
         where = f" ({up['name']})" if up else ""
-        st.error(f"The data could not be used{where}: {exc}")
+        if hasattr(exc, "kinds"):  # bsvm.data.UnusableRowsError: in the page's words, not the API's
+            s = "" if exc.n_total == 1 else "s"
+            st.error(f"The data could not be used{where}: {exc.what.lower()} in {exc.n_rows} of "
+                     f"{exc.n_total} row{s} (columns: {', '.join(exc.columns)}). Tick **{DROP_LABEL}** "
+                     "under the upload to leave those rows out, or fix the file.")
+        else:
+            st.error(f"The data could not be used{where}: {exc}")
         return None
     st.session_state["data"] = data
     for item in registry().halt_data(key, "the data changed"):

@@ -131,3 +131,18 @@ def test_a_method_that_fails_to_import_is_reported_not_hidden(monkeypatch):
     _ok(at)
     assert any("Ghost SVM" in w.value and "ModuleNotFoundError" in w.value for w in at.warning), \
         [w.value for w in at.warning]
+
+
+def test_no_page_has_a_bare_expression_that_streamlit_magic_would_print():
+    """Streamlit's "magic" writes the value of a bare expression statement in a page script to the page:
+    ``a.error(...) if err else a.empty()`` printed a DeltaGenerator and its whole API help under the Train
+    page's prediction error. Page scripts (and app.py) may hold only calls, docstrings and statements."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "dashboard"
+    bare = []
+    for path in [root / "app.py", *sorted((root / "views").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Expr) and not isinstance(node.value, (ast.Call, ast.Constant, ast.Await)):
+                bare.append(f"{path.name}:{node.lineno}")
+    assert not bare, bare

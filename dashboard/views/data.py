@@ -85,9 +85,10 @@ with left:
                     frame = None
             except ValueError as exc:
                 st.error(f"{up['name']} cannot be used: {exc}")
-        state.bind(st.checkbox, "dropna", "Drop rows with missing or infinite values",
-                   help="Rows with an empty (or non-numeric, such as '?', or infinite) feature or an empty "
-                        "label are dropped instead of refusing the file.")
+        state.bind(st.checkbox, "dropna", state.DROP_LABEL,
+                   help="Rows with an empty label, or a feature that is empty, not a number (such as '?'), "
+                        "infinite or beyond ±1e150 (bsvm cannot square it), are dropped instead of "
+                        "refusing the file.")
         # what the drop did ("Dropped 3 rows ..."), beside the option (known once the data are prepared)
         drop_notes = st.container()
     elif c["sample"] == state.PLAYGROUND:

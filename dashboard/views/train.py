@@ -458,7 +458,12 @@ with right:
                         full=full or not moving, again=again)
         err = st.session_state.get("_live_map_box", {}).get("error")
         if err or len(slots) > 2:
-            slot(slots, 2).error(f"Prediction failed: {err}") if err else slot(slots, 2).empty()
+            # (statements, not a conditional expression: Streamlit's "magic" writes a bare expression's
+            # value to the page, and this one printed a DeltaGenerator's whole API help under the error)
+            if err:
+                slot(slots, 2).error(f"Prediction failed: {err}")
+            else:
+                slot(slots, 2).empty()
         if not moving:  # the final charts: a PNG of each, as every other page's charts have
             with slot(slots, 3).container():
                 named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
