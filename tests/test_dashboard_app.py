@@ -317,7 +317,7 @@ def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
     _ok(at)
     said = " ".join(e.value for e in at.error)
     # the page's words (the option to tick), not the library's (load_csv's dropna=True, a Python list)
-    assert "missing values in 1 of 21 rows (columns: t\xe9mp). Tick **Drop rows with missing or unusable" in said
+    assert "missing values in 1 of 21 rows (columns: t\xe9mp). Tick **Drop rows with missing" in said
     assert "dropna" not in said and "['" not in said
     at.checkbox(key="w:cfg:dropna").check().run()
     _ok(at)
