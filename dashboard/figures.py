@@ -869,7 +869,8 @@ def stopping_rule_table(status, n_chains: int) -> pd.DataFrame | None:
 def diagnostics_table(samples, names=None) -> pd.DataFrame:
     """R-hat (rank-normalised split), bulk and tail ESS and MCSE of the mean per parameter, from
     bsvm.diagnostics (arviz-stats, Vehtari et al. 2021), flagged where the stopping rule's thresholds
-    (:data:`RHAT_MAX`, :data:`ESS_MIN`) are passed."""
+    (:data:`RHAT_MAX`, :data:`ESS_MIN`) are passed; a parameter that never moves is flagged
+    :data:`CONSTANT`, its statistics NaN. Failing rows first, then passing ones, then constants."""
     from bsvm import diagnostics as D
 
     S = _as_chains(samples)
@@ -884,9 +885,16 @@ def diagnostics_table(samples, names=None) -> pd.DataFrame:
     # flagged CONSTANT, not as a failed check (it was shown as "R-hat > 1.01" on MS-BPM's default runs)
     constant = np.all(S == S[:1, :1, :], axis=(0, 1))
     flags = [CONSTANT if constant[j] else _flag(rhat[j], bulk[j], tail[j], n_chains) for j in range(n_par)]
-    return pd.DataFrame({"parameter": names[:n_par], "mean": S.mean(axis=(0, 1)), "sd": S.std(axis=(0, 1)),
-                         "R-hat": rhat, "bulk-ESS": bulk, "tail-ESS": tail, "MCSE(mean)": mcse,
-                         "flag": flags}).set_index("parameter")
+    # ... and its ESS and MCSE are undefined too (arviz-stats gave the draw count as its ESS: "1552")
+    for v in (rhat, bulk, tail, mcse):
+        v[constant] = np.nan
+    table = pd.DataFrame({"parameter": names[:n_par], "mean": S.mean(axis=(0, 1)), "sd": S.std(axis=(0, 1)),
+                          "R-hat": rhat, "bulk-ESS": bulk, "tail-ESS": tail, "MCSE(mean)": mcse,
+                          "flag": flags}).set_index("parameter")
+    # failing rows first, as in the stopping rule's table, then the passing ones, then the constants (a
+    # stable sort: each group keeps the parameters' order)
+    rank = np.where(constant, 2, np.where(table["flag"].to_numpy() == "ok", 1, 0))
+    return table.iloc[np.argsort(rank, kind="stable")]
 
 
 def draws_overlay(approx, exact, param: int, names=("approximate", "exact GibbsSVM"), name: str = "",

@@ -372,6 +372,12 @@ def test_diagnostics_table_flags_stuck_chains_and_passes_mixed_ones():
     pinned = np.concatenate([good, np.zeros((4, 1000, 1))], axis=2)
     tp = figures.diagnostics_table(pinned)
     assert list(tp["flag"]) == ["ok", "ok", figures.CONSTANT]
+    # its ESS and MCSE are undefined too (arviz-stats returned the draw count as its ESS)
+    assert tp.iloc[2][["R-hat", "bulk-ESS", "tail-ESS", "MCSE(mean)"]].isna().all()
+    # failing rows first, then passing ones, then constants, each group in the parameters' order
+    mixed = np.concatenate([np.zeros((4, 1000, 1)), good, bad[:, :, :1]], axis=2)
+    order = figures.diagnostics_table(mixed, ["pinned", "a", "b", "stuck"])
+    assert list(order.index) == ["stuck", "a", "b", "pinned"]
     apart = np.broadcast_to(np.arange(4.0)[:, None, None], (4, 1000, 1))
     assert figures.diagnostics_table(apart)["flag"].iloc[0] not in ("ok", figures.CONSTANT)
 

@@ -41,6 +41,14 @@ MAX_TABLE = 200
 def _formats(table) -> dict:
     return {**{c: "{:.4g}" for c in table.columns if c != "flag"}, **R_HAT}
 
+
+def _styled(table):
+    """The table's numbers formatted, undefined ones (a constant's R-hat and ESS) as a dash, and the flag
+    in red where a threshold is passed."""
+    return (table.style.format(_formats(table), na_rep="-")
+            .map(lambda v: "" if v in ("ok", figures.CONSTANT) else "color: #c62828; font-weight: bold",
+                 subset=["flag"]))
+
 st.title("Diagnostics")
 st.markdown(
     "For **samplers**: several chains started in different places should end up exploring the same "
@@ -115,9 +123,7 @@ if rule_table is not None:
     (st.success if ok else st.warning)(
         ("Converged: " if ok else "Not converged: ") + (said[0].upper() + said[1:] if said else "") +
         ("." if said else "") + ("" if ok else f" Failed: {status.explain()}."))
-    st.dataframe(rule_table.style.format(_formats(rule_table))
-                 .map(lambda v: "" if v == "ok" else "color: #c62828; font-weight: bold", subset=["flag"]),
-                 height=min(400, 38 + 35 * len(rule_table)))
+    st.dataframe(_styled(rule_table), height=min(400, 38 + 35 * len(rule_table)))
     st.caption(f"The numbers the sampler computed at its last check, on {status.draws} draws per chain "
                f"({status.n_chains} chains): the quantities its run length was decided on. Failing rows "
                "come first.")
@@ -152,8 +158,9 @@ if table is not None:
             "thresholds")
     # green only when nothing else says otherwise: the rule's own check watches p(y|x), which this table
     # does not have
+    varying = "varying " if n_const else ""
     (st.warning if n_bad else st.info if pending_fail else st.success)(
-        f"{n_bad} of {checked} quantities past them ({rule}).{fixed}" if n_bad else
+        f"{n_bad} of the {checked} {varying}quantities past them ({rule}; listed first).{fixed}" if n_bad else
         f"All {checked} quantities in this table within the stopping rule's thresholds.{fixed}"
         + (" The rule's own check above is not met yet: it also watches p(y|x), which mixes more slowly "
            "here." if pending_fail and not n_bad else ""))
@@ -162,9 +169,14 @@ if table is not None:
                    "one by one (the table above is what it checked): a flagged parameter mixes more slowly "
                    "than the predictions it determines. A longer run (more draws per chain on the Train "
                    "page) lets it catch up.")
-    st.dataframe(table.style.format(_formats(table))
-                 .map(lambda v: "" if v in ("ok", figures.CONSTANT) else "color: #c62828; font-weight: bold",
-                      subset=["flag"]))
+    st.dataframe(_styled(table))
+    if meta.get("method") == "msbpm":
+        st.caption("MS-BPM's parameters are the kernel weights beta of its latent functions, f(x) = sum_i "
+                   "beta_i k(x_i, x) + bias. Its likelihood depends only on which class scores highest, not "
+                   "on f's scale, and the weights of nearby rows trade off against each other, so single "
+                   "weights can be large and wander while f, and the predictions its stopping rule checks, "
+                   "have settled. Rows whose kernel column the sampler's low-rank factor did not keep have "
+                   "a weight fixed at 0 (constant).")
 
 
 st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} quantities")
