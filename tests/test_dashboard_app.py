@@ -468,8 +468,19 @@ def test_compare_page_quick_settings_follow_the_estimated_cost_until_the_user_ch
     _ok(at)
     assert at.toggle(key="cmp_quick").value is False
     assert any("Quick settings are off" in c.value for c in at.caption)
+    # twonorm's 700 training rows (estimated ~45 s) still run at the defaults: a comparison of
+    # unconverged fits (Quick) is only for data whose defaults would take minutes
     at.switch_page("views/data.py").run()
-    at.selectbox[0].set_value("twonorm.csv").run()  # 700 training rows, 20 features: estimated > 20 s
+    at.selectbox[0].set_value("twonorm.csv").run()
+    at.switch_page("views/compare.py").run()
+    _ok(at)
+    assert at.toggle(key="cmp_quick").value is False
+    from bsvm.datasets import make_twonorm
+
+    X, y = make_twonorm(3000, random_state=0)  # 2,100 training rows: estimated at minutes
+    rows = "\n".join(",".join(f"{v:.5f}" for v in x) + f",{t}" for x, t in zip(X, y))
+    header = ",".join(f"x{j}" for j in range(X.shape[1])) + ",label"
+    at = _upload(at, f"{header}\n{rows}\n".encode(), name="big.csv")
     at.switch_page("views/compare.py").run()
     _ok(at)
     assert at.toggle(key="cmp_quick").value is True
@@ -506,6 +517,8 @@ def test_compare_page_runs_every_method():
     assert all(v in ("yes", "no") for k, v in conv.items() if not k.startswith("PlattSVM"))
     assert conv["GibbsSVM"] == "no"
     assert any("Not converged" in w.value and "GibbsSVM (R-hat" in w.value for w in at.warning)
+    # the best values are shaded among the converged fits only (and the page says so)
+    assert any("among the converged fits" in c.value for c in at.caption)
 
 
 def test_calibration_offers_two_feature_maps_for_high_dimensional_data():

@@ -22,7 +22,7 @@ _, methods = state.method_for(data)
 #: errs high: about 12 s for the Ripley sample's 175 rows, which take 3-4 s) to take longer than this: on
 #: the small samples the comparison then shows converged fits at the library's defaults, not a warning
 #: that every fit is unfinished
-QUICK_ABOVE_SECONDS = 20.0
+QUICK_ABOVE_SECONDS = 60.0
 
 
 def _estimated_seconds(methods, data, seed: int) -> float:
@@ -131,8 +131,17 @@ if saved and saved["key"] == data.key and saved["results"]:
     long_names = list(table.index)
     table.index = [k.split(" (")[0].split(" / ")[0] for k in long_names]
     table.index.name = "method"
-    st.dataframe(table.style.format("{:.4f}", subset=numeric).apply(
-        figures.shade_best, subset=[col for col in numeric if col != "fit time (s)"], higher=("AUC",)))
+    # the best of each column shaded among the fits that finished (an unconverged fit's figures are of an
+    # unfinished fit: shading them as the best said the wrong thing when Quick settings cut every run short)
+    finished = [k for k in table.index if table.loc[k, "converged"] != "no"]
+    styled = table.style.format("{:.4f}", subset=numeric)
+    if finished:
+        styled = styled.apply(figures.shade_best, higher=("AUC",),
+                              subset=(finished, [col for col in numeric if col != "fit time (s)"]))
+    st.dataframe(styled)
+    if len(finished) < len(table):
+        st.caption("Green: the best value of each column among the converged fits"
+                   + (" (none converged, so none is shaded)." if not finished else "."))
     unconverged = [f"{k.split(' (')[0]} ({res[k]['converged'][1]})" for k in long_names
                    if res[k].get("converged", ("-", ""))[0] == "no"]
     if unconverged:
