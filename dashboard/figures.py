@@ -344,8 +344,7 @@ def objective_curve(history, height: int = 300, stages=None):
                 groups[-1].append(mark)
             else:
                 groups.append([mark])
-        labels = [(g[0][0], g[0][1] if len(g) == 1 else f"{g[0][1]}-{g[-1][1].strip()}",
-                   "<br>".join(m[2] for m in g)) for g in groups]
+        labels = [(g[0][0], _group_label([m[1] for m in g]), "<br>".join(m[2] for m in g)) for g in groups]
         fig.update_layout(
             shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
                      "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks],
@@ -355,6 +354,15 @@ def objective_curve(history, height: int = 300, stages=None):
         if numbered:
             fig.update_layout(margin=SUBTITLE_MARGIN)
     return fig
+
+
+def _group_label(texts: list[str]) -> str:
+    """One label for marks too close to label apart: " 4", " 4-5", " 4-5, stack" (the numbered fits as a
+    range, other marks after them)."""
+    nums = [t.strip() for t in texts if t.strip().isdigit()]
+    rest = [t.strip() for t in texts if not t.strip().isdigit()]
+    head = "" if not nums else nums[0] if len(nums) == 1 else f"{nums[0]}-{nums[-1]}"
+    return " " + ", ".join(([head] if head else []) + rest)
 
 
 def stage_changes(history, stages=None) -> list[tuple[float, str, str]]:
@@ -369,9 +377,12 @@ def stage_changes(history, stages=None) -> list[tuple[float, str, str]]:
             continue
         if prev is not None and k != prev:
             k = int(k)
-            full = names[k] if k < len(names) else ("the candidates stacked" if names and k == len(names)
-                                                   else f"stage {k + 1}")
-            out.append((float(rec.iteration), f" {k + 1}", f"{k + 1}: {full}"))
+            if names and k == len(names):  # past the last fit: not one more fit (the progress said
+                # "5 fits" and the marks went to 6), the candidates' stacking
+                out.append((float(rec.iteration), " stack", "the candidates stacked"))
+            else:
+                full = names[k] if k < len(names) else f"stage {k + 1}"
+                out.append((float(rec.iteration), f" {k + 1}", f"{k + 1}: {full}"))
         prev = k
     return out
 

@@ -149,6 +149,14 @@ def test_a_finished_run_offers_png_downloads_of_its_charts_only():
     _ok(at)
     pngs = [b.key for b in at.get("download_button") if str(b.key).startswith("png:train_")]
     assert pngs == ["png:train_map"]
+    # a one-shot fit says so (not "iteration 1 - 5 it/s"), and every finished run reports its accuracy
+    # (the page was four placeholders and no figure of merit)
+    assert any(p.text.startswith("done: fitted in one go") for p in at.get("progress")), \
+        [p.text for p in at.get("progress")]
+    data = at.session_state["data"]
+    said = [c.value for c in at.caption if c.value.startswith("Accuracy:")]
+    want = run.model.score(data.X_test, data.y_test)
+    assert said and f"{want:.3f} on the {len(data.y_test)} test rows" in said[0], said
 
 
 def test_stop_and_reset_act_within_half_a_second_mid_run():
@@ -1023,3 +1031,19 @@ def test_a_job_fit_that_runs_to_its_stopping_rule_shows_how_far_it_has_come():
     fractions = [f for f, _ in checked]
     assert 0.0 < max(fractions) <= 0.99
     assert "wanted" in checked[-1][1]
+
+
+def test_a_run_that_stops_by_its_own_rule_says_it_converged():
+    """SeegerARD on the Ripley sample stops after about 9 of its at most 50 outer steps, when its free
+    energy settles: "done: iteration 9 / 50" read as cut short."""
+    pytest.importorskip("bsvm.seeger")
+    at = _app(sample="ripley.csv", method="seeger")
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status == "done", 120)
+    at.run()
+    _ok(at)
+    assert run.model.converged_ and run.iteration < run.max_iter
+    texts = [p.text for p in at.get("progress")]
+    assert any(f"(converged; at most {run.max_iter})" in t for t in texts), texts

@@ -377,6 +377,8 @@ with right:
         return slots[i]
 
     def progress_text(r: Run) -> str:
+        if r.status == DONE and method.kind == "baseline":  # (PlattSVM: "iteration 1 - 5 it/s" meant nothing)
+            return f"done: fitted in one go - {r.wall:.1f} s"
         total = f" / {r.max_iter}" if r.max_iter else ""
         staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
         if staged is not None and r.status == DONE:  # (the last record, the stack, has no steps of its own)
@@ -385,6 +387,10 @@ with right:
         elif staged is not None:  # several fits in a row (S-BSVM's kernel="auto"): the current one's share
             total = f" (fit {staged[0]}: {staged[1]} / {r.max_iter})"
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
+        if (staged is None and r.status == DONE and r.max_iter and r.iteration < r.max_iter
+                and getattr(r.model, "converged_", False)):
+            # SeegerARD's "done: iteration 9 / 50" read as cut short: it stopped by its own rule
+            total = f" (converged; at most {r.max_iter})"
         checked = last_check(r.history[-200:]) if not r.max_iter and r.status != DONE else None
         if checked:  # what the bar counts (progress_fraction)
             total = f" ({check_text(checked)})"
@@ -547,6 +553,25 @@ with right:
         threading.Thread(target=work, name="bsvm-map", daemon=True).start()
         return fig
 
+    def accuracy_text(r: Run) -> str:
+        """The finished fit's accuracy on the training and the test rows, computed once per run: a result
+        for every method (PlattSVM's page was four placeholders and no figure of merit)."""
+        memo = st.session_state.get("_train_accuracy")
+        if memo is not None and memo[0] == (r.id, data.key):
+            return memo[1]
+
+        def measure():
+            return (float(r.model.score(data.X_train, data.y_train)),
+                    float(r.model.score(data.X_test, data.y_test)) if len(data.y_test) else float("nan"))
+
+        got = ui.safe(measure, what="The accuracy")
+        text = "" if got is None else (
+            f"Accuracy: {got[0]:.3f} on the {len(data.y_train):,} training rows"
+            + (f", {got[1]:.3f} on the {len(data.y_test):,} test rows" if len(data.y_test) else "")
+            + ". **Calibration** and **Compare** measure more (Brier score, log loss, reliability).")
+        st.session_state["_train_accuracy"] = ((r.id, data.key), text)
+        return text
+
     def _map_rested(box: dict) -> bool:
         """The live map has rested MAP_SHARE x its last computing time, and at least MAP_SECONDS."""
         rest = max(MAP_SECONDS, MAP_SHARE * box.get("cost", 0))
@@ -558,6 +583,10 @@ with right:
         st.caption(f"Finished: {run.records} progress record{'' if run.records == 1 else 's'}; the fit "
                    "computed for "
                    f"{run.history[-1].elapsed if run.history else 0:.2f} s.")
+        if run.meta.get("data_key") == data.key:
+            said = accuracy_text(run)
+            if said:
+                st.caption(said)
         stack = stack_summary(run.model)
         if stack:
             st.caption(stack)
