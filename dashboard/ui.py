@@ -226,7 +226,19 @@ def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
     _kaleido_server()
     fig = for_export(fig)
     h = height or int(fig.layout.height or 500)
-    return fig.to_image(format="png", width=width, height=h, scale=1)
+    return fig.to_image(format="png", width=export_width(fig, h, width), height=h, scale=1)
+
+
+def export_width(fig, height: int, default: int = 1200) -> int:
+    """The PNG's width: the figure's own, else ``default``, except for a single map (one heatmap on one
+    pair of axes), drawn about as wide as high plus its colour bar: the Train page's map, a half-width
+    chart on the page, came out as a 1200 x 430 strip."""
+    if fig.layout.width:
+        return int(fig.layout.width)
+    one_axes = not any(k.startswith("xaxis") and k != "xaxis" for k in fig.layout.to_plotly_json())
+    if one_axes and any(t.type in ("heatmap", "contour") for t in fig.data):
+        return int(round(1.25 * height))
+    return default
 
 
 def for_export(fig) -> go.Figure:

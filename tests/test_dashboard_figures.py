@@ -1080,3 +1080,19 @@ def test_shade_best_marks_every_value_that_reads_as_the_best():
     shaded = {(r, c) for (r, c), props in ctx.items() if props}
     assert shaded == {(0, 0), (2, 0), (1, 1), (2, 1)}
     assert figures.shade_best(pd.Series([np.nan, np.nan], name="error")) == ["", ""]
+
+
+def test_a_single_map_is_exported_about_square_and_a_grid_of_maps_wide():
+    """The Train page's map came out of the PNG download as a 1200 x 430 strip."""
+    from dashboard import ui
+    from dashboard.analysis import make_grid
+
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    grid = make_grid(X, 10)
+    one = figures.value_heatmap(grid, np.zeros(len(grid.points)), X, np.arange(50) % 2, [0, 1], title="t")
+    h = int(one.layout.height)
+    assert ui.export_width(one, h) == round(1.25 * h)
+    maps = figures.heatmap_grid({"a": np.full(len(grid.points), 0.5), "b": np.full(len(grid.points), 0.4)},
+                                grid, X, np.arange(50) % 2, [0, 1])
+    assert ui.export_width(maps, int(maps.layout.height)) == 1200  # subplots: the default width
+    assert ui.export_width(figures.empty_figure("nothing"), 300) == 1200
