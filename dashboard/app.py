@@ -60,7 +60,10 @@ state.enter_page(name)  # leaving a page stops the work it started
 # Train page's live view runs in one long script run while the fit computes in a child, so that button
 # froze the charts and the fit went on (a new user took it for the page's Stop). The page's Stop is the
 # one that acts; the running icon stays.
-st.html("<style>[data-testid='stStatusWidgetRunningIcon'] + span button {display: none;}</style>")
+# The header's "Deploy" button (Streamlit Community Cloud) is not part of this app either (the repository's
+# .streamlit/config.toml hides it with the menu, when streamlit is started from the repository's root).
+st.html("<style>[data-testid='stStatusWidgetRunningIcon'] + span button {display: none;}"
+        "[data-testid='stAppDeployButton'] {display: none;}</style>")
 with st.sidebar:
     ui.presentation_toggle()
     ui.import_problems()

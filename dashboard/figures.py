@@ -119,7 +119,7 @@ def data_scatter(X2: np.ndarray, y: np.ndarray, classes, axis_titles=("x1", "x2"
     kind = go.Scattergl if len(y) > GL_POINTS else go.Scatter
     for k, c in enumerate(classes):
         m = np.asarray(y) == c
-        fig.add_trace(kind(x=X2[m, 0], y=X2[m, 1], mode="markers", name=f"class {c}",
+        fig.add_trace(kind(x=X2[m, 0], y=X2[m, 1], mode="markers", name=class_name(c),
                                    marker=dict(size=6, color=CLASS_COLOURS[k % len(CLASS_COLOURS)],
                                                line=dict(width=0.5, color="white"))))
     fig.update_xaxes(title=axis_titles[0])
@@ -501,7 +501,7 @@ def _point_traces(X, y, classes, showlegend=True, xaxis=None, yaxis=None, outlin
     out = []
     for k, c in enumerate(classes):
         m = np.asarray(y) == c
-        tr = {"type": "scatter", "x": X[m, 0], "y": X[m, 1], "mode": "markers", "name": f"class {c}",
+        tr = {"type": "scatter", "x": X[m, 0], "y": X[m, 1], "mode": "markers", "name": class_name(c),
               "legendgroup": f"class{k}", "showlegend": showlegend,
               "marker": {"size": 5, "color": CLASS_COLOURS[k % len(CLASS_COLOURS)],
                          "symbol": ["circle", "x", "diamond", "square"][k % 4]}}
@@ -511,6 +511,13 @@ def _point_traces(X, y, classes, showlegend=True, xaxis=None, yaxis=None, outlin
             tr.update(xaxis=xaxis, yaxis=yaxis)
         out.append(tr)
     return out
+
+
+def class_name(c) -> str:
+    """A class's legend name: "class 1", but a label that already says so as it is ("class_0", not
+    "class class_0")."""
+    text = str(c)
+    return text if text.lower().startswith("class") else f"class {text}"
 
 
 def _points(fig, X, y, classes, row=None, col=None, showlegend=True):
@@ -587,10 +594,10 @@ def class_map(grid: Grid, P: np.ndarray, X=None, y=None, classes=(), *, overlay=
         z = np.where(top == k, conf, np.nan)
         name = str(classes[k]) if len(classes) > k else str(k)
         traces.append({"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(z),
-                       "zmin": 1.0 / K, "zmax": 1.0, "showscale": False, "name": f"class {name}",
+                       "zmin": 1.0 / K, "zmax": 1.0, "showscale": False, "name": class_name(name),
                        "colorscale": [[0.0, _rgba(colour, 0.04)], [1.0, _rgba(colour, 0.85)]],
                        "hoverongaps": False,
-                       "hovertemplate": _hover(axis_titles, f"class {name}, p=%{{z:.3f}}")})
+                       "hovertemplate": _hover(axis_titles, f"{class_name(name)}, p=%{{z:.3f}}")})
     if X is not None:
         points = _point_traces(X, y, classes)
         for tr in points:  # a dark rim: the points sit on regions of their own colour

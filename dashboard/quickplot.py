@@ -18,6 +18,7 @@ import numpy as np
 
 #: the Plotly figures' class colours (dashboard/figures.py), so both kinds of chart agree
 from .figures import CLASS_COLOURS
+from .figures import class_name as _class_name
 
 #: at most this many points are drawn (a fixed random subset above it): an SVG element per point
 MAX_POINTS = 3000
@@ -85,7 +86,7 @@ def scatter_svg(X2, y, classes, axis_titles=("x1", "x2"), title: str = "", heigh
     X2, y = X2[ok], y[ok]
     if len(keep) < n_all:
         title = f"{title} ({len(keep):,} of {n_all:,} rows shown)"
-    legend_w = min(160, 30 + 7 * max((len(f"class {c}") for c in classes), default=7))
+    legend_w = min(160, 30 + 7 * max((len(_class_name(c)) for c in classes), default=7))
     left, right, top, bottom = 52, 10 + legend_w, 36, 48
     pw, ph = _W - left - right, height - top - bottom
     if len(y):
@@ -121,7 +122,7 @@ def scatter_svg(X2, y, classes, axis_titles=("x1", "x2"), title: str = "", heigh
     for k, c in enumerate(classes):
         colour = CLASS_COLOURS[k % len(CLASS_COLOURS)]
         pts = X2[y == c]
-        name = escape(f"class {c}")
+        name = escape(_class_name(c))
         # one <path> of arcs per class, not an element per point: st.markdown turns every element of
         # this markup into a React node, rendered in the same passes as the page's widgets (with a
         # <circle> and a <title> per point, the widgets appeared later than with Plotly's deferred chart)

@@ -1,5 +1,7 @@
 """Calibration page: the trained model against PlattSVM on the same split."""
 
+import math
+
 import streamlit as st
 
 from dashboard import figures, state, ui
@@ -21,7 +23,8 @@ if data is None:
     st.stop()
 st.markdown(
     "Are the predicted probabilities honest? "
-    + ("Among test points given p = 0.8, about 80% should be class 1. " if data.binary else
+    + (f"Among test points given p(y = {data.classes[1]} | x) = 0.8, about 80% should be of class "
+       f"{data.classes[1]}. " if data.binary else
        "Among test points whose predicted class gets probability 0.8, about 80% should be of that class. ")
     + "**Good** looks like: reliability curves near the diagonal, low Brier score, log loss and ECE, and "
     "(where the truth is known) a small mean deviation from the true p(y|x). Bayesian methods should also "
@@ -145,7 +148,8 @@ def maps_for(d: Prepared, fitted: dict, where: str):
     st.caption("Predictive entropy is largest near the boundary and, for a Bayesian model, where the data "
                "leave the boundary's course open (beyond its ends, in gaps); far out along a clear trend a "
                "model can stay sure. " + ("Both maps share" if len(fitted) > 1 else "The map uses")
-               + " the scale 0 to log K."
+               + f" the scale 0 to log K = {math.log(len(d.classes)):.2f} nats ({len(d.classes)} classes: "
+               "every class equally likely)."
                if kind == ENTROPY else
                "Latent variance: how unsure the model is about f(x) itself; it grows away from the data.")
 

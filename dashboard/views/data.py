@@ -10,10 +10,10 @@ st.title("Data")  # first, before the heavier imports: a new session sees the pa
 from bsvm.samples import SAMPLES, sample_path  # noqa: E402
 from dashboard import state  # noqa: E402
 
-st.markdown("Pick a data set to explore. The **samples** marked *true p(y|x) known* were generated from a "
-            "known model, so the Calibration page can show how far each method's probabilities are from "
-            "the truth. The **playground** generates 2-D points with the noise you choose; click on it to "
-            "add or remove points and watch the model change.")
+st.markdown("Pick a data set to explore. The **samples** marked *true p(y|x) known* were generated "
+            "from a known model, so the Calibration page can show how far each method's probabilities are "
+            "from the truth. The **playground** generates 2-D points with the noise you choose; click on it "
+            "to add or remove points and watch the model change.")
 
 c = state.cfg()
 choices = [*SAMPLES, state.PLAYGROUND, state.UPLOAD]
@@ -21,7 +21,8 @@ TITLES = {state.UPLOAD: "Upload a CSV...", state.PLAYGROUND: "Playground: genera
 left, right = st.columns([2, 3])
 with left:
     state.bind(st.selectbox, "sample", "Data set", options=choices,
-               format_func=lambda f: TITLES.get(f) or SAMPLES[f].title,
+               format_func=lambda f: TITLES.get(f) or SAMPLES[f].title + (" - true p(y|x) known"
+                                                                          if SAMPLES[f].truth else ""),
                help="Shipped samples live in sample_data/; the playground draws from bsvm.datasets; or "
                     "upload your own CSV (one row per example, a header row, a label column and numeric "
                     "feature columns; commas, semicolons or tabs).")
