@@ -186,9 +186,14 @@ def playground_editor(d) -> None:
     event = st.plotly_chart(ui.styled(fig), key=f"pg_canvas_{n_edit}", on_select="rerun",
                             selection_mode="points", config={"displayModeBar": False})
     points = (event.get("selection", {}).get("points", []) if event else [])
+    if st.session_state.pop("_pg_missed", False):
+        # (a remove click with no point near it did nothing, and nothing said why)
+        st.toast("No point near that click: click on a point to remove it.", icon=":material/touch_app:")
     if points:
         p = points[0]
-        st.session_state["playground"] = playground.edit(pg, float(p["x"]), float(p["y"]), mode)
+        edited = playground.edit(pg, float(p["x"]), float(p["y"]), mode)
+        st.session_state["_pg_missed"] = edited is pg
+        st.session_state["playground"] = edited
         st.session_state["pg_edits"] = n_edit + 1  # a new chart key clears the selection
         st.rerun()
 

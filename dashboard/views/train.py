@@ -274,6 +274,10 @@ with right:
     st.toggle("Slow motion", key="slow_motion", on_change=on_slow,
               help="One progress record per redraw (about four a second), so a class can follow the run "
                    "step by step; off, the method runs at full speed while the page redraws.")
+    # (always shown: an element that came and went would move the live charts; new users asked how Stop
+    # differs from Pause, and found a run stopped when they came back from another page)
+    st.caption("Pause and Stop halt after the current record and keep the model for the other pages; "
+               "Continue resumes either. Going to another page stops a run too; Reset forgets it.")
 
     # While the live view loops inside its script run, the fragment's timer is only the fallback that
     # restarts a loop past LOOP_SECONDS: each tick is a rerun request from the browser (all the page's
