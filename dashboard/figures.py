@@ -32,6 +32,10 @@ CONVERGENCE = ("rhat", "ess_bulk")
 #: area to make room, so the legend never covers the x-axis title (a legend at a negative paper y does).
 MAX_LEGEND_ENTRIES = 12
 LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom", "x": 0.0}
+#: maps: room below the plot for the axis title and two rows of legend, so maps shown side by side have
+#: plots of one size whatever their legends (PlattSVM's "support vectors" wrapped to a second row and
+#: shrank its map beside MS-BPM's)
+MAP_MARGIN = {"l": 50, "r": 20, "t": 45, "b": 105}
 #: many series: a vertical legend right of the plot (Plotly scrolls it when it is taller than the plot)
 LEGEND_RIGHT = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "yanchor": "top",
                 "font": {"size": 10}}
@@ -571,7 +575,7 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
         traces.append(_overlay_trace(overlay, overlay_name))
     return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
                         yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
-                        legend=LEGEND_BELOW)
+                        legend=LEGEND_BELOW, margin=MAP_MARGIN)
 
 
 def _rgba(hex_colour: str, alpha: float) -> str:
@@ -607,7 +611,7 @@ def class_map(grid: Grid, P: np.ndarray, X=None, y=None, classes=(), *, overlay=
         traces.append(_overlay_trace(overlay, overlay_name))
     return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
                         yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
-                        legend=LEGEND_BELOW, plot_bgcolor="white")
+                        legend=LEGEND_BELOW, plot_bgcolor="white", margin=MAP_MARGIN)
 
 
 def model_map(model, data, grid: Grid, title: str, *, truth=None, max_points: int = 800, height: int = 430,
@@ -660,7 +664,8 @@ def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *,
     if X is not None:
         traces += _point_traces(X, y, classes)
     return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
-                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]), legend=LEGEND_BELOW)
+                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]), legend=LEGEND_BELOW,
+                        margin=MAP_MARGIN)
 
 
 # ----------------------------------------------------------------------------------------- calibration
