@@ -93,11 +93,16 @@ left, right = st.columns([1, 3])
 with left:
     keys = [m.key for m in available]
     c["method"] = method.key
+    # the short names in the list, the description under it: at 1280 px this quarter-width column cut
+    # the full labels ("S-BSVM (stochastic variat")
     state.bind(st.selectbox, "method", "Method", options=keys,
-               format_func=lambda k: next(m.label for m in available if m.key == k),
+               format_func=lambda k: next(m.label for m in available if m.key == k).split(" (")[0],
                help="Methods that cannot handle this data set (e.g. binary-only methods on 3 classes) are "
                     "hidden. Each is a scikit-learn estimator in the bsvm package.", disabled=locked)
     method = next(m for m in available if m.key == c["method"])
+    if " (" in method.label:
+        about = method.label.split(" (", 1)[1].rstrip(")")
+        st.caption(about[0].upper() + about[1:])
     note = state.fallback_note(data, method)
     if note:
         note_slot.warning(note, icon=":material/info:")
