@@ -62,7 +62,9 @@ def _title(title: str, width: int) -> str:
 def _svg(body: str, height: int, label: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="bsvm-svg" role="img" '
             f'aria-label="{escape(label)}" viewBox="0 0 {_W} {height}" width="100%" '
-            f'style="max-height:{height}px;display:block">'
+            # up to 1.4x its drawing size in a wide column (at 1920 px it sat in the middle of blank
+            # space), and from the column's left edge as the other charts are
+            f'preserveAspectRatio="xMinYMin meet" style="max-height:{round(1.4 * height)}px;display:block">'
             f"{body}</svg>")
 
 
