@@ -402,9 +402,9 @@ def test_diagnostics_page_tables_and_flags_chains():
     at.switch_page("views/diagnostics.py").run()
     _ok(at)
     table = at.dataframe[0].value
-    assert list(table["flag"] != "ok") == [False, False, True]
-    assert table["R-hat"].iloc[2] > 1.1
-    assert any("1 of 3 quantities past" in w.value for w in at.warning)
+    assert list(table["flag"] != "ok") == [True, False, False]  # the failing row first
+    assert table["R-hat"].iloc[0] > 1.1
+    assert any("1 of the 3 quantities past" in w.value for w in at.warning)
 
 
 def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():
@@ -463,8 +463,8 @@ def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags(
     assert list(rule.index) == ["log_posterior", "p(y|x)[0]", "p(y|x)[9]"] and (rule["flag"] == "ok").all()
     assert any(s.value.startswith("Converged: Stop when") for s in at.success)
     table = at.dataframe[1].value
-    assert list(table["flag"] == "ok") == [True, True, False]
-    assert any("1 of 3 quantities past" in w.value for w in at.warning)
+    assert list(table["flag"] == "ok") == [False, True, True]
+    assert any("1 of the 3 quantities past" in w.value for w in at.warning)
     assert any("does not check its parameters" in c.value for c in at.caption)
 
 
