@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -17,7 +18,10 @@ from .analysis import SNAPSHOT_TITLES, Grid, feature_label, snapshot_names, thin
 
 MAX_CURVE_POINTS = 600
 CLASS_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
-PROBA_SCALE = "RdBu_r"
+#: the probability maps' colours, as an explicit list: the name "RdBu_r" in the maps built from plain dicts
+#: (no validation, see _fast_figure) went to plotly.js, whose own "RdBu" is another, brighter scale than
+#: plotly.py's ColorBrewer one, so Compare's maps (validated figures) looked unlike Train's and Calibration's
+PROBA_SCALE = [[float(v), c] for v, c in pcolors.get_colorscale("RdBu_r")]
 
 #: metrics that are the run's objective (one is plotted as "the" learning curve)
 OBJECTIVES = ("elbo", "free_energy", "neg_free_energy", "log_posterior", "log_joint", "potential", "U")

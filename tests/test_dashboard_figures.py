@@ -1096,3 +1096,18 @@ def test_a_single_map_is_exported_about_square_and_a_grid_of_maps_wide():
                                 grid, X, np.arange(50) % 2, [0, 1])
     assert ui.export_width(maps, int(maps.layout.height)) == 1200  # subplots: the default width
     assert ui.export_width(figures.empty_figure("nothing"), 300) == 1200
+
+
+def test_every_probability_map_has_the_same_explicit_colours():
+    """Maps built from plain dicts passed the colour scale's name to plotly.js, whose "RdBu" differs from
+    plotly.py's (ColorBrewer): Compare's maps looked unlike Train's and Calibration's."""
+    from bsvm.datasets import make_ripley
+    from dashboard.analysis import make_grid
+
+    X, y = make_ripley(60, random_state=0)
+    grid = make_grid(X, 10)
+    p = np.linspace(0, 1, len(grid.points))
+    one = figures.proba_heatmap(grid, p, X, y, [0, 1]).to_plotly_json()["data"][0]["colorscale"]
+    many = figures.heatmap_grid({"a": p}, grid, X, y, [0, 1]).to_plotly_json()["data"][0]["colorscale"]
+    as_lists = [[list(map(str, c)) for c in s] for s in (one, many)]
+    assert as_lists[0] == as_lists[1] and len(as_lists[0]) > 2 and not isinstance(one, str)
