@@ -746,7 +746,7 @@ def proba_histograms(probas: dict, title="Predicted probabilities (test set)", h
 #: progress-record names in words for the learning curves (the rule's R-hat and ESS are the worst over
 #: the quantities it monitors; "_min"/"_max" are the best chain's)
 CURVE_LABELS = {"rhat": "R-hat", "ess_bulk": "bulk ESS", "ess_tail": "tail ESS", "step_size": "step size",
-                "acceptance": "acceptance rate", "log_posterior": "log posterior",
+                "acceptance": "acceptance", "log_posterior": "log posterior",
                 "log_posterior_max": "log posterior (best chain)", "train_error": "training error",
                 "train_error_min": "training error (best chain)", "elbo": "ELBO",
                 "free_energy": "free energy",

@@ -883,7 +883,7 @@ def test_sampler_statistics_draw_the_stopping_rule_against_its_thresholds():
     assert axes == ["R-hat", "bulk ESS"] and len(gibbs.data) == 2  # (figures.CURVE_LABELS)
     assert sorted((sh.yref, sh.y0) for sh in gibbs.layout.shapes) == [("y", 1.01), ("y2", 400.0)]
     hmc = figures.sampler_statistics([rec(i, step_size=0.3, acceptance=0.8) for i in range(1, 20)])
-    assert [tr.name for tr in hmc.data] == ["step size", "acceptance rate", "R-hat", "bulk ESS"]
+    assert [tr.name for tr in hmc.data] == ["step size", "acceptance", "R-hat", "bulk ESS"]
     assert sorted(sh.yref for sh in hmc.layout.shapes) == ["y3", "y4"]
     assert figures.sampler_statistics(_history(5)) is None  # a variational fit: none of these
 

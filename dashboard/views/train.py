@@ -483,11 +483,12 @@ with right:
             with slot(slots, 3).container():
                 named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
                          (last, "map" if data.n_features == 2 else "ard_weights")]
-                # one row under the 2x2 grid: each button says which chart it is for
-                for col, (fig, name) in zip(st.columns(len(named)), named):
-                    if figures.is_placeholder(fig):  # a message, not a chart (PlattSVM has no curves)
-                        continue
-                    with col:
+                # one row under the 2x2 grid, each button as wide as its label (in equal columns
+                # presentation mode's type cut "PNG: objecti..."): each says which chart it is for
+                with st.container(horizontal=True, gap="medium"):
+                    for fig, name in named:
+                        if figures.is_placeholder(fig):  # a message, not a chart (PlattSVM has no curves)
+                            continue
                         shown = ui.styled(fig)  # (presentation mode is read here, in the script run)
                         ui.png_button(lambda shown=shown: shown, f"train_{name}", name,
                                       label=f"PNG: {PNG_LABELS.get(name, name.replace('_', ' '))}")
