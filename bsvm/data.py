@@ -86,6 +86,9 @@ class UnusableRowsError(ValueError):
         super().__init__(message)
         self.kinds, self.n_rows, self.n_total, self.columns = kinds, n_rows, n_total, columns
 
+    def __reduce__(self):  # (an exception is pickled from its args alone: these are needed too)
+        return type(self), (str(self), self.kinds, self.n_rows, self.n_total, self.columns)
+
     @property
     def what(self) -> str:
         """'Missing values', 'Missing or infinite values', 'Extreme values (|x| > 1e+150)', ..."""

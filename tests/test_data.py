@@ -188,6 +188,11 @@ def test_values_beyond_the_accepted_magnitudes_are_named_and_dropped_like_infini
         load_csv(text)
     err = info.value
     assert (err.kinds, err.n_rows, err.columns) == (["missing", "extreme"], 2, ["b", "c"])
+    import pickle  # (from a worker process: an exception is pickled, and this one needs its fields)
+
+    again = pickle.loads(pickle.dumps(err))
+    assert str(again) == str(err)
+    assert (again.kinds, again.n_total, again.columns) == (err.kinds, 10, err.columns)
     data = load_csv(text, dropna=True)
     assert data.X.shape == (8, 3) and np.abs(data.X).max() < 1e150
     # at the limit itself a value is kept (the estimators accept it)
