@@ -202,12 +202,12 @@ def _sbsvm(est, n, d, k) -> Cost:
     rows (and n m <= 1e7), else TYPICAL_STEPS minibatch steps. m is the "auto" rule's (the kernel the
     stack picks may have fewer: the linear kernel's d + 1).
     Measured default fits, CPU s (one thread, 28 November 2026; this model's estimate in brackets):
-    Ripley (2-D) 175 / 1,000 / 5,000 / 20,000 / 100,000 / 300,000 rows 0.23 / 0.94 / 0.49 / 1.07 / 6.7 /
-    1.4 (0.5 / 2.2 / 0.8 / 1.5 / 5.5 / 1.6; the last by minibatches),
-    twonorm (20-D) 700 / 2,000 / 20,000 / 100,000 / 300,000 rows 1.75 / 4.7 / 0.47 / 0.87 / 2.2
-    (1.7 / 3.1 / 1.6 / 5.9 / 2.7; twonorm's stack picks the linear kernel, 21 inducing points, so its
-    stage 2 costs a twentieth of the estimate). The previous model (300 steps of ~27 ms at 2,000 rows,
-    whatever n) said 0.6 / 4.5 / 8.3 / 8.3 and 3.5 / 8.7 / 8.7 / 8.7 / 8.7."""
+    Ripley (2-D) 175 / 1,000 / 5,000 / 20,000 / 100,000 / 300,000 rows 0.23 / 0.94 / 0.49 / 1.07 / 1.1 /
+    1.4 (0.5 / 2.2 / 0.8 / 1.5 / 1.6 / 1.6; the last two by minibatches), twonorm (20-D) 700 / 2,000 /
+    20,000 / 100,000 rows 1.75 / 4.7 / 0.43 / 0.52 (1.7 / 3.1 / 1.6 / 2.7: twonorm's stack picks the
+    linear kernel, 21 inducing points, whose stages cost a fraction of the estimate's m = 100). The
+    previous model (300 steps of ~27 ms at 2,000 rows, whatever n) said 0.6 / 4.5 / 8.3 / 8.3 / 8.3 and
+    3.5 / 8.7 / 8.7 / 8.7."""
     steps = _int(est.max_iter, 2000)
     tol = est.tol is not None and float(est.tol) > 0
     if est.variant == "batch":
