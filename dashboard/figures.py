@@ -39,7 +39,7 @@ LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "b
 #: maps: room below the plot for the axis title and two rows of legend, so maps shown side by side have
 #: plots of one size whatever their legends (PlattSVM's "support vectors" wrapped to a second row and
 #: shrank its map beside MS-BPM's)
-MAP_MARGIN = {"l": 50, "r": 20, "t": 45, "b": 105}
+MAP_MARGIN = {"l": 50, "r": 20, "t": 45, "b": 135}
 #: many series: a vertical legend right of the plot (Plotly scrolls it when it is taller than the plot)
 LEGEND_RIGHT = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "yanchor": "top",
                 "font": {"size": 10}}
