@@ -117,9 +117,11 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
         raise ValueError("The test fraction must be between 0.05 and 0.8.")
     n_test = int(np.ceil(test_size * len(y)))
     if counts.min() < 2 or n_test < len(classes) or len(y) - n_test < 2 * len(classes):
-        table = dict(zip(classes.tolist(), counts.tolist()))
+        # in words, not a Python dict ("{0: 2, 1: 1}")
+        table = ", ".join(f"class {k}: {n} row{'' if n == 1 else 's'}"
+                          for k, n in zip(classes.tolist(), counts.tolist()))
         raise ValueError(f"Too few rows to split: every class needs at least 2 rows in the training part "
-                         f"and 1 in the test part (class counts {table}).")
+                         f"and 1 in the test part ({table}).")
     train, test = stratified_split(y, n_test, seed)
     X_tr, X_te, y_tr, y_te = X[train], X[test], y[train], y[test]
     if standardize:

@@ -893,6 +893,15 @@ def stopping_rule_table(status, n_chains: int) -> pd.DataFrame | None:
     return rows.iloc[order].set_index("quantity")
 
 
+def rhat_text(v) -> str:
+    """R-hat with four decimals (at three significant digits 1.0098, within the rule, showed as 1.01), and
+    six where four would hide why a value is flagged (1.01004 showed as "1.0100" beside "R-hat > 1.01")."""
+    text = f"{v:.4f}"
+    if v > RHAT_MAX and float(text) <= RHAT_MAX:
+        text = f"{v:.6f}"
+    return text
+
+
 def diagnostics_table(samples, names=None) -> pd.DataFrame:
     """R-hat (rank-normalised split), bulk and tail ESS and MCSE of the mean per parameter, from
     bsvm.diagnostics (arviz-stats, Vehtari et al. 2021), flagged where the stopping rule's thresholds

@@ -1111,3 +1111,18 @@ def test_every_probability_map_has_the_same_explicit_colours():
     many = figures.heatmap_grid({"a": p}, grid, X, y, [0, 1]).to_plotly_json()["data"][0]["colorscale"]
     as_lists = [[list(map(str, c)) for c in s] for s in (one, many)]
     assert as_lists[0] == as_lists[1] and len(as_lists[0]) > 2 and not isinstance(one, str)
+
+
+def test_too_few_rows_to_split_are_counted_in_words():
+    """Three rows said "(class counts {0: 2, 1: 1})": a Python dict on the Data page."""
+    from bsvm.data import load_csv
+
+    loaded = load_csv(b"a,b,label\n1,2,0\n3,4,0\n5,6,1\n")
+    with pytest.raises(ValueError, match=r"\(class 0: 2 rows, class 1: 1 row\)\.$"):
+        prepare(loaded, None, True, 0.3, 0)
+
+
+def test_rhat_is_written_so_that_its_flag_can_be_read_from_it():
+    """1.01004 showed as "1.0100" beside its flag "R-hat > 1.01"."""
+    assert figures.rhat_text(1.0098) == "1.0098" and figures.rhat_text(1.0234) == "1.0234"
+    assert figures.rhat_text(1.01004) == "1.010040" and figures.rhat_text(1.01) == "1.0100"

@@ -32,8 +32,8 @@ from dashboard.analysis import (
 from dashboard.methods import METHODS
 from dashboard.runner import Job, fit_in_job
 
-#: R-hat with four decimals: at three significant digits 1.0098 (within the rule) showed as 1.01
-R_HAT = {"R-hat": "{:.4f}"}
+#: R-hat as figures.rhat_text writes it
+R_HAT = {"R-hat": figures.rhat_text}
 #: rows of the R-hat/ESS table (MS-BPM's kernel coordinates number in the hundreds)
 MAX_TABLE = 200
 
