@@ -210,10 +210,9 @@ def _sbsvm(est, n, d, k) -> Cost:
     3.5 / 8.7 / 8.7 / 8.7."""
     steps = _int(est.max_iter, 2000)
     tol = est.tol is not None and float(est.tol) > 0
+    capped = min(steps, 300) if tol else steps  # the batch and linear variants' typical run
     if est.variant == "batch":
-        if tol:
-            steps = min(steps, 300)
-        return Cost(30 * F8 * n * n + 6 * F8 * n * d, 4e-10 * n**3 * min(steps, 300) + 1.0,
+        return Cost(30 * F8 * n * n + 6 * F8 * n * d, 4e-10 * n**3 * min(capped, 300) + 1.0,
                     "variant='batch': about 30 n x n matrices",
                     "use SBSVM() (variant='svi', inducing points)")
     from .sbsvm.estimator import (  # the "auto" rules
@@ -229,9 +228,7 @@ def _sbsvm(est, n, d, k) -> Cost:
     nb = n if est.elbo_batch_size is None else min(int(est.elbo_batch_size), n)
     if est.variant == "linear":
         p = d + 1
-        if tol:
-            steps = min(steps, 300)
-        return Cost(F8 * (8 * p * p + 4 * (b + nb) * p + 2 * n * d), 2e-8 * steps * (b * p * p + p**3) + 0.5,
+        return Cost(F8 * (8 * p * p + 4 * (b + nb) * p + 2 * n * d), 2e-8 * capped * (b * p * p + p**3) + 0.5,
                     f"variant='linear': {p} x {p} matrices", "standardise features or lower max_iter")
     m = est.n_inducing
     if m == "auto":

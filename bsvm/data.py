@@ -91,12 +91,16 @@ class UnusableRowsError(ValueError):
 
     @property
     def what(self) -> str:
-        """'Missing values', 'Missing or infinite values', 'Extreme values (|x| > 1e+150)', ..."""
-        words = {"missing": "missing", "infinite": "infinite",
-                 "extreme": f"extreme (|x| > {MAGNITUDE_RANGE[1]:g})"}
-        parts = [words[k] for k in self.kinds]
-        text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
-        return text[0].upper() + text[1:] + " values"
+        return _unusable_values(self.kinds)
+
+
+def _unusable_values(kinds: list[str]) -> str:
+    """'Missing values', 'Missing or infinite values', 'Extreme values (|x| > 1e+150)', ..."""
+    words = {"missing": "missing", "infinite": "infinite",
+             "extreme": f"extreme (|x| > {MAGNITUDE_RANGE[1]:g})"}
+    parts = [words[k] for k in kinds]
+    text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+    return text[0].upper() + text[1:] + " values"
 
 
 def _label_text(value) -> str:
@@ -512,19 +516,19 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
         kinds = [k for k, m in (("missing", missing.any() or frame[label].isna().any()),
                                 ("infinite", infinite.any()), ("extreme", extreme.any())) if m]
         k = int(incomplete.sum())
-        err = UnusableRowsError("", kinds, k, len(frame), cols)
+        what = _unusable_values(kinds)
         if not dropna:
             placeholders = "".join(f" {n}" for n in notes if "read as missing" in n)  # (each ends in ".")
             raise UnusableRowsError(
-                f"{err.what} in {k} of {len(frame)} rows (columns: {', '.join(cols)}).{placeholders} Drop "
+                f"{what} in {k} of {len(frame)} rows (columns: {', '.join(cols)}).{placeholders} Drop "
                 "those rows (load_csv(..., dropna=True)) or fix or impute them first.", kinds, k, len(frame),
                 cols)
         frame = frame.loc[~incomplete].reset_index(drop=True)
         sub = frame[list(features)]
-        notes.append(f"Dropped {k} row{'' if k == 1 else 's'} with {err.what.lower()} (columns: "
+        notes.append(f"Dropped {k} row{'' if k == 1 else 's'} with {what.lower()} (columns: "
                      f"{', '.join(cols)}); {len(frame)} rows remain.")
         if len(frame) == 0:
-            raise ValueError("Every row has a missing value: nothing is left to train on.")
+            raise ValueError(f"Every row has {what.lower()}: nothing is left to train on.")
     y = frame[label].to_numpy()
     if len(np.unique(y)) < 2:
         raise ValueError(f"The label column {label!r} has only one class: a classifier needs two or more.")

@@ -395,7 +395,9 @@ def current_data() -> Prepared | None:
             return None
         up = st.session_state.get("upload") if c["sample"] == UPLOAD else None
         where = f" ({up['name']})" if up else ""
-        if hasattr(exc, "kinds"):  # bsvm.data.UnusableRowsError: in the page's words, not the API's
+        from bsvm.data import UnusableRowsError  # (imported by the loading that raised exc already)
+
+        if isinstance(exc, UnusableRowsError):  # in the page's words, not the API's
             s = "" if exc.n_total == 1 else "s"
             st.error(f"The data could not be used{where}: {exc.what.lower()} in {exc.n_rows} of "
                      f"{exc.n_total} row{s} (columns: {', '.join(exc.columns)}). Tick **{DROP_LABEL}** "
