@@ -358,6 +358,8 @@ def objective_curve(history, height: int = 300, stages=None):
                      "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks],
             annotations=[{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": text, "hovertext": hover,
                           "showarrow": False, "xanchor": "left", "yanchor": "top",
+                          # a label over the curve stays readable (it was half hidden behind it)
+                          "bgcolor": "rgba(255,255,255,0.75)", "borderpad": 1,
                           "font": {"size": 11, "color": "#666"}} for it, text, hover in labels])
         if numbered:
             fig.update_layout(margin=SUBTITLE_MARGIN)

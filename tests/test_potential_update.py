@@ -1,6 +1,7 @@
 """The HMC engine's updated active set (potential.binary_full_update) against the full recomputation."""
 
 import numpy as np
+import pytest
 
 from bsvm.chains import ChainRNG
 from bsvm.subgradient import samplers as S
@@ -86,11 +87,16 @@ def _screen_problem(n=3000, d=6, seed=3):
     return model, Z, L, centre, thetas, rows
 
 
-def test_screened_update_decides_every_row_as_the_float64_margins():
+@pytest.mark.parametrize("single", [False, True], ids=["float64 copy", "float32 copy"])
+def test_screened_update_decides_every_row_as_the_float64_margins(single, monkeypatch):
+    from bsvm.subgradient import potential as pt
     from bsvm.subgradient.potential import _chain_products, binary_active_update, make_screen
 
+    if single:  # the float32 copy of large designs (>= 8 MB), here on a small one; rows at 1e-6..1e-12
+        monkeypatch.setattr(pt, "_TWIN_MIN_BYTES", 0)  # of the kink must be recomputed in float64
     model, Z, L, centre, thetas, rows = _screen_problem()
     screen = make_screen(Z, model.n_params, model.l, centre, L)
+    assert screen.Zs.dtype == (np.float32 if single else np.float64)
     k = np.searchsorted(screen.q, screen.threshold(thetas[0]), side="right")
     assert 0 < k.max() < Z.shape[0]  # a real band: neither empty nor the whole design
     active = binary_active_update(model, thetas[0], Z, None, screen)

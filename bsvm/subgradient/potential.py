@@ -523,6 +523,9 @@ class Screen(NamedTuple):
     q: np.ndarray  # (n,) sorted keys
     base: np.ndarray  # (n,) bool, the reference activity in the screen's order
     Zs: np.ndarray  # (n, p) the design's rows in the screen's order, column-major
+    #: float32 ``Zs`` (designs of >= _TWIN_MIN_BYTES): the rows' 2-norms in the screen's order, which size
+    #: the band of margins recomputed in float64 (as ``_chain_active`` does); None: ``Zs`` is float64
+    norms: np.ndarray | None = None
 
     def threshold(self, theta: np.ndarray) -> np.ndarray:
         """R' = a R + b (C,): rows with q_i > R' keep their reference activity, as float64 margins decide.
@@ -585,13 +588,23 @@ def make_screen(Z: np.ndarray, p: int, l: float, centre: np.ndarray, L) -> Scree
         q = np.abs(s_r - l) / nz
     q = np.where(np.isfinite(q), q, 0.0)  # a zero row (nz = 0) is always in the band
     perm = np.argsort(q, kind="stable")
-    Zs = np.empty((Z.shape[0], p), order="F")
+    # A large design is copied in float32 (half the bytes: the pass over the band is most of a gradient
+    # there, and memory bandwidth is what two worker processes share); its margins decide the activity
+    # except near the kink, where _screened_update recomputes them in float64 from the design itself.
+    single = Zm.nbytes >= _TWIN_MIN_BYTES
+    Zs = np.empty((Z.shape[0], p), order="F", dtype=np.float32 if single else np.float64)
+    col = np.empty(Z.shape[0]) if single else None
     for j in range(p):  # column by column, straight into the column-major copy (Zm[perm] then a
-        np.take(Zm[:, j], perm, out=Zs[:, j])  # transpose took twice as long: 0.08 vs 0.04 s at 100k x 51)
+        if single:  # transpose took twice as long: 0.08 vs 0.04 s at 100k x 51)
+            np.take(Zm[:, j], perm, out=col)
+            Zs[:, j] = col
+        else:
+            np.take(Zm[:, j], perm, out=Zs[:, j])
+    norms = _row_norms(Z, p)[perm].astype(np.float32) if single else None
     Linv = np.linalg.inv(Lm)
     screen = Screen(RowOrder(perm, token), centre, Linv,
                     2.0 * (p + 3) * _U64 * float(np.linalg.norm(Linv)), float(np.linalg.norm(centre)),
-                    float(np.linalg.norm(Lm)), q[perm], (s_r < l)[perm], Zs)
+                    float(np.linalg.norm(Lm)), q[perm], (s_r < l)[perm], Zs, norms)
     _screens.clear()  # the previous metric's screen is not needed again
     _screens[(zkey, token)] = (None if filename is not None else weakref.ref(Z), screen)
     if filename is None:
@@ -616,21 +629,37 @@ def _screened_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: 
     A, gzc = prev.A.copy(), prev.gzc.copy()
     perm, base, Zs, l = order.perm, screen.base, screen.Zs, model.l
     theta = np.ascontiguousarray(theta)
-    n, C = Z.shape[0], theta.shape[0]
+    n, C, p = Z.shape[0], theta.shape[0], Zs.shape[1]
     # the bands' margins, over blocks of rows that every chain whose band reaches them reads while cached
     # (the bands overlap: each is a prefix of the same sorted copy), as _chain_products does
-    S = [np.empty(int(kc)) for kc in k]
+    single = screen.norms is not None
+    th = theta.astype(np.float32) if single else theta
+    S = [np.empty(int(kc), dtype=th.dtype) for kc in k]
     for s in range(0, int(k.max()), _BLOCK_ROWS):
         for c in range(C):
             if k[c] > s:
                 e = min(s + _BLOCK_ROWS, int(k[c]))
-                np.matmul(Zs[s:e], theta[c], out=S[c][s:e])
+                np.matmul(Zs[s:e], th[c], out=S[c][s:e])
+    if single:  # float32 margins: the activity as float64 margins decide it (see _chain_active's bound)
+        l32 = np.float32(l)
+        tol = ((2.0 * (p + 3) * _U32) * np.sqrt(np.einsum("cp,cp->c", theta, theta)))
+        Zm = _margin_design(Z, p)
     # a dozen array operations per chain: at ~1 us each they are half of the cost at 20,000 rows, so the
     # loop avoids numpy's Python-level wrappers (flatnonzero, argsort, where)
     for c in range(C):
         kc = int(k[c])
         m = max(kc, int(prev.reach[c]))
-        new = S[c] < l
+        if single:
+            Sc = S[c]
+            new = Sc < l32
+            D = np.abs(Sc - l32)
+            D -= np.float32(2.0 * _U32 * abs(l))
+            near = (D <= np.float32(tol[c]) * screen.norms[:kc]) | ~np.isfinite(Sc)
+            near = near.nonzero()[0]
+            if near.size:
+                new[near] = Zm[perm[near]] @ theta[c] < l
+        else:
+            new = S[c] < l
         if m > kc:
             new = np.concatenate((new, base[kc:m]))
         Ac = A[c]
