@@ -262,7 +262,9 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         fast={"n_chains": 8, "n_samples": 20, "burn_in": 60, "thin": 2},
     ),
     Method(
-        "subgradient_hmc", "Subgradient MCMC (HMC, SGLD, SGNHT)", "bsvm.subgradient", "SubgradientHMC", "sampler",
+        # (short name "Subgradient MCMC": "Subgradient HMC / SGLD / SGNHT" was cut in the list at 1280 px)
+        "subgradient_hmc", "Subgradient MCMC (HMC, SGLD, SGNHT)", "bsvm.subgradient", "SubgradientHMC",
+        "sampler",
         "Samples the Bayesian SVM posterior (Hu, Zhu & Zhang 2016): a normal prior on the weights times "
         "exp(-c max(0, l - y f(x))) per point, explored by subgradient Hamiltonian Monte Carlo or its "
         "stochastic-gradient relatives. With features = None the boundary is a straight line; Nystroem or "
