@@ -149,6 +149,10 @@ def test_a_finished_run_offers_png_downloads_of_its_charts_only():
     _ok(at)
     pngs = [b.key for b in at.get("download_button") if str(b.key).startswith("png:train_")]
     assert pngs == ["png:train_map"]
+    # one line instead of three panels each saying there is nothing to show; the map alone is drawn
+    assert any("is fitted in one go" in c.value for c in at.caption)
+    assert "_live:live_map" in at.session_state
+    assert not any(f"_live:live_{k}" in at.session_state for k in ("objective", "stats", "traces"))
     # a one-shot fit says so (not "iteration 1 - 5 it/s"), and every finished run reports its accuracy
     # (the page was four placeholders and no figure of merit)
     assert any(p.text.startswith("done: fitted in one go") for p in at.get("progress")), \

@@ -468,9 +468,14 @@ with right:
             # as sent may never have arrived. While the run goes on, the next new figure heals that; at
             # the end nothing newer comes, and the charts stayed at the placeholders of the run's first
             # second (4 of 10 default SubgradientHMC runs in a browser on a loaded machine).
-            live_charts([(objective, "live_objective"), (stats, "live_stats"), (traces, "live_traces"),
-                         (last, "live_map" if data.n_features == 2 else "live_ard")], key="live_grid",
-                        full=full or not moving, again=again)
+            charts = [(objective, "live_objective"), (stats, "live_stats"), (traces, "live_traces"),
+                      (last, "live_map" if data.n_features == 2 else "live_ard")]
+            if method.kind == "baseline":
+                # fitted in one go: no curve, statistic or trace exists, and three panels each saying so
+                # (four with many inputs) told a user less than one line; the map stays when there is one
+                charts = [c for c in charts if not figures.is_placeholder(c[0])]
+            if charts:
+                live_charts(charts, key="live_grid", full=full or not moving, again=again)
         err = st.session_state.get("_live_map_box", {}).get("error")
         if err or len(slots) > 2:
             # (statements, not a conditional expression: Streamlit's "magic" writes a bare expression's
@@ -481,6 +486,13 @@ with right:
                 slot(slots, 2).empty()
         if not moving:  # the final charts: a PNG of each, as every other page's charts have
             with slot(slots, 3).container():
+                if method.kind == "baseline":  # (its panels were left out above)
+                    st.caption(f"{method.label.split(' (')[0]} is fitted in one go: it has no learning "
+                               "curve, sampler statistics or traces to watch"
+                               + (" (its probability map is above). " if data.n_features == 2 else
+                                  "; a probability map needs exactly two features (choose two on the Data "
+                                  "page). ")
+                               + "**Calibration** and **Compare** show how its probabilities hold up.")
                 named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
                          (last, "map" if data.n_features == 2 else "ard_weights")]
                 # one row under the 2x2 grid, each button as wide as its label (in equal columns
