@@ -338,6 +338,17 @@ def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
     assert "semicolons" in notes and "not UTF-8" in notes
     assert "Dropped 1 row with missing values" in notes and "20 rows remain" in notes  # (the caption: 21)
     assert int({m.label: m.value for m in at.metric}["features"]) == 2
+    assert not any(c.value.startswith("Constant on the training rows") for c in at.caption)
+
+
+def test_a_constant_column_is_named_on_the_data_page():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    rows = "\n".join(f"{a:.4f},5,{b:.4f},{int(a + b > 0)}" for a, b in X)
+    at = _upload(_app(), ("u,unit,v,label\n" + rows + "\n").encode())
+    _ok(at)
+    said = [c.value for c in at.caption if c.value.startswith("Constant on the training rows")]
+    assert said == ["Constant on the training rows, so no method can learn from it: unit."], said
 
 
 def test_a_good_upload_loads():

@@ -225,6 +225,11 @@ with right:
         m2.metric("test rows", len(data.y_test))
         m3.metric("features", data.n_features)
         m4.metric("classes", len(data.classes))
+        constant = [name for name, spread in zip(data.feature_names, np.ptp(data.X_train, axis=0))
+                    if spread == 0]
+        if constant:  # (a user's CSV with an ID-like or unit column: kept, but worth knowing)
+            st.caption(f"Constant on the training rows, so no method can learn from "
+                       f"{'it' if len(constant) == 1 else 'them'}: {', '.join(map(str, constant))}.")
         if c["sample"] != state.PLAYGROUND:
             counts = [int(np.sum(data.y_train == k)) for k in data.classes]
             balance = "Class balance (training rows)"
