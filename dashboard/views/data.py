@@ -157,8 +157,11 @@ with left:
                    help="Pick exactly two features to see probability heatmaps of the raw features. The "
                         "true p(y|x) of a generated sample is drawn only with all its columns in order.")
     if frame is not None:
-        state.bind(st.checkbox, "std", "Standardise features (training mean 0, standard deviation 1)",
-                   help="Recommended: kernels use one length scale for all features.")
+        # (the label's "(training mean 0, standard deviation 1)" was cut off in the column at 1280 px)
+        state.bind(st.checkbox, "std", "Standardise features",
+                   help="Each feature to mean 0 and standard deviation 1 on the training rows (the test rows "
+                        "with the same shift and scale). Recommended: kernels use one length scale for all "
+                        "features.")
         state.bind(st.slider, "test", "Test fraction", min_value=state.TEST_RANGE[0],
                    max_value=state.TEST_RANGE[1], step=0.05,
                    help="Held-out rows for the Calibration and Compare pages (stratified split).")
