@@ -318,6 +318,36 @@ def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=No
                         yaxis={"automargin": True}, showlegend=False)
 
 
+def posterior_weights(samples, names, height: int = 300, max_rows: int = 30, level: float = 0.9):
+    """A linear sampler's weights after its run: each parameter's posterior mean and central ``level``
+    interval over every chain and draw (``samples`` (chains, draws, params), ``names`` one per column),
+    the ``max_rows`` largest in |mean| / sd first. With many inputs there is no probability map: this
+    says which inputs the posterior is sure matter (an interval clear of 0) and which it cannot tell.
+    None without draws."""
+    S = np.asarray(samples, dtype=float)
+    if S.ndim != 3 or S.shape[1] == 0 or S.shape[2] != len(names):
+        return None
+    flat = S.reshape(-1, S.shape[2])
+    mean = flat.mean(axis=0)
+    lo, hi = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    sd = flat.std(axis=0)
+    order = np.argsort(-np.abs(mean) / np.where(sd > 0, sd, np.inf), kind="stable")[:max_rows][::-1]
+    more = f"; the {len(order)} of {len(names)} largest in |mean| / sd" if len(names) > len(order) else ""
+    clear = (lo[order] > 0) | (hi[order] < 0)
+    points = [{"type": "scatter", "mode": "markers", "x": mean[order].tolist(),
+               "y": [str(names[j]) for j in order],
+               "error_x": {"type": "data", "symmetric": False, "array": (hi - mean)[order].tolist(),
+                           "arrayminus": (mean - lo)[order].tolist(), "color": "#888", "thickness": 1.5},
+               "marker": {"color": ["#d62728" if c else "#1f77b4" for c in clear], "size": 7},
+               "hovertemplate": "%{y}: mean %{x:.3g}<extra></extra>"}]
+    # (the count on the second line: on one line with the title it ran off a half-width chart)
+    title = _subtitled(f"Posterior weights: mean and {level:.0%} interval",
+                       f"red: the interval excludes 0{more}")
+    return _fast_figure(points, title, max(height, 16 * len(order) + 110),
+                        xaxis=_axis("weight", zeroline=True, zerolinecolor="#999"),
+                        yaxis={"automargin": True}, showlegend=False, margin=SUBTITLE_MARGIN)
+
+
 def objective_curve(history, height: int = 300, stages=None):
     """The learning curve: the ELBO (variational methods) or free energy / log posterior.
 

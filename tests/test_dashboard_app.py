@@ -341,6 +341,20 @@ def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
     assert not any(c.value.startswith("Constant on the training rows") for c in at.caption)
 
 
+def test_a_linear_sampler_on_many_inputs_ends_with_its_posterior_weights():
+    """No map with 20 inputs: a finished GibbsSVM run shows its weights' posterior (a PNG of it too)
+    instead of a placeholder."""
+    at = _app(sample="twonorm.csv", method="gibbs", **{"o.n_samples": "60", "o.n_burnin": "20"})
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status == "done")
+    at.run()
+    _ok(at)
+    pngs = [b.key for b in at.get("download_button") if str(b.key).startswith("png:train_")]
+    assert "png:train_weights" in pngs and "png:train_ard_weights" not in pngs, pngs
+
+
 def test_a_constant_column_is_named_on_the_data_page():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 2))

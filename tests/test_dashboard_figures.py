@@ -166,6 +166,29 @@ def test_ard_weights_bars_sorted_largest_on_top_and_many_curves_drop_the_legend(
     assert few.layout.showlegend is not False and len(few.data) == 3
 
 
+def test_posterior_weights_show_mean_and_interval_and_mark_those_clear_of_zero():
+    import plotly.graph_objects as go
+
+    rng = np.random.default_rng(0)
+    # 2 chains x 500 draws of 3 weights: w[a] ~ N(3, 0.5) (clear of 0), w[b] ~ N(0.2, 1), b ~ N(-1, 0.2)
+    S = rng.normal([3.0, 0.2, -1.0], [0.5, 1.0, 0.2], size=(2, 500, 3))
+    fig = figures.posterior_weights(S, ["w[a]", "w[b]", "b"], level=0.9)
+    go.Figure(fig.to_dict())  # valid Plotly
+    pts = fig.data[0]
+    # |mean| / sd: w[a] 6, b 5, w[b] 0.2, largest on top (Plotly draws the y categories upwards)
+    assert list(pts.y) == ["w[b]", "b", "w[a]"]
+    flat = S.reshape(-1, 3)
+    np.testing.assert_allclose(pts.x, flat.mean(axis=0)[[1, 2, 0]])
+    lo, hi = np.quantile(flat, [0.05, 0.95], axis=0)
+    np.testing.assert_allclose(np.asarray(pts.x) + np.asarray(pts.error_x.array), hi[[1, 2, 0]])
+    np.testing.assert_allclose(np.asarray(pts.x) - np.asarray(pts.error_x.arrayminus), lo[[1, 2, 0]])
+    assert list(pts.marker.color) == ["#1f77b4", "#d62728", "#d62728"]  # w[b]'s interval holds 0
+    assert "90% interval" in fig.layout.title.text
+    few = figures.posterior_weights(rng.normal(size=(2, 10, 50)), [f"w[{j}]" for j in range(50)], max_rows=30)
+    assert len(few.data[0].y) == 30 and "the 30 of 50 largest" in few.layout.title.text
+    assert figures.posterior_weights(np.empty((2, 0, 3)), ["a", "b", "c"]) is None
+
+
 def test_split_metrics_classifies_sampler_statistics():
     g = figures.split_metrics(["free_energy", "w[3]", "step_size", "acceptance", "xi", "train_error", "foo"])
     assert g["objective"] == ["free_energy"] and g["hyper"] == ["w[3]"]

@@ -14,7 +14,14 @@ import time
 import streamlit as st
 
 from dashboard import figures, state, ui
-from dashboard.analysis import check_fraction, check_text, last_check, stack_summary, stage_progress
+from dashboard.analysis import (
+    check_fraction,
+    check_text,
+    last_check,
+    param_names,
+    stack_summary,
+    stage_progress,
+)
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
@@ -449,12 +456,15 @@ with right:
                 stats, traces = cached[1][1:]
                 built = cached[2]
             st.session_state["_live_curves"] = (curves_key, (objective, stats, traces), built, curves_key[:2])
+        last_name = "map" if data.n_features == 2 else "ard_weights"  # (the PNG's name)
         if data.n_features == 2:
             last = live_map(r, final=not moving)
             if last is None:
                 last = figures.empty_figure("The map appears with the first progress record.")
         else:  # with many inputs, which of them the kernel uses is the live view
             last = figures.ard_weights(hist, feature_names=data.feature_names)
+            if last is None and not moving:  # a linear sampler's finished run: its weights' posterior
+                last, last_name = posterior_weights(r.model), "weights"
             if last is None:
                 last = figures.empty_figure("The live probability map needs exactly two features: choose "
                                             "two on the Data page (or use the Calibration page's "
@@ -494,7 +504,7 @@ with right:
                                   "page). ")
                                + "**Calibration** and **Compare** show how its probabilities hold up.")
                 named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
-                         (last, "map" if data.n_features == 2 else "ard_weights")]
+                         (last, last_name)]
                 # one row under the 2x2 grid, each button as wide as its label (in equal columns
                 # presentation mode's type cut "PNG: objecti..."): each says which chart it is for
                 with st.container(horizontal=True, gap="medium"):
@@ -505,6 +515,14 @@ with right:
                         ui.png_button(lambda shown=shown: shown, f"train_{name}", name,
                                       label=f"PNG: {PNG_LABELS.get(name, name.replace('_', ' '))}")
         trace("fragment-drawn", status=status, records=r.records, s=f"{time.perf_counter() - t_frag:.4f}")
+
+    def posterior_weights(model):
+        """The weights chart of a linear sampler on the raw inputs (None for any other model)."""
+        samples = getattr(model, "samples_", None)
+        if samples is None or getattr(model, "feature_map_", "none") is not None:
+            return None
+        names = param_names(model, data.feature_names, samples.shape[-1])
+        return figures.posterior_weights(samples, names)
 
     def live_pending():
         """The statistics and trace charts of a run in its first MAP_FIRST_SECONDS."""
