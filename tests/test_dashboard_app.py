@@ -355,6 +355,26 @@ def test_a_linear_sampler_on_many_inputs_ends_with_its_posterior_weights():
     assert "png:train_weights" in pngs and "png:train_ard_weights" not in pngs, pngs
 
 
+def test_a_run_of_another_method_is_not_continued_or_drawn_under_the_new_methods_name():
+    """A crawl paused a Subgradient MCMC run, chose S-BSVM and pressed Continue: the sampler resumed under
+    S-BSVM's name and options. The old run is now named, not drawn, and Continue is off."""
+    at = _app(sample="ripley.csv", method="sbsvm")
+    at.switch_page("views/train.py").run()
+    _button(at, "Step").click().run()
+    run = at.session_state["run"]
+    _until(lambda: not run.busy)
+    at.run()
+    assert _button(at, "Continue").disabled is False  # its own method: resumable
+    at.selectbox(key="w:cfg:method").set_value("platt").run()
+    _ok(at)
+    assert _button(at, "Continue").disabled is True
+    assert any("The last run here was a S-BSVM run" in i.value for i in at.info), [i.value for i in at.info]
+    assert not at.get("progress") and not at.error  # nothing of the old run drawn under PlattSVM's name
+    _button(at, "Step").click().run()  # Step starts a run of the chosen method instead
+    assert at.session_state["run"] is not run
+    assert at.session_state["run"].meta["method"] == "platt"
+
+
 def test_a_constant_column_is_named_on_the_data_page():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 2))

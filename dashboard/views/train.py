@@ -190,7 +190,8 @@ def on_start():
 @_safe
 def on_step():
     r = reg.get(PAGE)
-    if r is None or not r.can_resume or r.meta.get("data_key") != data.key:
+    if (r is None or not r.can_resume or r.meta.get("data_key") != data.key
+            or r.meta.get("method") != method.key):
         r = _new_run()
         if r is None:
             return
@@ -212,7 +213,7 @@ def on_stop():
 
 @_safe
 def on_continue():
-    if (r := reg.get(PAGE)) is not None:
+    if (r := reg.get(PAGE)) is not None and r.meta.get("method") == method.key:
         r.resume()
 
 
@@ -261,7 +262,9 @@ with right:
     if warned:
         warn_slot.warning(warned, icon=":material/schedule:")
     status = run.status if run is not None else None
-    can_resume = run is not None and run.can_resume and not stale
+    # (a run of another method, when the Method was changed after it paused or ended, is not continued
+    # from this method's options: Continue resumed the old sampler under S-BSVM's name, a crawl found)
+    can_resume = run is not None and run.can_resume and not stale and run.meta.get("method") == method.key
     # widths follow the labels ("Continue" is the longest), so none is cut short ("Con…") at 1280 px; and
     # a label Streamlit measures a pixel or two short ("Pause" became "Pa…") is drawn whole, not cut
     st.html("<style>[data-testid='stButton'] [data-testid='stMarkdownContainer'],"
@@ -308,9 +311,20 @@ with right:
             st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
             return
         other_data = r.meta.get("data_key") != data.key
+        other_method = r.meta.get("method") != method.key
         if other_data:
             st.warning("This run was made for other data (the data changed since it started): press "
                        "**Start** for a new run on the current data.")
+        elif other_method:
+            st.info(f"The last run here was a {str(r.meta.get('label', 'other')).split(' (')[0]} run; "
+                    f"press **Start** for a {method.label.split(' (')[0]} run (**Reset** forgets the old "
+                    "one).")
+        if (other_data or other_method) and not (busy or r.status == RUNNING or r.busy):
+            # Its charts would be drawn with this page's method and data: the other data's column names
+            # on its curves, this method's wording ("fitted in one go" under an ELBO), and its map
+            # predicted on inputs of another width ("Prediction failed: X has 2 features, but ...
+            # expecting 4"). Its model stays for the other pages until a new run replaces it.
+            return
         if busy and not (r.status == RUNNING or r.busy):
             # The run ended or paused since the page was drawn: show the new status at once, then
             # rerun the whole page (buttons, timer off) instead of building the figures twice.
