@@ -76,6 +76,12 @@ class Method:
         cls = self.load()
         return set(cls().get_params()) if cls is not None else set()
 
+    @property
+    def short_name(self) -> str:
+        """The label without its parenthesised description ("PlattSVM (SVC + Platt scaling)" -> "PlattSVM"):
+        what lists, tables and messages show."""
+        return self.label.split(" (")[0]
+
     def visible_options(self) -> list[Option]:
         ok = self.accepted()
         return [o for o in self.options if o.name in ok]

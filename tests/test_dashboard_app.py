@@ -138,16 +138,22 @@ def test_the_live_view_redraws_in_place_inside_one_script_run_until_the_run_ends
     assert _button(at, "Start").disabled is False
 
 
-def test_a_finished_run_offers_png_downloads_of_its_charts_only():
-    """PlattSVM has no curves: its Train page showed four PNG buttons, three under placeholder messages."""
-    at = _app(sample="ripley.csv", method="platt")
+def _finished_train_run(**query):
+    """The Train page after a Start run to its end with ``query``'s settings: (app, run, the page's PNG
+    button keys)."""
+    at = _app(**query)
     at.switch_page("views/train.py").run()
     _button(at, "Start").click().run()
     run = at.session_state["run"]
     _until(lambda: run.status == "done")
     at.run()
     _ok(at)
-    pngs = [b.key for b in at.get("download_button") if str(b.key).startswith("png:train_")]
+    return at, run, [b.key for b in at.get("download_button") if str(b.key).startswith("png:train_")]
+
+
+def test_a_finished_run_offers_png_downloads_of_its_charts_only():
+    """PlattSVM has no curves: its Train page showed four PNG buttons, three under placeholder messages."""
+    at, run, pngs = _finished_train_run(sample="ripley.csv", method="platt")
     assert pngs == ["png:train_map"]
     # one line instead of three panels each saying there is nothing to show; the map alone is drawn
     assert any("is fitted in one go" in c.value for c in at.caption)
@@ -344,14 +350,8 @@ def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
 def test_a_linear_sampler_on_many_inputs_ends_with_its_posterior_weights():
     """No map with 20 inputs: a finished GibbsSVM run shows its weights' posterior (a PNG of it too)
     instead of a placeholder."""
-    at = _app(sample="twonorm.csv", method="gibbs", **{"o.n_samples": "60", "o.n_burnin": "20"})
-    at.switch_page("views/train.py").run()
-    _button(at, "Start").click().run()
-    run = at.session_state["run"]
-    _until(lambda: run.status == "done")
-    at.run()
-    _ok(at)
-    pngs = [b.key for b in at.get("download_button") if str(b.key).startswith("png:train_")]
+    _, _, pngs = _finished_train_run(sample="twonorm.csv", method="gibbs",
+                                     **{"o.n_samples": "60", "o.n_burnin": "20"})
     assert "png:train_weights" in pngs and "png:train_ard_weights" not in pngs, pngs
 
 

@@ -283,6 +283,17 @@ def _make_twin(Z, p):
     return _Twin(np.asfortranarray(Z[:, :p], dtype=np.float32), _row_norms(Z, p).astype(np.float32))
 
 
+def _near_kink(S32: np.ndarray, l: float, theta_norm, norms: np.ndarray, p: int) -> np.ndarray:
+    """Where float32 margins ``S32`` cannot decide [s < l] as float64 ones would: |s32 - l| within twice
+    the bound (p + 3) u ||theta|| ||z_i|| (which covers rounding the bound itself in float32) plus l's
+    rounding, or not finite (float32 overflow, e.g. a diverging run). ``theta_norm``: ||theta|| per row
+    of ``S32`` ((C, 1) for a (C, n) block, or a scalar); ``norms``: the rows' ||z_i||."""
+    tol = ((2.0 * (p + 3) * _U32) * np.asarray(theta_norm)).astype(np.float32)
+    D = np.abs(S32 - np.float32(l))
+    D -= np.float32(2.0 * _U32 * abs(l))
+    return (D <= tol * norms) | ~np.isfinite(S32)
+
+
 def _chain_active(Z: np.ndarray, theta: np.ndarray, l: float) -> np.ndarray:
     """The hinge activity A = [Z[:, :p] theta[c] < l] (C, n), exactly as float64 margins decide it.
 
@@ -306,15 +317,8 @@ def _chain_active(Z: np.ndarray, theta: np.ndarray, l: float) -> np.ndarray:
     for s in range(0, n, _BLOCK_ROWS):
         np.matmul(twin.Z32[s:s + _BLOCK_ROWS], t3, out=S[:, s:s + _BLOCK_ROWS])
     S = S[..., 0]
-    l32 = np.float32(l)
-    A = S < l32
-    # the band: twice the bound (which covers rounding the bound itself in float32) plus l's rounding
-    tol = ((2.0 * (p + 3) * _U32) * np.sqrt(np.einsum("cp,cp->c", theta, theta))).astype(np.float32)
-    D = np.abs(S - l32)
-    D -= np.float32(2.0 * _U32 * abs(l))
-    band = D <= tol[:, None] * twin.norms
-    if not np.isfinite(S).all():  # float32 overflow (huge states, e.g. a diverging run): exact there
-        band |= ~np.isfinite(S)
+    A = S < np.float32(l)
+    band = _near_kink(S, l, np.sqrt(np.einsum("cp,cp->c", theta, theta))[:, None], twin.norms, p)
     Zm = _margin_design(Z, p)
     for c in range(C):
         rows = np.flatnonzero(band[c])
@@ -642,9 +646,8 @@ def _screened_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: 
             if k[c] > s:
                 e = min(s + _BLOCK_ROWS, int(k[c]))
                 np.matmul(Zs[s:e], th[c], out=S[c][s:e])
-    if single:  # float32 margins: the activity as float64 margins decide it (see _chain_active's bound)
-        l32 = np.float32(l)
-        tol = ((2.0 * (p + 3) * _U32) * np.sqrt(np.einsum("cp,cp->c", theta, theta)))
+    if single:  # float32 margins: the activity as float64 margins decide it (_near_kink)
+        theta_norm = np.sqrt(np.einsum("cp,cp->c", theta, theta))
         Zm = _margin_design(Z, p)
     # a dozen array operations per chain: at ~1 us each they are half of the cost at 20,000 rows, so the
     # loop avoids numpy's Python-level wrappers (flatnonzero, argsort, where)
@@ -652,12 +655,8 @@ def _screened_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: 
         kc = int(k[c])
         m = max(kc, int(prev.reach[c]))
         if single:
-            Sc = S[c]
-            new = Sc < l32
-            D = np.abs(Sc - l32)
-            D -= np.float32(2.0 * _U32 * abs(l))
-            near = (D <= np.float32(tol[c]) * screen.norms[:kc]) | ~np.isfinite(Sc)
-            near = near.nonzero()[0]
+            new = S[c] < np.float32(l)
+            near = _near_kink(S[c], l, theta_norm[c], screen.norms[:kc], p).nonzero()[0]
             if near.size:
                 new[near] = Zm[perm[near]] @ theta[c] < l
         else:

@@ -58,7 +58,7 @@ if chosen is None:
                "takes longer), so Quick settings are "
                + ("on." if quick else "off: each method runs to its own stopping rule."))
 if quick:
-    changes = [f"{m.label.split(' (')[0]}: {m.fast_note()}" for m in methods if m.fast_note()]
+    changes = [f"{m.short_name}: {m.fast_note()}" for m in methods if m.fast_note()]
     if changes:
         st.caption("Quick settings deviate from the library's defaults for speed: " + "; ".join(changes)
                    + ". Switch them off for the defaults.")

@@ -247,10 +247,8 @@ with right:
         if not data.binary:
             from dashboard.methods import METHODS  # (names only: no estimator is imported)
 
-            def short(m):
-                return m.label.split(" (")[0]
-            hidden = [short(m) for m in METHODS.values() if m.binary_only]
-            offered = [short(m) for m in METHODS.values() if not m.binary_only]
+            hidden = [m.short_name for m in METHODS.values() if m.binary_only]
+            offered = [m.short_name for m in METHODS.values() if not m.binary_only]
             st.info(f"{len(data.classes)} classes: the two-class methods ({', '.join(hidden)}) are "
                     f"hidden; {', '.join(offered[:-1])} and {offered[-1]} handle them (or pick a two-class "
                     "data set).")

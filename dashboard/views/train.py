@@ -103,7 +103,7 @@ with left:
     # the short names in the list, the description under it: at 1280 px this quarter-width column cut
     # the full labels ("S-BSVM (stochastic variat")
     state.bind(st.selectbox, "method", "Method", options=keys,
-               format_func=lambda k: next(m.label for m in available if m.key == k).split(" (")[0],
+               format_func=lambda k: next(m.short_name for m in available if m.key == k),
                help="Methods that cannot handle this data set (e.g. binary-only methods on 3 classes) are "
                     "hidden. Each is a scikit-learn estimator in the bsvm package.", disabled=locked)
     method = next(m for m in available if m.key == c["method"])
@@ -317,7 +317,7 @@ with right:
                        "**Start** for a new run on the current data.")
         elif other_method:
             st.info(f"The last run here was a {str(r.meta.get('label', 'other')).split(' (')[0]} run; "
-                    f"press **Start** for a {method.label.split(' (')[0]} run (**Reset** forgets the old "
+                    f"press **Start** for a {method.short_name} run (**Reset** forgets the old "
                     "one).")
         if (other_data or other_method) and not (busy or r.status == RUNNING or r.busy):
             # Its charts would be drawn with this page's method and data: the other data's column names
@@ -511,7 +511,7 @@ with right:
         if not moving:  # the final charts: a PNG of each, as every other page's charts have
             with slot(slots, 3).container():
                 if method.kind == "baseline":  # (its panels were left out above)
-                    st.caption(f"{method.label.split(' (')[0]} is fitted in one go: it has no learning "
+                    st.caption(f"{method.short_name} is fitted in one go: it has no learning "
                                "curve, sampler statistics or traces to watch"
                                + (" (its probability map is above). " if data.n_features == 2 else
                                   "; a probability map needs exactly two features (choose two on the Data "
