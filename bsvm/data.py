@@ -465,6 +465,9 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     notes: list[str] = []
     frame = read_csv_table(source, notes)
     columns = list(map(str, frame.columns))
+    if frame.shape[0] == 0:  # (else every column reads as non-numeric: "encode features as numbers")
+        raise ValueError(f"The CSV has a header line (columns {columns}) but no rows of data: add rows under "
+                         "its header.")
     if label is None:
         label = guess_label(frame)
         notes.append(f"Label column: {label!r} (guessed; pick another if it is wrong).")

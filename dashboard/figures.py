@@ -318,6 +318,10 @@ def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=No
                         yaxis={"automargin": True}, showlegend=False)
 
 
+#: the longest parameter name the weights chart shows whole
+NAME_CHARS = 32
+
+
 def posterior_weights(samples, names, height: int = 300, max_rows: int = 30, level: float = 0.9):
     """A linear sampler's weights after its run: each parameter's posterior mean and central ``level``
     interval over every chain and draw (``samples`` (chains, draws, params), ``names`` one per column),
@@ -334,12 +338,17 @@ def posterior_weights(samples, names, height: int = 300, max_rows: int = 30, lev
     order = np.argsort(-np.abs(mean) / np.where(sd > 0, sd, np.inf), kind="stable")[:max_rows][::-1]
     more = f"; the {len(order)} of {len(names)} largest in |mean| / sd" if len(names) > len(order) else ""
     clear = (lo[order] > 0) | (hi[order] < 0)
-    points = [{"type": "scatter", "mode": "markers", "x": mean[order].tolist(),
-               "y": [str(names[j]) for j in order],
+    full = [str(names[j]) for j in order]
+    # long names (wine's "w[class_1, od280_od315_of_diluted_wines]") took half a half-width chart: cut in
+    # the middle, whole on hover; kept whole if cutting would make two alike
+    short = [n if len(n) <= NAME_CHARS else n[:NAME_CHARS - 13] + "…" + n[-12:] for n in full]
+    shown = short if len(set(short)) == len(short) else full
+    points = [{"type": "scatter", "mode": "markers", "x": mean[order].tolist(), "y": shown,
+               "customdata": full,
                "error_x": {"type": "data", "symmetric": False, "array": (hi - mean)[order].tolist(),
                            "arrayminus": (mean - lo)[order].tolist(), "color": "#888", "thickness": 1.5},
                "marker": {"color": ["#d62728" if c else "#1f77b4" for c in clear], "size": 7},
-               "hovertemplate": "%{y}: mean %{x:.3g}<extra></extra>"}]
+               "hovertemplate": "%{customdata}: mean %{x:.3g}<extra></extra>"}]
     # (the count on the second line: on one line with the title it ran off a half-width chart)
     title = _subtitled(f"Posterior weights: mean and {level:.0%} interval",
                        f"red: the interval excludes 0{more}")
@@ -363,8 +372,8 @@ def objective_curve(history, height: int = 300, stages=None):
               "neg_free_energy": "-F, negative free energy (higher is better)",
               "log_posterior": "log posterior (higher is better)",
               "log_joint": "log joint density (higher is better)",
-              "potential": "potential U = -log posterior (lower is better)",
-              "U": "potential U = -log posterior (lower is better)"}
+              "potential": "U = -log posterior (lower is better)",
+              "U": "U = -log posterior (lower is better)"}
     label = labels.get(name, name)
     marks = stage_changes(history, stages) + [(it, f" {rows:,} rows", f"from here on all {rows:,} rows")
                                               for it, rows in row_changes(history)]
@@ -372,6 +381,12 @@ def objective_curve(history, height: int = 300, stages=None):
     if numbered:
         label = _subtitled(label, "dotted: the next candidate fit (hover its number)")
     fig = metric_curves(history, [name], label, height=height)
+    burn = [rec.iteration for rec in history if rec.metrics.get("burnin") == 1.0]
+    if burn:
+        # the band says which part of a sampler's curve its kept draws come from (none from burn-in)
+        fig.add_vrect(x0=history[0].iteration, x1=burn[-1], fillcolor="#999", opacity=0.15, line_width=0,
+                      layer="below", annotation_text="burn-in", annotation_position="top left",
+                      annotation_font={"size": 11, "color": "#666"})
     if marks:
         # labels closer than 4 % of the axis would print over each other (the fixed-hyperparameter fits
         # take a few steps each): one label for such a run of marks, "4-6", every name on hover
@@ -384,13 +399,15 @@ def objective_curve(history, height: int = 300, stages=None):
                 groups.append([mark])
         labels = [(g[0][0], _group_label([m[1] for m in g]), "<br>".join(m[2] for m in g)) for g in groups]
         fig.update_layout(
-            shapes=[{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
-                     "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks],
+            shapes=list(fig.layout.shapes) + [
+                {"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
+                 "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks],
             annotations=[{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": text, "hovertext": hover,
                           "showarrow": False, "xanchor": "left", "yanchor": "top",
                           # a label over the curve stays readable (it was half hidden behind it)
                           "bgcolor": "rgba(255,255,255,0.75)", "borderpad": 1,
-                          "font": {"size": 11, "color": "#666"}} for it, text, hover in labels])
+                          "font": {"size": 11, "color": "#666"}} for it, text, hover in labels]
+            + list(fig.layout.annotations))
         if numbered:
             fig.update_layout(margin=SUBTITLE_MARGIN)
     return fig
@@ -477,9 +494,14 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
         k = min(len(v), n_series)
         M[i, :k] = v[:k]
     if names is None or len(names) < n_series:
-        names = ([f"{key}[{idx2}]" for idx2 in map(str, np.ndindex(shape))] if len(shape) > 1
-                 else [f"{key}[{j}]" for j in range(width)])
-        names = [n.replace("[(", "[").replace(")]", "]") for n in names]
+        # an earlier record's array can be longer than the newest one's (S-BSVM's candidate fits keep
+        # different numbers of inducing points): the newest names stay, the extra series are numbered
+        # (all of them were numbered, "mean[0]" instead of "inducing point 1")
+        numbered = ([f"{key}[{idx2}]" for idx2 in map(str, np.ndindex(shape))] if len(shape) > 1
+                    else [f"{key}[{j}]" for j in range(width)])
+        numbered = [n.replace("[(", "[").replace(")]", "]") for n in numbered]
+        names = list(names or [])[:n_series]
+        names += numbered[len(names):n_series] + [f"{key}[{j}]" for j in range(len(numbered), n_series)]
     mode = _line_mode(len(rows))
     traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": mode, "name": names[j],
                "marker": {"size": 5}} for j in range(n_series)]
@@ -584,9 +606,14 @@ def _truth_trace(grid: Grid, truth, labels: bool = True) -> dict:
 
 
 def _overlay_trace(overlay, overlay_name: str) -> dict:
+    """Inducing points as black crosses; support vectors, which are training points, as rings around
+    them (crosses hid the class markers under them: a crawl)."""
+    if "support" in overlay_name.lower():
+        marker = {"symbol": "circle-open", "size": 13, "color": "black", "line": {"width": 1.5}}
+    else:
+        marker = {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}
     return {"type": "scatter", "x": overlay[:, 0], "y": overlay[:, 1], "mode": "markers",
-            "name": overlay_name,
-            "marker": {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}}
+            "name": overlay_name, "marker": marker}
 
 
 def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, overlay=None,
@@ -595,7 +622,7 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
                   light: bool = False):
     """A map of probabilities on a fixed 0..1 colour scale with the training points on top.
 
-    overlay: (m, 2) points learned by the method (inducing points, support vectors), drawn as black crosses.
+    overlay: (m, 2) points learned by the method (inducing points, support vectors; see _overlay_trace).
     truth: the true p(y|x) on the same grid, drawn as contour lines at 0.1, 0.3, 0.5, 0.7, 0.9.
     light: cheaper to draw in the browser (no contour labels, no rims on the points), for live views.
     """

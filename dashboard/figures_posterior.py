@@ -86,8 +86,8 @@ def pair_plot(points: np.ndarray, names, *, title: str = "Pair plot of the draws
                 fig.add_trace(go.Scattergl(x=points[:, j], y=points[:, i], mode="markers", showlegend=False,
                                            marker=dict(size=3, opacity=0.35, color="#1f77b4"),
                                            name=f"{names[j]} vs {names[i]}"), row=i + 1, col=j + 1)
-            if i == k - 1:
-                fig.update_xaxes(title_text=str(names[j]), row=i + 1, col=j + 1)
+            if i == k - 1:  # (at most 3 ticks: "0.5" and "-40k" of neighbouring panels ran together)
+                fig.update_xaxes(title_text=str(names[j]), nticks=3, row=i + 1, col=j + 1)
             if j == 0 and i > 0:
                 fig.update_yaxes(title_text=str(names[i]), row=i + 1, col=j + 1)
             elif i != j:  # a row's scatter panels share its quantity on y: labels on the first only

@@ -22,7 +22,16 @@ import streamlit as st
 _NAME = "bsvm_live_plotly"
 _ASSET = "bsvm_plotlyjs"
 
+#: Plotly's config for every chart of the dashboard (live ones here, the others through
+#: ``st.plotly_chart(config=...)``): the mode bar keeps zoom, pan and reset. Its full row of icons sat
+#: over the titles of half-width charts (a crawl's screenshots); PNGs have their own buttons.
+PLOTLY_CONFIG = {"displaylogo": False,
+                 "modeBarButtonsToRemove": ["toImage", "zoomIn2d", "zoomOut2d", "autoScale2d", "lasso2d",
+                                            "select2d", "hoverClosestCartesian", "hoverCompareCartesian",
+                                            "toggleSpikelines"]}
+
 _JS = r"""
+const CONFIG = __CONFIG__;
 const loading = {};
 function loadPlotly(url) {
   if (window.Plotly) return Promise.resolve(window.Plotly);
@@ -95,7 +104,7 @@ function drawOne() {
   // div kept the server's height, and the plot of S-BSVM's hyperparameters shrank to 40 px instead)
   if (layout.height) div.style.height = layout.height + "px";
   const t0 = performance.now();
-  window.Plotly.react(div, fig.data || [], layout, {displaylogo: false, responsive: true}).then(() => {
+  window.Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, CONFIG)).then(() => {
     const ms = performance.now() - t0;
     live.ms.push(ms);  // browser-side cost of a redraw, read by the benchmark
     if (live.ms.length > 1000) live.ms.splice(0, 500);
@@ -245,7 +254,8 @@ def _component():
         if not (folder / "plotly.min.js").exists():
             return None
         v1.declare_component(_ASSET, path=str(folder))
-        return v2.component(_NAME, html="", js=_JS, isolate_styles=False)
+        return v2.component(_NAME, html="", js=_JS.replace("__CONFIG__", json.dumps(PLOTLY_CONFIG)),
+                            isolate_styles=False)
     except Exception:  # noqa: BLE001 - an older/newer Streamlit without these APIs: use st.plotly_chart
         return None
 
@@ -331,7 +341,7 @@ def live_chart(fig, key: str, full: bool = False) -> None:
     redraw then costs the server and the browser almost nothing for the charts that did not change."""
     mount = _component()
     if mount is None:
-        st.plotly_chart(fig, key=key)
+        st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG)
         return
     entry, state = _entry(fig, key, full)
     mount(key=key, data={**entry, "asset": asset_name(), "present": _presenting()}, height="content")
@@ -384,7 +394,7 @@ def live_charts(charts, key: str, full: bool = False, columns: int = 2, again: b
         cols = st.columns(columns)
         for i, (fig, k) in enumerate(charts):
             with cols[i % columns]:
-                st.plotly_chart(fig, key=k)
+                st.plotly_chart(fig, key=k, config=PLOTLY_CONFIG)
         return
     made = [_entry(fig, k, full) for fig, k in charts]
     if again:  # the same element once more in this script run (see _forget)

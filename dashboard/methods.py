@@ -200,8 +200,10 @@ METHODS: dict[str, Method] = {m.key: m for m in [
             Option("learning_rate", "Step-size schedule", "select", "auto", "auto: 1 for full batches, else "
                    "Robbins-Monro (t + tau)^-kappa; adaptive: Ranganath et al. (2013).",
                    ("auto", "robbins_monro", "adaptive")),
-            Option("optimize_hyperparameters", "Tune kernel hyperparameters", "bool", True,
-                   "Climb the ELBO in the kernel's length scale(s) and variance every few steps."),
+            # (the label "Tune kernel hyperparameters" was cut off in the options column at 1280 px)
+            Option("optimize_hyperparameters", "Tune the kernel", "bool", True,
+                   "Tune the kernel's hyperparameters: climb the ELBO in its length scale(s) and variance "
+                   "every few steps."),
             Option("predictive", "Predictive", "select", "calibrated", "calibrated: Phi(A f + B) with A, B "
                    "fitted to left-out rows; probit: Phi(m / sqrt(1 + v)); hinge: the normalised hinge "
                    "likelihood averaged over q(f). The Calibration page shows which is better calibrated.",

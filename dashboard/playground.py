@@ -38,6 +38,10 @@ class Playground:
     X: np.ndarray
     y: np.ndarray
     edited: bool = False
+    #: the canvas (x_lo, y_lo, x_hi, y_hi), fixed when the points are drawn: had it followed the points,
+    #: a click near an edge would rescale the axes and move every point from under the cursor (a crawl's
+    #: remove-click then missed)
+    bounds: tuple | None = None
 
     @property
     def digest(self) -> str:
@@ -68,16 +72,38 @@ def generate(generator: str = "ripley", n: int = 200, noise: float | None = None
         raise ValueError(f"generator must be one of {sorted(GENERATORS)}, got {generator!r}")
     _, make, default, _ = GENERATORS[generator]
     noise = default if noise is None else float(noise)
-    if make is None:  # a blank canvas starts with two points of each class, so a split is possible
-        X = np.array([[-1.0, -0.5], [-0.8, 0.6], [1.0, 0.4], [0.8, -0.6]])
-        return Playground("blank", 4, 0.0, seed, X, np.array([0, 0, 1, 1]), edited=True)
+    if make is None:  # no points at all (it began with four, and its caption "4 points - an empty canvas")
+        return Playground("blank", 0, 0.0, seed, np.empty((0, 2)), np.empty(0, dtype=int), edited=True,
+                          bounds=(-2.0, -2.0, 2.0, 2.0))
     X, y = make(int(n), random_state=int(seed), noise=noise)
-    return Playground(generator, int(n), noise, int(seed), np.asarray(X, dtype=float), np.asarray(y))
+    X = np.asarray(X, dtype=float)
+    return Playground(generator, int(n), noise, int(seed), X, np.asarray(y), bounds=_padded(X))
+
+
+def _padded(X: np.ndarray, pad: float = 0.25) -> tuple:
+    """(x_lo, y_lo, x_hi, y_hi): the points' box widened by ``pad`` of its span on every side."""
+    X = X if len(X) else np.array([[-1.0, -1.0], [1.0, 1.0]])
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    lo, hi = lo - pad * span, hi + pad * span
+    return float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])
+
+
+def canvas(pg: Playground) -> tuple:
+    """The canvas box of ``pg``: its fixed bounds, grown only to take in a point placed outside them."""
+    box = pg.bounds if pg.bounds is not None else _padded(pg.X)
+    if len(pg.y) and pg.bounds is not None:
+        lo, hi = pg.X.min(axis=0), pg.X.max(axis=0)
+        x0, y0, x1, y1 = box
+        m = 0.05 * max(x1 - x0, y1 - y0)  # a point outside gets a margin, not a place on the frame
+        box = (min(x0, lo[0] - m) if lo[0] < x0 else x0, min(y0, lo[1] - m) if lo[1] < y0 else y0,
+               max(x1, hi[0] + m) if hi[0] > x1 else x1, max(y1, hi[1] + m) if hi[1] > y1 else y1)
+    return tuple(float(v) for v in box)
 
 
 def edit(pg: Playground, x: float, y: float, mode: str, radius: float | None = None) -> Playground:
     """Add a point of class 0 or 1 at (x, y), or remove the point nearest to (x, y) (within ``radius``,
-    default 5% of the data's span; nothing happens when none is that close)."""
+    default 5% of the canvas's span; nothing happens when none is that close)."""
     if mode in (ADD_0, ADD_1):
         X = np.vstack([pg.X, [[float(x), float(y)]]])
         lab = np.append(pg.y, 0 if mode == ADD_0 else 1)
@@ -86,8 +112,8 @@ def edit(pg: Playground, x: float, y: float, mode: str, radius: float | None = N
         raise ValueError(f"mode must be {ADD_0!r}, {ADD_1!r} or {REMOVE!r}, got {mode!r}")
     if len(pg.y) == 0:
         return pg
-    span = float(np.max(np.ptp(pg.X, axis=0))) if len(pg.y) > 1 else 1.0
-    radius = 0.05 * span if radius is None else radius
+    box = canvas(pg)
+    radius = 0.05 * max(box[2] - box[0], box[3] - box[1]) if radius is None else radius
     d = np.hypot(pg.X[:, 0] - x, pg.X[:, 1] - y)
     j = int(np.argmin(d))
     if d[j] > radius:
@@ -97,10 +123,8 @@ def edit(pg: Playground, x: float, y: float, mode: str, radius: float | None = N
 
 
 def click_grid(pg: Playground, n: int = 40, pad: float = 0.25) -> np.ndarray:
-    """The (n*n, 2) invisible clickable points that cover the canvas (a click anywhere lands on one)."""
-    X = pg.X if len(pg.y) else np.array([[-1.0, -1.0], [1.0, 1.0]])
-    lo, hi = X.min(axis=0), X.max(axis=0)
-    span = np.where(hi > lo, hi - lo, 1.0)
-    lo, hi = lo - pad * span, hi + pad * span
-    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], n), np.linspace(lo[1], hi[1], n))
+    """The (n*n, 2) invisible clickable points that cover the canvas (a click anywhere lands on one):
+    :func:`canvas`, or the points' box widened by ``pad`` for a playground made without bounds."""
+    box = canvas(pg) if pg.bounds is not None else _padded(pg.X, pad)
+    gx, gy = np.meshgrid(np.linspace(box[0], box[2], n), np.linspace(box[1], box[3], n))
     return np.column_stack([gx.ravel(), gy.ravel()])

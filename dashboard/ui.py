@@ -177,8 +177,8 @@ def presentation_toggle() -> None:
                 "html, body, [data-testid='stAppViewContainer'] {font-size: 20px;}"
                 "[data-testid='stMarkdownContainer'] p, [data-testid='stMarkdownContainer'] li "
                 "{font-size: 1.1rem; line-height: 1.45;}"
-                "[data-testid='stMainBlockContainer'] {padding: 3.6rem 1.5rem 2rem 1.5rem; max-width: 100%;}"
-                "h1 {font-size: 2.1rem !important; padding-top: 0.2rem !important;}"
+                "[data-testid='stMainBlockContainer'] {padding: 2.6rem 1.5rem 2rem 1.5rem; max-width: 100%;}"
+                "h1 {font-size: 1.7rem !important; padding-top: 0 !important; padding-bottom: 0.3rem !important;}"
                 "[data-testid='stSidebar'] {min-width: 270px !important; max-width: 270px !important;}"
                 "[data-testid='stSidebar'] [data-testid='stMarkdownContainer'] p {font-size: 0.95rem;}"
                 "[data-testid='stWidgetLabel'] p {font-size: 1.05rem !important;}"
@@ -252,8 +252,10 @@ def for_export(fig) -> go.Figure:
 
 def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
     """``st.plotly_chart`` with presentation styling and, under it, a PNG download made on click."""
+    from .livechart import PLOTLY_CONFIG
+
     shown = styled(fig)
-    st.plotly_chart(shown, key=key, **kw)
+    st.plotly_chart(shown, key=key, **{"config": PLOTLY_CONFIG, **kw})
     if png:
         png_button(lambda: shown, key, name)
 

@@ -187,6 +187,10 @@ def test_posterior_weights_show_mean_and_interval_and_mark_those_clear_of_zero()
     few = figures.posterior_weights(rng.normal(size=(2, 10, 50)), [f"w[{j}]" for j in range(50)], max_rows=30)
     assert len(few.data[0].y) == 30 and "the 30 of 50 largest" in few.layout.title.text
     assert figures.posterior_weights(np.empty((2, 0, 3)), ["a", "b", "c"]) is None
+    long = ["w[class_1, od280_od315_of_diluted_wines]", "w[class_2, od280_od315_of_diluted_wines]"]
+    fig = figures.posterior_weights(rng.normal(size=(2, 10, 2)), long)
+    assert all(len(n) <= figures.NAME_CHARS for n in fig.data[0].y) and set(fig.data[0].customdata) == set(long)
+    assert len(set(fig.data[0].y)) == 2  # still told apart
 
 
 def test_split_metrics_classifies_sampler_statistics():
@@ -519,6 +523,25 @@ def test_the_truth_is_kept_only_on_the_generators_own_axes_and_labels():
     relabelled = load_csv(path)
     relabelled.y = np.where(relabelled.y == 1, "pos", "neg")
     assert prepare(relabelled, truth="ripley").truth is None
+
+
+def test_playground_canvas_stays_put_when_points_are_added_near_its_edge():
+    """The canvas followed the points: a click near its edge widened the axes, so every point moved from
+    under the cursor and a remove-click there missed (a crawl)."""
+    pg = PG.generate("ripley", 120, seed=1)
+    grid = PG.click_grid(pg)
+    corner = grid[0] + 0.01  # the lower-left corner of the canvas
+    edited = pg
+    for _ in range(3):
+        edited = PG.edit(edited, *corner, PG.ADD_1)
+    np.testing.assert_array_equal(PG.click_grid(edited), grid)
+    removed = PG.edit(edited, *(corner + 0.02), PG.REMOVE)
+    assert len(removed.y) == len(edited.y) - 1
+    # a point placed outside the canvas (from code, not a click) widens it to take the point in
+    outside = PG.edit(pg, grid[-1, 0] + 5.0, 0.0, PG.ADD_0)
+    assert PG.canvas(outside)[2] > grid[-1, 0] + 5.0 and PG.canvas(outside)[0] == PG.canvas(pg)[0]
+    blank = PG.generate("blank")
+    assert len(blank.y) == 0 and PG.canvas(blank) == (-2.0, -2.0, 2.0, 2.0)
 
 
 def test_playground_noise_reaches_the_truth_and_edits_drop_it():

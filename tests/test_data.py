@@ -73,6 +73,8 @@ def _csv(text):
         ("a,b,label\n1,2,x\n3,4,x\n", "label", "only one class"),
         ("", "label", "empty"),
         ("just one column\n1\n2\n", "label", "fewer than two columns"),
+        ("a,b,label\n", "label", "no rows of data"),  # (was: "no numeric feature columns")
+        ("a,b,label\n", None, "no rows of data"),
     ],
 )
 def test_bad_csv(text, label, advice):

@@ -59,6 +59,27 @@ def test_same_seed_same_draws_and_progress_records():
     assert 0 <= rec.metrics["acceptance"] <= 1 and h.accept_prob_.shape == (4, 10)
 
 
+@pytest.mark.parametrize("est", [SubgradientHMC("hmc", n_samples=10, n_burnin=40, record_every=10),
+                                 SubgradientHMC("sgld", n_samples=10, n_burnin=40, record_every=10, batch_size=16),
+                                 SubgradientHMC("sgnht", n_samples=10, n_burnin=40, record_every=10),
+                                 GibbsSVM(n_samples=10, n_burnin=40, record_every=10)])
+def test_burn_in_records_carry_the_full_data_potential(est):
+    """Burn-in keeps no draws, and its records said potential = nan (the dashboard drew "no objective"
+    until the first kept draw). They now carry U at the chains' current states: checked against
+    U(theta) = |theta|^2 / 2 + sum_i max(0, 1 - y_i (x_i w + b)) written out here (c = l = 1)."""
+    X, y = _binary()
+    s = np.where(y == "yes", 1.0, -1.0)
+    seen = 0
+    for rec in est.set_params(random_state=0).fit_iter(X, y):
+        if rec.metrics["burnin"] != 1.0:
+            continue
+        T = est.theta_
+        U = 0.5 * (T ** 2).sum(axis=1) + np.maximum(0.0, 1.0 - s * (T[:, :3] @ X.T + T[:, 3:])).sum(axis=1)
+        np.testing.assert_allclose(rec.metrics["potential"], U.mean(), rtol=1e-10)
+        seen += 1
+    assert seen >= 3
+
+
 def test_stopping_early_predicts_with_last_state():
     X, y = _binary()
     est = SubgradientHMC("sgld", n_samples=100, n_burnin=50, record_every=10, random_state=0)

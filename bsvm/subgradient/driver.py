@@ -92,6 +92,7 @@ class SegmentOut(NamedTuple):
     path: np.ndarray | None
     diverged_at: int | None  # first iteration with a non-finite state (the run must stop), else None
     t_end: int  # iterations done
+    potential: np.ndarray | None = None  # (C_g,) full-data U at the last state, when no draw was kept
 
 
 def monitored(spec: EngineSpec, theta, U_full, X_rows, y_rows, layout=None):
@@ -160,12 +161,24 @@ def _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path
     if info is not None and info.path is not None:
         path = info.path
     t_end = (diverged if diverged is not None else t + 1) if t1 > t0 else t0
+    U_last = None
+    if k == 0 and info is not None and diverged is None:
+        # in burn-in no kept draw carries a potential, yet the potential is how a user watches burn-in (the
+        # dashboard said "no objective" until the first kept draw); stochastic-gradient info holds a
+        # minibatch estimate, so those samplers pay one full-data pass per segment here
+        if not sg:
+            U_last = np.asarray(info.potential, dtype=float).copy()
+        elif Z is not None:
+            U_last = binary_full(spec.model, state.theta, Z)[0]
+        else:
+            U_last = potential(spec.model, state.theta, X, y, layout)
     q = np.stack(quants, axis=1) if quants else np.empty((C, 0, 1 + len(plan.rows)))
     # the screen goes back to the caller as None (attach_screen finds it again in its cache): a worker
     # would otherwise send its sorted copy of the design back with every segment
     new = Carry(state, rng, astate, tuning._replace(screen=None) if hasattr(tuning, "screen") else tuning,
                 kept, None)
-    return SegmentOut(new, draws[:, :k], {n: v[:, :k] for n, v in stats.items()}, q, path, diverged, t_end)
+    return SegmentOut(new, draws[:, :k], {n: v[:, :k] for n, v in stats.items()}, q, path, diverged, t_end,
+                      U_last)
 
 
 class GrowingDraws:

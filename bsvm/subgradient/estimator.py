@@ -262,6 +262,8 @@ class _HingeSampler(BayesianClassifier):
                         store.append(name, block)
                 if outs[0].path is not None:
                     path = outs[0].path
+                burn_U = np.concatenate([o.potential for o in outs]) \
+                    if all(o.potential is not None for o in outs) else None
                 acc = np.concatenate([o.stats["accept_prob"] for o in outs], axis=0)
                 if acc.size:
                     acc_since.append(acc.mean())
@@ -317,7 +319,7 @@ class _HingeSampler(BayesianClassifier):
                     pool.offer(left)
                 if stop_reason is not None:
                     status = self._final_status(store, status, checked, rows)
-                metrics = self._metrics(t, store, carries, acc_since, monitor, status, stop_reason)
+                metrics = self._metrics(t, store, carries, acc_since, monitor, status, stop_reason, burn_U)
                 acc_since = []
                 snap = self._snapshot(carries, path)
                 yield t, metrics, snap
@@ -383,8 +385,14 @@ class _HingeSampler(BayesianClassifier):
         self.step_size_ = np.concatenate([np.broadcast_to(c.tuning.step_size, (len(c.rng),))
                                           for c in carries])
 
-    def _metrics(self, t, store, carries, acc_since, monitor, status, stop_reason):
-        m = {"potential": float(np.mean(self.potential_[:, -1])) if self.potential_.shape[1] else math.nan,
+    def _metrics(self, t, store, carries, acc_since, monitor, status, stop_reason, burn_U=None):
+        """``burn_U``: the chains' full-data potential at their current state, sent while no draw is kept
+        (burn-in), so the records' potential falls through burn-in as the chains find the posterior."""
+        if self.potential_.shape[1]:
+            U = float(np.mean(self.potential_[:, -1]))
+        else:
+            U = float(np.mean(burn_U)) if burn_U is not None and np.all(np.isfinite(burn_U)) else math.nan
+        m = {"potential": U,
              "burnin": float(t <= self._n_burnin), "n_draws": float(self.samples_.shape[1]),
              "step_size": float(np.mean(self.step_size_))}
         m.update(RULE.metrics())

@@ -29,6 +29,7 @@ from dashboard.analysis import (
     param_names,
     weight_cloud,
 )
+from dashboard.livechart import PLOTLY_CONFIG
 from dashboard.methods import METHODS
 from dashboard.runner import Job, fit_in_job
 
@@ -76,13 +77,21 @@ if meta.get("data_key") != data.key:
                "describe that fit. Press **Start** on the Train page for a run on the current data.",
                icon=":material/warning:")
 
+kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
+if kind == "baseline":
+    # (two empty chart frames said "no objective" and "fitted in one go", each under a mode bar)
+    st.info(f"{meta.get('label', type(est).__name__).split(' (')[0]} is fitted in one go: it has no "
+            "learning curve, progress records or posterior draws to diagnose. The **Calibration** page "
+            "compares its probabilities with the Bayesian methods'.")
+    st.stop()
 st.subheader("Progress records")
 a, b = st.columns(2)
 with a:
-    st.plotly_chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective")
+    st.plotly_chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective",
+                    config=PLOTLY_CONFIG)
 with b:
-    kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
-    st.plotly_chart(figures.statistics_panel(hist, kind, data.feature_names), key="diag_stats")
+    st.plotly_chart(figures.statistics_panel(hist, kind, data.feature_names), key="diag_stats",
+                    config=PLOTLY_CONFIG)
     if not figures.split_metrics(figures.metric_names(hist))["hyper"] and \
             any(n in figures.CONVERGENCE for n in figures.metric_names(hist)):
         st.caption("R-hat and bulk ESS: the worst over the quantities the stopping rule monitors, at "
@@ -94,7 +103,8 @@ if snap_keys:
                        format_func=lambda k: SNAPSHOT_TITLES.get(k, k),
                        help="Small arrays the method records every few iterations (per-chain values or a "
                             "few coordinates).")
-    st.plotly_chart(figures.named_snapshot_traces(hist, key, est, data.feature_names), key="diag_snapshot")
+    st.plotly_chart(figures.named_snapshot_traces(hist, key, est, data.feature_names), key="diag_snapshot",
+                    config=PLOTLY_CONFIG)
 
 S, extra, n_model_par = chain_arrays(est)
 if S is None:
@@ -154,13 +164,15 @@ if table is not None:
     fixed = (f" {n_const} {'has' if n_const == 1 else 'have'} the same value in every draw of every chain, "
              "so R-hat is undefined (flagged 'constant'): a coordinate the model fixes, or chains that "
              "never moved." if n_const else "")
-    rule = (f"R-hat > {figures.RHAT_MAX:g} or bulk or tail ESS < {figures.ESS_MIN:g}, the stopping rule's "
-            "thresholds")
+    rule = f"R-hat > {figures.RHAT_MAX:g}, or bulk or tail ESS < {figures.ESS_MIN:g}"
     # green only when nothing else says otherwise: the rule's own check watches p(y|x), which this table
-    # does not have
+    # does not have. Flags on parameters a converged run's rule did not check (MS-BPM's kernel weights)
+    # are information, not a warning: a green "Converged" over a yellow box read as a contradiction.
     varying = "varying " if n_const else ""
-    (st.warning if n_bad else st.info if pending_fail else st.success)(
-        f"{n_bad} of the {checked} {varying}quantities past them ({rule}; listed first).{fixed}" if n_bad else
+    unchecked = rule_table is not None and not monitors_params and bool(getattr(est, "converged_", False))
+    (st.info if n_bad and unchecked else st.warning if n_bad else st.info if pending_fail else st.success)(
+        f"{n_bad} of the {checked} {varying}quantities miss the stopping rule's thresholds ({rule}); they "
+        f"are listed first.{fixed}" if n_bad else
         f"All {checked} quantities in this table within the stopping rule's thresholds.{fixed}"
         + (" The rule's own check above is not met yet: it also watches p(y|x), which mixes more slowly "
            "here." if pending_fail and not n_bad else ""))
@@ -235,7 +247,10 @@ if tabs["ESS, energy and pairs"].open:
             else:
                 st.info("The energy plot and BFMI are for HMC samplers (the Hamiltonian of each draw): "
                         "this run has none. SubgradientHMC with sampler=\"hmc\" records it.")
-        default_pair = list(range(len(extra), min(n_par, len(extra) + 3))) or [0]
+        # the first three parameters that move (MS-BPM's first weights can be fixed at 0: their panels
+        # were a solid bar and a single dot), else the first quantities
+        moving = [j for j in range(len(extra), n_par) if np.ptp(S[:, :, j]) > 0][:3]
+        default_pair = moving if len(moving) >= 2 else list(range(min(n_par, 3)))
         pair = st.multiselect("Pair plot of", list(range(n_par)), default=default_pair, max_selections=4,
                               format_func=lambda j: names[j], key="diag_pair",
                               help="Two to four quantities: histograms on the diagonal, draws below it.")

@@ -256,6 +256,8 @@ with right:
     elif cost is not None:
         describe = cost.describe() if hasattr(cost, "describe") else \
             f"about {float(cost.memory_bytes) / 2**20:,.0f} MB and {float(cost.seconds):,.1f} s"
+        if ui.presenting():  # one line: the details in brackets pushed the charts below a projector's fold
+            describe = describe.split(" (")[0]
         shown = st.session_state["_train_cost_caption"] = \
             f"Estimated cost on {len(data.y_train):,} rows: {describe}."
         cost_slot.caption(shown)
@@ -275,9 +277,17 @@ with right:
                 on_click=on_start, width="stretch", help="Start a new run with the options on the left.")
     b[1].button("Pause", icon=":material/pause:", disabled=status != RUNNING, on_click=on_pause,
                 width="stretch", help="Pause after the current progress record; Continue or Step resume.")
-    b[2].button("Step", icon=":material/skip_next:", disabled=locked or not fits, on_click=on_step,
-                width="stretch",
-                help="Advance by one progress record, then pause (starts a run if there is none).")
+    # Step on a finished run started a new one and threw the finished run away without a word (a crawl);
+    # a one-shot fit (PlattSVM) has no records to step through (its first Step paused at "iteration 1")
+    finished = run is not None and status == DONE and not stale and run.meta.get("method") == method.key
+    one_shot = method.kind == "baseline"
+    step_help = (f"{method.short_name} is fitted in one go: there are no steps to go through; press Start."
+                 if one_shot else
+                 "The run is done: Start begins a new run (or Reset, then Step, to go one record at a time)."
+                 if finished else
+                 "Advance by one progress record, then pause (starts a run if there is none).")
+    b[2].button("Step", icon=":material/skip_next:", disabled=locked or not fits or finished or one_shot,
+                on_click=on_step, width="stretch", help=step_help)
     b[3].button("Stop", icon=":material/stop:", disabled=status not in (RUNNING, PAUSED), on_click=on_stop,
                 width="stretch",
                 help="Stop now; the model keeps the state it reached (usable on other pages), and "
@@ -290,9 +300,11 @@ with right:
               help="One progress record per redraw (about four a second), so a class can follow the run "
                    "step by step; off, the method runs at full speed while the page redraws.")
     # (always shown: an element that came and went would move the live charts; new users asked how Stop
-    # differs from Pause, and found a run stopped when they came back from another page)
-    st.caption("Pause and Stop halt after the current record and keep the model for the other pages; "
-               "Continue resumes either. Going to another page stops a run too; Reset forgets it.")
+    # differs from Pause, and found a run stopped when they came back from another page. Not in
+    # presentation mode, where the charts must reach the top of a 1280x720 screen; the buttons' help says it)
+    if not ui.presenting():
+        st.caption("Pause and Stop halt after the current record and keep the model for the other pages; "
+                   "Continue resumes either. Going to another page stops a run too; Reset forgets it.")
 
     # While the live view loops inside its script run, the fragment's timer is only the fallback that
     # restarts a loop past LOOP_SECONDS: each tick is a rerun request from the browser (all the page's
@@ -308,7 +320,8 @@ with right:
         r: Run | None = reg.get(PAGE)
         trace("fragment", status=r.status if r else None, busy=busy)
         if r is None:
-            st.info("Press **Start** to fit, or **Step** to advance one record at a time.")
+            st.info("Press **Start** to fit." if method.kind == "baseline" else
+                    "Press **Start** to fit, or **Step** to advance one record at a time.")
             return
         other_data = r.meta.get("data_key") != data.key
         other_method = r.meta.get("method") != method.key
@@ -316,9 +329,9 @@ with right:
             st.warning("This run was made for other data (the data changed since it started): press "
                        "**Start** for a new run on the current data.")
         elif other_method:
-            st.info(f"The last run here was a {str(r.meta.get('label', 'other')).split(' (')[0]} run; "
-                    f"press **Start** for a {method.short_name} run (**Reset** forgets the old "
-                    "one).")
+            made_by = str(r.meta.get("label", "another method")).split(" (")[0]
+            st.info(f"The last run here was made by {made_by}; "
+                    f"press **Start** to run {method.short_name} (**Reset** forgets the old one).")
         if (other_data or other_method) and not (busy or r.status == RUNNING or r.busy):
             # Its charts would be drawn with this page's method and data: the other data's column names
             # on its curves, this method's wording ("fitted in one go" under an ELBO), and its map
