@@ -189,7 +189,8 @@ def test_posterior_weights_show_mean_and_interval_and_mark_those_clear_of_zero()
     assert figures.posterior_weights(np.empty((2, 0, 3)), ["a", "b", "c"]) is None
     long = ["w[class_1, od280_od315_of_diluted_wines]", "w[class_2, od280_od315_of_diluted_wines]"]
     fig = figures.posterior_weights(rng.normal(size=(2, 10, 2)), long)
-    assert all(len(n) <= figures.NAME_CHARS for n in fig.data[0].y) and set(fig.data[0].customdata) == set(long)
+    assert all(len(n) <= figures.NAME_CHARS for n in fig.data[0].y)
+    assert set(fig.data[0].customdata) == set(long)
     assert len(set(fig.data[0].y)) == 2  # still told apart
 
 

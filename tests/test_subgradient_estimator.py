@@ -60,7 +60,8 @@ def test_same_seed_same_draws_and_progress_records():
 
 
 @pytest.mark.parametrize("est", [SubgradientHMC("hmc", n_samples=10, n_burnin=40, record_every=10),
-                                 SubgradientHMC("sgld", n_samples=10, n_burnin=40, record_every=10, batch_size=16),
+                                 SubgradientHMC("sgld", n_samples=10, n_burnin=40, record_every=10,
+                                                batch_size=16),
                                  SubgradientHMC("sgnht", n_samples=10, n_burnin=40, record_every=10),
                                  GibbsSVM(n_samples=10, n_burnin=40, record_every=10)])
 def test_burn_in_records_carry_the_full_data_potential(est):
