@@ -530,7 +530,9 @@ _RUN_DOC = """
     warns the same way when the rule does not hold. With n_chains=1, R-hat is undefined: the run stops on
     ESS alone and warns that convergence was not checked. A diverging run (non-finite state) stops with a
     warning and keeps the draws made before. Progress records carry rhat, ess_bulk, ess_tail (worst over
-    the monitored quantities), draws, converged and the thresholds rhat_target, ess_target.
+    the monitored quantities), draws, converged and the thresholds rhat_target, ess_target; and potential,
+    the chains' mean full-data U (at the newest kept draw; in burn-in, at the current states, so a user
+    sees the chains settle), with burnin = 1 while no draw is kept.
     n_jobs : chains run in n_jobs groups, in joblib workers (None: 1; -1: all cores;
     ``joblib.parallel_config`` chooses the backend, e.g. "dask" for a dask.distributed cluster). Each chain
     has its own seed (``SeedSequence.spawn``) and its own products with the data, so the same random_state
