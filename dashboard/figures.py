@@ -52,17 +52,13 @@ MARKERS_BELOW = 30
 _SAMPLER = re.compile(r"(step_size|acceptance|accept|xi|thermostat|energy|train_error)", re.IGNORECASE)
 
 
-#: Plotly's modebar buttons left out: on a chart half a page wide (the Train page's grid at 1280 px), the
-#: full bar (about 200 px) covered the chart's title while the mouse was over it; zoom, pan, reset and
-#: the PNG download (also under every chart) remain
-MODEBAR = {"remove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
 
 
 def _fast_figure(traces: list[dict], title: str, height: int = 320, **layout) -> go.Figure:
     """A figure from plain trace/layout dicts without Plotly's per-property validation (ten times faster,
     which matters for the live view's redraws; the tests validate these figures' dicts separately)."""
     layout = {"title": {"text": title, "x": 0.0, "xanchor": "left", "font": {"size": 15}}, "height": height,
-              "margin": {"l": 50, "r": 20, "t": 45, "b": 40}, "uirevision": "keep", "modebar": MODEBAR,
+              "margin": {"l": 50, "r": 20, "t": 45, "b": 40}, "uirevision": "keep",
               **layout}
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
 
@@ -83,13 +79,14 @@ def _axis(title: str = "", **kw) -> dict:
 
 def _layout(fig: go.Figure, title: str, height: int = 320, **kw) -> go.Figure:
     fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", font=dict(size=15)), height=height,
-                      margin=dict(l=50, r=20, t=45, b=40), uirevision="keep", modebar=MODEBAR, **kw)
+                      margin=dict(l=50, r=20, t=45, b=40), uirevision="keep", **kw)
     return fig
 
 
 #: characters per line of a chart's message (Plotly does not wrap text: a long line ran off a half-width
-#: chart at 1280 px, cut at both ends)
-MESSAGE_WIDTH = 40
+#: chart at 1280 px, cut at both ends; at 40 a crawl still saw the right end cut, the plot area's centre
+#: being right of the chart's)
+MESSAGE_WIDTH = 34
 
 
 def _wrapped(text: str, width: int = MESSAGE_WIDTH) -> str:
@@ -109,6 +106,7 @@ def is_placeholder(fig) -> bool:
 
 def empty_figure(message: str, height: int = 260) -> go.Figure:
     return _fast_figure([], "", height, meta=PLACEHOLDER, xaxis={"visible": False}, yaxis={"visible": False},
+                        margin={"l": 20, "r": 20, "t": 45, "b": 40},  # the message centred in the chart
                         annotations=[{"text": _wrapped(message), "showarrow": False, "x": 0.5, "y": 0.5,
                                       "xref": "paper", "yref": "paper",
                                       "font": {"size": 14, "color": "#666"}}])

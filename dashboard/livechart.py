@@ -23,8 +23,9 @@ _NAME = "bsvm_live_plotly"
 _ASSET = "bsvm_plotlyjs"
 
 #: Plotly's config for every chart of the dashboard (live ones here, the others through
-#: ``st.plotly_chart(config=...)``): the mode bar keeps zoom, pan and reset. Its full row of icons sat
-#: over the titles of half-width charts (a crawl's screenshots); PNGs have their own buttons.
+#: ``st.plotly_chart(config=...)``): the mode bar keeps zoom, pan and reset. Its full row of icons (about
+#: 200 px) sat over the titles of half-width charts (the Train page's grid at 1280 px); PNGs have their
+#: own buttons under the charts.
 PLOTLY_CONFIG = {"displaylogo": False,
                  "modeBarButtonsToRemove": ["toImage", "zoomIn2d", "zoomOut2d", "autoScale2d", "lasso2d",
                                             "select2d", "hoverClosestCartesian", "hoverCompareCartesian",
