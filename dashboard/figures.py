@@ -27,8 +27,8 @@ PROBA_SCALE = [[float(v), c] for v, c in pcolors.get_colorscale("RdBu_r")]
 OBJECTIVES = ("elbo", "free_energy", "neg_free_energy", "log_posterior", "log_joint", "potential", "U")
 _HYPER = re.compile(r"(lengthscale|variance|amplitude|offset|relevance|^w\[|ard|^C$|^v$)", re.IGNORECASE)
 #: counters and flags that describe the run's bookkeeping, not its state (not plotted as curves)
-BOOKKEEPING = ("burnin", "n_draws", "draws_kept", "inner_iterations", "n_support", "stage", "rows",
-               "rhat_target", "ess_target", "converged", "stopped", "next_check", "draws", "thin")
+BOOKKEEPING = ("burnin", "n_burnin", "n_draws", "draws_kept", "inner_iterations", "n_support", "stage",
+               "rows", "rhat_target", "ess_target", "converged", "stopped", "next_check", "draws", "thin")
 #: the stopping rule's numbers in progress records (bsvm.convergence): the worst R-hat and ESS of the last
 #: check, drawn against its thresholds (``rhat_target``, ``ess_target``)
 CONVERGENCE = ("rhat", "ess_bulk")
@@ -50,8 +50,6 @@ LEGEND_SERIES = 4
 #: Series shorter than this are drawn with markers too: a single point in "lines" mode is invisible.
 MARKERS_BELOW = 30
 _SAMPLER = re.compile(r"(step_size|acceptance|accept|xi|thermostat|energy|train_error)", re.IGNORECASE)
-
-
 
 
 def _fast_figure(traces: list[dict], title: str, height: int = 320, **layout) -> go.Figure:
@@ -250,8 +248,10 @@ _LOG_AXIS = {"type": "log", "tickformat": "~g"}
 
 
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
-                  separate_axes: bool = False, feature_names=None):
+                  separate_axes: bool = False, feature_names=None, **extra):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
+    ``extra``: more layout (shapes, annotations, margin), set as the figure is made (go.Figure's setters
+    validate: eight times the cost of the whole figure, on every live redraw).
 
     separate_axes: one stacked panel per metric (sharing the iteration axis), for quantities on
     different scales such as a step size next to an acceptance rate.
@@ -279,15 +279,16 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
         traces.append(tr)
     if stacked:  # the shared iteration axis sits under the bottom panel
         return _fast_figure(traces, title, max(height, 110 * n + 90),
-                            xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False, **axes)
+                            xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False,
+                            **{**axes, **extra})
     if n > MAX_LEGEND_ENTRIES:
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;
         # hovering a line names it
         return _fast_figure(traces, _subtitled(title, f"{n} curves: hover to name one"), height,
                             xaxis=_axis("iteration"), yaxis=_LOG_AXIS if log_y else {},
-                            showlegend=False, margin=SUBTITLE_MARGIN)
+                            showlegend=False, **{"margin": SUBTITLE_MARGIN, **extra})
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"),
-                        yaxis=_LOG_AXIS if log_y else {}, legend=LEGEND_BELOW)
+                        yaxis=_LOG_AXIS if log_y else {}, legend=LEGEND_BELOW, **extra)
 
 
 _ARD_WEIGHT = re.compile(r"^w\[(.+)\]$")
@@ -378,13 +379,20 @@ def objective_curve(history, height: int = 300, stages=None):
     numbered = any(text.strip().isdigit() for _, text, _ in marks)
     if numbered:
         label = _subtitled(label, "dotted: the next candidate fit (hover its number)")
-    fig = metric_curves(history, [name], label, height=height)
+    shapes, notes = [], []
     burn = [rec.iteration for rec in history if rec.metrics.get("burnin") == 1.0]
     if burn:
-        # the band says which part of a sampler's curve its kept draws come from (none from burn-in)
-        fig.add_vrect(x0=history[0].iteration, x1=burn[-1], fillcolor="#999", opacity=0.15, line_width=0,
-                      layer="below", annotation_text="burn-in", annotation_position="top left",
-                      annotation_font={"size": 11, "color": "#666"})
+        # the band says which part of a sampler's curve its kept draws come from (none from burn-in): up
+        # to n_burnin, not the last burn-in record (parallel runs record every ~2 s, so the band stopped
+        # short), nor past the newest record while burn-in goes on
+        end = history[-1].metrics.get("n_burnin", burn[-1])
+        end = min(float(end), float(history[-1].iteration)) if np.isfinite(end) else float(burn[-1])
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": history[0].iteration, "x1": end,
+                       "y0": 0, "y1": 1, "fillcolor": "#999", "opacity": 0.15, "line": {"width": 0},
+                       "layer": "below"})
+        notes.append({"x": history[0].iteration, "y": 1.0, "xref": "x", "yref": "paper", "text": "burn-in",
+                      "showarrow": False, "xanchor": "left", "yanchor": "top",
+                      "font": {"size": 11, "color": "#666"}})
     if marks:
         # labels closer than 4 % of the axis would print over each other (the fixed-hyperparameter fits
         # take a few steps each): one label for such a run of marks, "4-6", every name on hover
@@ -396,18 +404,17 @@ def objective_curve(history, height: int = 300, stages=None):
             else:
                 groups.append([mark])
         labels = [(g[0][0], _group_label([m[1] for m in g]), "<br>".join(m[2] for m in g)) for g in groups]
-        fig.update_layout(
-            shapes=list(fig.layout.shapes) + [
-                {"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
-                 "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks],
-            annotations=[{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": text, "hovertext": hover,
-                          "showarrow": False, "xanchor": "left", "yanchor": "top",
-                          # a label over the curve stays readable (it was half hidden behind it)
-                          "bgcolor": "rgba(255,255,255,0.75)", "borderpad": 1,
-                          "font": {"size": 11, "color": "#666"}} for it, text, hover in labels]
-            + list(fig.layout.annotations))
-        if numbered:
-            fig.update_layout(margin=SUBTITLE_MARGIN)
+        shapes += [{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
+                    "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks]
+        notes += [{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": text, "hovertext": hover,
+                   "showarrow": False, "xanchor": "left", "yanchor": "top",
+                   # a label over the curve stays readable (it was half hidden behind it)
+                   "bgcolor": "rgba(255,255,255,0.75)", "borderpad": 1,
+                   "font": {"size": 11, "color": "#666"}} for it, text, hover in labels]
+    extra = {"margin": SUBTITLE_MARGIN} if numbered else {}
+    if shapes:
+        extra.update(shapes=shapes, annotations=notes)
+    fig = metric_curves(history, [name], label, height=height, **extra)
     return fig
 
 
@@ -499,7 +506,8 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
                     else [f"{key}[{j}]" for j in range(width)])
         numbered = [n.replace("[(", "[").replace(")]", "]") for n in numbered]
         names = list(names or [])[:n_series]
-        names += numbered[len(names):n_series] + [f"{key}[{j}]" for j in range(len(numbered), n_series)]
+        names += numbered[len(names):n_series]
+        names += [f"{key}[{j}]" for j in range(len(names), n_series)]
     mode = _line_mode(len(rows))
     traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": mode, "name": names[j],
                "marker": {"size": 5}} for j in range(n_series)]

@@ -91,8 +91,9 @@ def _padded(X: np.ndarray, pad: float = 0.25) -> tuple:
 
 def canvas(pg: Playground) -> tuple:
     """The canvas box of ``pg``: its fixed bounds, grown only to take in a point placed outside them."""
-    box = pg.bounds if pg.bounds is not None else _padded(pg.X)
-    if len(pg.y) and pg.bounds is not None:
+    bounds = getattr(pg, "bounds", None)  # (a Playground kept from before bounds existed has none)
+    box = bounds if bounds is not None else _padded(pg.X)
+    if len(pg.y) and bounds is not None:
         lo, hi = pg.X.min(axis=0), pg.X.max(axis=0)
         x0, y0, x1, y1 = box
         m = 0.05 * max(x1 - x0, y1 - y0)  # a point outside gets a margin, not a place on the frame
@@ -104,6 +105,8 @@ def canvas(pg: Playground) -> tuple:
 def edit(pg: Playground, x: float, y: float, mode: str, radius: float | None = None) -> Playground:
     """Add a point of class 0 or 1 at (x, y), or remove the point nearest to (x, y) (within ``radius``,
     default 5% of the canvas's span; nothing happens when none is that close)."""
+    if getattr(pg, "bounds", None) is None:  # fixed from the first edit on (see Playground.bounds)
+        pg = Playground(pg.generator, pg.n, pg.noise, pg.seed, pg.X, pg.y, pg.edited, canvas(pg))
     if mode in (ADD_0, ADD_1):
         X = np.vstack([pg.X, [[float(x), float(y)]]])
         lab = np.append(pg.y, 0 if mode == ADD_0 else 1)
@@ -125,6 +128,6 @@ def edit(pg: Playground, x: float, y: float, mode: str, radius: float | None = N
 def click_grid(pg: Playground, n: int = 40, pad: float = 0.25) -> np.ndarray:
     """The (n*n, 2) invisible clickable points that cover the canvas (a click anywhere lands on one):
     :func:`canvas`, or the points' box widened by ``pad`` for a playground made without bounds."""
-    box = canvas(pg) if pg.bounds is not None else _padded(pg.X, pad)
+    box = canvas(pg) if getattr(pg, "bounds", None) is not None else _padded(pg.X, pad)
     gx, gy = np.meshgrid(np.linspace(box[0], box[2], n), np.linspace(box[1], box[3], n))
     return np.column_stack([gx.ravel(), gy.ravel()])

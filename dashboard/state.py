@@ -375,7 +375,7 @@ def current_data() -> Prepared | None:
     cached = st.session_state.get("data")
     if cached is not None and cached.key == key:
         return cached
-    st.session_state.pop("_data_refused", None)
+    st.session_state.pop("_data_said", None)
     try:
         loaded = loaded_table(c)
         if loaded is None:
@@ -390,7 +390,6 @@ def current_data() -> Prepared | None:
         data = prepare(loaded, c["features"] or None, c["std"], float(c["test"]), int(c["seed"]),
                        truth=truth, key=key, truth_kw=truth_kw)
     except ValueError as exc:
-        st.session_state["_data_refused"] = True  # said below: require_data does not say "choose one"
         if c["sample"] == PLAYGROUND and (str(exc).startswith("Too few rows") or "one class" in str(exc)):
             # the empty canvas (or one with most points removed): a step to take, not a failure
             pg = st.session_state.get("playground")
@@ -398,7 +397,9 @@ def current_data() -> Prepared | None:
             said = (str(exc) if str(exc).startswith("Too few rows") else
                     f"A fit needs points of both classes (now {n0} of class 0 and {n1} of class 1).")
             st.info(f"Click on the canvas to add points of each class. {said}", icon=":material/touch_app:")
+            st.session_state["_data_said"] = "playground"  # what to do is said: require_data adds nothing
             return None
+        st.session_state["_data_said"] = "refused"  # require_data does not say "choose one": they did
         up = st.session_state.get("upload") if c["sample"] == UPLOAD else None
         where = f" ({up['name']})" if up else ""
         from bsvm.data import UnusableRowsError  # (imported by the loading that raised exc already)
@@ -421,8 +422,11 @@ def require_data() -> Prepared | None:
     data = current_data()
     if data is None:
         # after a refused file the user did choose one: "choose a data set first" read as if they had not
-        st.info("Fix the file or choose another data set on the **Data** page."
-                if st.session_state.get("_data_refused") else "Choose a data set on the **Data** page first.")
+        said = st.session_state.get("_data_said")
+        if said == "refused":
+            st.info("Fix the file or choose another data set on the **Data** page.")
+        elif said is None:
+            st.info("Choose a data set on the **Data** page first.")
     return data
 
 

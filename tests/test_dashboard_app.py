@@ -938,6 +938,12 @@ def test_a_playground_link_to_the_train_page_opens_its_points():
     assert not blank.error, [e.value for e in blank.error]
     assert any("Click on the canvas to add points" in i.value for i in blank.info)
     assert any("an empty canvas" in c.value for c in blank.caption)
+    assert len(blank.session_state["playground"].y) == 0  # empty (it began with four points)
+    blank.switch_page("views/train.py").run()
+    _ok(blank)
+    said = [i.value for i in blank.info]
+    assert any("Click on the canvas to add points" in v for v in said), said
+    assert not any("Fix the file" in v or "Choose a data set" in v for v in said), said  # there is no file
 
 
 @pytest.mark.parametrize("query", [{"seed": "-1"}, {"seed": "3000000000"}, {"test": "0.07"}, {"test": "0.9"}])

@@ -543,6 +543,11 @@ def test_playground_canvas_stays_put_when_points_are_added_near_its_edge():
     assert PG.canvas(outside)[2] > grid[-1, 0] + 5.0 and PG.canvas(outside)[0] == PG.canvas(pg)[0]
     blank = PG.generate("blank")
     assert len(blank.y) == 0 and PG.canvas(blank) == (-2.0, -2.0, 2.0, 2.0)
+    # a playground kept from before bounds existed: its canvas is fixed from its first edit on
+    old = PG.Playground("ripley", 120, pg.noise, 1, pg.X, pg.y)
+    first = PG.edit(old, *corner, PG.ADD_1)
+    assert first.bounds == PG.canvas(old)
+    assert PG.click_grid(PG.edit(first, *corner, PG.ADD_1))[0, 0] == grid[0, 0]
 
 
 def test_playground_noise_reaches_the_truth_and_edits_drop_it():

@@ -80,7 +80,8 @@ def test_progress_records_and_early_stop_predicts():
     assert snap["projection"].shape == (16, 2)
     for key in ("log_posterior", "train_error", "log_likelihood", "ads_fraction"):
         assert np.isfinite(records[-1].metrics[key])
-    # stopped during burn-in: the estimator predicts with the current population
+    # stopped during burn-in (recorded so: the dashboard shades it): it predicts with the current population
+    assert records[-1].metrics["burnin"] == 1.0 and records[-1].metrics["n_burnin"] == FAST["burn_in"]
     assert m.samples_.shape == (16, 1, 2 * 151)
     assert m.predict(X).shape == (150,)
 

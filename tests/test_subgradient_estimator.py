@@ -59,26 +59,67 @@ def test_same_seed_same_draws_and_progress_records():
     assert 0 <= rec.metrics["acceptance"] <= 1 and h.accept_prob_.shape == (4, 10)
 
 
+def _full_data_potential(T, X, y, classes):
+    """U(theta) = |theta|^2 / 2 + sum_i max(0, 1 + max_{k != y_i} f_k(x_i) - f_{y_i}(x_i)) (c = l = 1),
+    binary: max(0, 1 - s_i f(x_i)), s = +-1; theta per class block [w, b] (potential.scores' layout)."""
+    K = len(classes)
+    W = T.reshape(len(T), 1 if K == 2 else K, X.shape[1] + 1)
+    F = np.einsum("ckp,np->cnk", W[..., :-1], X) + W[:, None, :, -1]
+    if K == 2:
+        hinge = np.maximum(0.0, 1.0 - np.where(y == classes[1], 1.0, -1.0) * F[..., 0])
+    else:
+        yi = np.searchsorted(classes, y)
+        f_true = F[:, np.arange(len(y)), yi]
+        wrong = F.copy()
+        wrong[:, np.arange(len(y)), yi] = -np.inf
+        hinge = np.maximum(0.0, 1.0 + wrong.max(axis=-1) - f_true)
+    return 0.5 * (T ** 2).sum(axis=1) + hinge.sum(axis=1)
+
+
 @pytest.mark.parametrize("est", [SubgradientHMC("hmc", n_samples=10, n_burnin=40, record_every=10),
                                  SubgradientHMC("sgld", n_samples=10, n_burnin=40, record_every=10,
                                                 batch_size=16),
                                  SubgradientHMC("sgnht", n_samples=10, n_burnin=40, record_every=10),
                                  GibbsSVM(n_samples=10, n_burnin=40, record_every=10)])
-def test_burn_in_records_carry_the_full_data_potential(est):
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_records_carry_the_full_data_potential_burn_in_included(est, n_classes):
     """Burn-in keeps no draws, and its records said potential = nan (the dashboard drew "no objective"
-    until the first kept draw). They now carry U at the chains' current states: checked against
-    U(theta) = |theta|^2 / 2 + sum_i max(0, 1 - y_i (x_i w + b)) written out here (c = l = 1)."""
-    X, y = _binary()
-    s = np.where(y == "yes", 1.0, -1.0)
-    seen = 0
+    until the first kept draw); SGLD/SGNHT's records after it were minibatch estimates. Every record now
+    carries U at the chains' current states, checked against the formula written out here."""
+    if n_classes == 3:
+        if isinstance(est, GibbsSVM):
+            pytest.skip("GibbsSVM is two-class")
+        X, y = make_moons(120, random_state=0)
+        X = np.column_stack([X, np.random.default_rng(1).normal(size=len(X))])
+        y = np.where(X[:, 2] > 0.8, 2, y)
+    else:
+        X, y = _binary()
+    seen = {0.0: 0, 1.0: 0}
     for rec in est.set_params(random_state=0).fit_iter(X, y):
-        if rec.metrics["burnin"] != 1.0:
-            continue
-        T = est.theta_
-        U = 0.5 * (T ** 2).sum(axis=1) + np.maximum(0.0, 1.0 - s * (T[:, :3] @ X.T + T[:, 3:])).sum(axis=1)
+        U = _full_data_potential(est.theta_, X, y, est.classes_)
         np.testing.assert_allclose(rec.metrics["potential"], U.mean(), rtol=1e-10)
-        seen += 1
-    assert seen >= 3
+        seen[rec.metrics["burnin"]] += 1
+    assert seen[1.0] >= 3 and seen[0.0] >= 1 and rec.metrics["n_burnin"] == 40
+
+
+def test_burn_in_potential_in_parallel_workers():
+    """Chains in joblib workers send the same potential (SegmentOut.potential crosses processes): their
+    burn-in records (at the adaptation windows' ends) equal one process's at the same iterations."""
+    from bsvm.chains import parallel_threshold
+
+    X, y = _binary()
+
+    def make(n_jobs, every):
+        return SubgradientHMC("hmc", n_samples=10, n_burnin=150, record_every=every, random_state=0,
+                              n_jobs=n_jobs)
+
+    one = {r.iteration: r.metrics["potential"] for r in make(1, 1).fit_iter(X, y)}
+    with parallel_threshold(0):
+        est = make(2, None)
+        two = {r.iteration: r.metrics["potential"] for r in est.fit_iter(X, y) if r.metrics["burnin"] == 1.0}
+    assert est.n_jobs_ == 2 and len(two) >= 2, two
+    for it, U in two.items():
+        assert U == one[it], (it, U, one[it])  # bit-identical, as the draws are
 
 
 def test_stopping_early_predicts_with_last_state():

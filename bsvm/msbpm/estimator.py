@@ -356,7 +356,8 @@ class MSBPM(BayesianClassifier):
         (:class:`bsvm.convergence.ConvergenceStatus`, None if none could be made); stop_reason_ : "converged"
         or the budget that ran out; stopping_rule_ : the rule in words; monitor_rows_ : the training rows
         whose p(y|x) the rule watches. Progress records carry ``rhat``, ``ess_bulk``, ``ess_tail``,
-        ``draws`` (kept per chain), ``converged`` and the rule's thresholds.
+        ``draws`` (kept per chain), ``converged`` and the rule's thresholds, and ``burnin`` (1 until
+        ``n_burnin`` sweeps are done).
 
     Input scale (:func:`bsvm.data.check_input_scale`): "adaptive" with ``gamma="scale"`` or the linear
     kernel (gamma follows the data's variance, and eq. 4's likelihood is scale invariant); fit warns when
@@ -733,7 +734,9 @@ class MSBPM(BayesianClassifier):
                 self.convergence_ = status
             if done or sweep % int(self.record_every) == 0:
                 self._store(problem, state, store)
-                metrics = self._metrics(problem, state, kinds, kept)
+                # burn-in as the samplers of bsvm.subgradient record it (the dashboard shades it)
+                metrics = {**self._metrics(problem, state, kinds, kept), "burnin": float(sweep <= burn),
+                           "n_burnin": float(burn)}
                 if accept:
                     metrics["acceptance"] = float(np.mean(accept))
                     metrics["step_size"] = float(np.mean(step_size))

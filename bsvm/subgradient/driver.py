@@ -92,7 +92,9 @@ class SegmentOut(NamedTuple):
     path: np.ndarray | None
     diverged_at: int | None  # first iteration with a non-finite state (the run must stop), else None
     t_end: int  # iterations done
-    potential: np.ndarray | None = None  # (C_g,) full-data U at the last state, when no draw was kept
+    # (C_g,) full-data U at the last state: when no draw was kept (burn-in), and always for the minibatch
+    # samplers, whose stats hold a minibatch estimate; else None (the last kept draw's U is exact)
+    potential: np.ndarray | None = None
 
 
 def monitored(spec: EngineSpec, theta, U_full, X_rows, y_rows, layout=None):
@@ -162,10 +164,11 @@ def _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path
         path = info.path
     t_end = (diverged if diverged is not None else t + 1) if t1 > t0 else t0
     U_last = None
-    if k == 0 and info is not None and diverged is None:
+    if (k == 0 or sg) and info is not None and diverged is None:
         # in burn-in no kept draw carries a potential, yet the potential is how a user watches burn-in (the
         # dashboard said "no objective" until the first kept draw); stochastic-gradient info holds a
-        # minibatch estimate, so those samplers pay one full-data pass per segment here
+        # minibatch estimate (records of it jumped at the end of burn-in, a review found), so those
+        # samplers pay one full-data pass per segment here
         if not sg:
             U_last = np.asarray(info.potential, dtype=float).copy()
         elif Z is not None:

@@ -262,7 +262,7 @@ class _HingeSampler(BayesianClassifier):
                         store.append(name, block)
                 if outs[0].path is not None:
                     path = outs[0].path
-                burn_U = np.concatenate([o.potential for o in outs]) \
+                U_now = np.concatenate([o.potential for o in outs]) \
                     if all(o.potential is not None for o in outs) else None
                 acc = np.concatenate([o.stats["accept_prob"] for o in outs], axis=0)
                 if acc.size:
@@ -319,7 +319,7 @@ class _HingeSampler(BayesianClassifier):
                     pool.offer(left)
                 if stop_reason is not None:
                     status = self._final_status(store, status, checked, rows)
-                metrics = self._metrics(t, store, carries, acc_since, monitor, status, stop_reason, burn_U)
+                metrics = self._metrics(t, store, carries, acc_since, monitor, status, stop_reason, U_now)
                 acc_since = []
                 snap = self._snapshot(carries, path)
                 yield t, metrics, snap
@@ -385,14 +385,15 @@ class _HingeSampler(BayesianClassifier):
         self.step_size_ = np.concatenate([np.broadcast_to(c.tuning.step_size, (len(c.rng),))
                                           for c in carries])
 
-    def _metrics(self, t, store, carries, acc_since, monitor, status, stop_reason, burn_U=None):
-        """``burn_U``: the chains' full-data potential at their current state, sent while no draw is kept
-        (burn-in), so the records' potential falls through burn-in as the chains find the posterior."""
-        if self.potential_.shape[1]:
-            U = float(np.mean(self.potential_[:, -1]))
+    def _metrics(self, t, store, carries, acc_since, monitor, status, stop_reason, U_now=None):
+        """``U_now``: the chains' full-data potential at their current states, sent by segments that kept
+        no draw (burn-in) and by the minibatch samplers' segments (driver.SegmentOut.potential); else the
+        last kept draw's, which is exact for hmc and gibbs."""
+        if U_now is not None and np.all(np.isfinite(U_now)):
+            U = float(np.mean(U_now))
         else:
-            U = float(np.mean(burn_U)) if burn_U is not None and np.all(np.isfinite(burn_U)) else math.nan
-        m = {"potential": U,
+            U = float(np.mean(self.potential_[:, -1])) if self.potential_.shape[1] else math.nan
+        m = {"potential": U, "n_burnin": float(self._n_burnin),
              "burnin": float(t <= self._n_burnin), "n_draws": float(self.samples_.shape[1]),
              "step_size": float(np.mean(self.step_size_))}
         m.update(RULE.metrics())
@@ -530,9 +531,9 @@ _RUN_DOC = """
     warns the same way when the rule does not hold. With n_chains=1, R-hat is undefined: the run stops on
     ESS alone and warns that convergence was not checked. A diverging run (non-finite state) stops with a
     warning and keeps the draws made before. Progress records carry rhat, ess_bulk, ess_tail (worst over
-    the monitored quantities), draws, converged and the thresholds rhat_target, ess_target; and potential,
-    the chains' mean full-data U (at the newest kept draw; in burn-in, at the current states, so a user
-    sees the chains settle), with burnin = 1 while no draw is kept.
+    the monitored quantities), draws, converged and the thresholds rhat_target, ess_target; potential,
+    the chains' mean full-data U at their current states (burn-in included, so a user sees the chains
+    settle); burnin (1 until n_burnin iterations are done) and n_burnin.
     n_jobs : chains run in n_jobs groups, in joblib workers (None: 1; -1: all cores;
     ``joblib.parallel_config`` chooses the backend, e.g. "dask" for a dask.distributed cluster). Each chain
     has its own seed (``SeedSequence.spawn``) and its own products with the data, so the same random_state

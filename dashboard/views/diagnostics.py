@@ -29,7 +29,6 @@ from dashboard.analysis import (
     param_names,
     weight_cloud,
 )
-from dashboard.livechart import PLOTLY_CONFIG
 from dashboard.methods import METHODS
 from dashboard.runner import Job, fit_in_job
 
@@ -87,11 +86,10 @@ if kind == "baseline":
 st.subheader("Progress records")
 a, b = st.columns(2)
 with a:
-    st.plotly_chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective",
-                    config=PLOTLY_CONFIG)
+    ui.chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective",
+             name="objective")
 with b:
-    st.plotly_chart(figures.statistics_panel(hist, kind, data.feature_names), key="diag_stats",
-                    config=PLOTLY_CONFIG)
+    ui.chart(figures.statistics_panel(hist, kind, data.feature_names), key="diag_stats", name="statistics")
     if not figures.split_metrics(figures.metric_names(hist))["hyper"] and \
             any(n in figures.CONVERGENCE for n in figures.metric_names(hist)):
         st.caption("R-hat and bulk ESS: the worst over the quantities the stopping rule monitors, at "
@@ -103,8 +101,8 @@ if snap_keys:
                        format_func=lambda k: SNAPSHOT_TITLES.get(k, k),
                        help="Small arrays the method records every few iterations (per-chain values or a "
                             "few coordinates).")
-    st.plotly_chart(figures.named_snapshot_traces(hist, key, est, data.feature_names), key="diag_snapshot",
-                    config=PLOTLY_CONFIG)
+    ui.chart(figures.named_snapshot_traces(hist, key, est, data.feature_names), key="diag_snapshot",
+             name="traces")
 
 S, extra, n_model_par = chain_arrays(est)
 if S is None:
