@@ -31,14 +31,19 @@ def dashboard_server(timeout: float = 60.0, app: Path | None = None, flags: tupl
     endpoint answered, and the server's process id (for its memory); stop it on exit. RuntimeError
     (with the end of the server's output) if it exits or does not come up within ``timeout``.
     ``flags``: more ``streamlit run`` options (after the defaults, so they override them)."""
+    import tempfile
+
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     url = f"http://127.0.0.1:{_free_port()}"
     t0 = time.perf_counter()
+    # the server's output goes to a file: a pipe that nobody reads fills after 64 KB of warnings, and then
+    # every write of the server (or of a fit's child) blocks, and the page with it
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(app or ROOT / "dashboard" / "app.py"),
          "--server.headless", "true", "--server.port", url.rsplit(":", 1)[1], "--server.address", "127.0.0.1",
          "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none", *flags],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         while True:
             try:
@@ -48,7 +53,8 @@ def dashboard_server(timeout: float = 60.0, app: Path | None = None, flags: tupl
             except OSError:
                 pass
             if proc.poll() is not None:
-                out = proc.stdout.read().decode(errors="replace")[-2000:]
+                log.seek(0)
+                out = log.read().decode(errors="replace")[-2000:]
                 raise RuntimeError(f"streamlit exited: {out}")
             if time.perf_counter() - t0 > timeout:
                 raise RuntimeError(f"streamlit did not come up within {timeout:.0f} s")
@@ -60,6 +66,7 @@ def dashboard_server(timeout: float = 60.0, app: Path | None = None, flags: tupl
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 # ------------------------------------------------------------------ helpers for the test and benchmark

@@ -404,6 +404,14 @@ def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
         name = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}[sep]
         tail = " and numbers use decimal commas." if decimal == "," else "."
         notes.append(f"Columns are separated by {name}{tail}")
+    if sep != "," and decimal == ".":
+        # a column written with decimal commas beside others with points (one column pasted from another
+        # spreadsheet): it was left out as "not numeric", without a word about the commas
+        for col in [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]:
+            v = frame[col].dropna().astype(str).str.strip()
+            if len(v) and v.str.fullmatch(r"[+-]?\d+(,\d+)?").all() and v.str.contains(",").any():
+                frame[col] = pd.to_numeric(v.str.replace(",", ".", regex=False)).reindex(frame.index)
+                notes.append(f"Column {str(col).strip()!r} uses decimal commas: read as numbers.")
     # duplicates as written in the header: pandas renames a second "a" to "a.1" before anyone sees it
     header = [h.strip() for h in next(csv.reader([text.lstrip("\n").splitlines()[0]], delimiter=sep), [])]
     twice = sorted({h for h in header if h and header.count(h) > 1})

@@ -142,6 +142,7 @@ def playground_figure(X: np.ndarray, y: np.ndarray, click_points: np.ndarray, cl
     traces = [grid, *_point_traces(np.asarray(X).reshape(-1, 2), y, classes)]
     for tr in traces[1:]:
         tr["marker"]["size"] = 8
+        tr["cliponaxis"] = False  # a point clicked at the canvas's edge was drawn half
         tr["unselected"] = {"marker": {"opacity": 1.0}}
     lo, hi = click_points.min(axis=0), click_points.max(axis=0)
     return _fast_figure(traces, title, height, xaxis=_axis("x1", range=[lo[0], hi[0]]),
@@ -203,7 +204,7 @@ def split_metrics(names) -> dict[str, list[str]]:
     return out
 
 
-def sampler_statistics(history, height: int = 300):
+def sampler_statistics(history, height: int = 300, panel: int = 110):
     """A sampler's statistics as stacked panels: its own (step size, acceptance... at most two), then the
     stopping rule's worst R-hat and bulk ESS at each check with the rule's thresholds as dashed lines, so
     a run can be watched converging. (GibbsSVM has no statistics of its own: its panels showed the
@@ -216,7 +217,6 @@ def sampler_statistics(history, height: int = 300):
     shown = own[:4 - len(conv)] + conv
     if not shown:
         return None
-    fig = metric_curves(history, shown, "Sampler statistics", separate_axes=True, height=height)
     last = history[-1].metrics
     targets = {"rhat": last.get("rhat_target"), "ess_bulk": last.get("ess_target")}
     lines = []
@@ -226,9 +226,13 @@ def sampler_statistics(history, height: int = 300):
             lines.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1,
                           "yref": "y" if k == 0 else f"y{k + 1}", "y0": float(t), "y1": float(t),
                           "line": {"dash": "dash", "color": "#888", "width": 1}})
-    if lines:
-        fig.update_layout(shapes=lines)
-    return fig
+    title = "Sampler statistics"
+    extra: dict = {"shapes": lines} if lines else {}
+    if not conv and targets["rhat"] is not None:
+        # in burn-in: one unlabelled line, and no word of the R-hat and ESS panels to come (a crawl)
+        title = _subtitled(title, "R-hat and ESS from the rule's first check, after burn-in")
+        extra["margin"] = SUBTITLE_MARGIN
+    return metric_curves(history, shown, title, separate_axes=True, height=height, panel=panel, **extra)
 
 
 def _series(history, name: str, idx: np.ndarray):
@@ -248,13 +252,13 @@ _LOG_AXIS = {"type": "log", "tickformat": "~g"}
 
 
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
-                  separate_axes: bool = False, feature_names=None, **extra):
+                  separate_axes: bool = False, feature_names=None, panel: int = 110, **extra):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
     ``extra``: more layout (shapes, annotations, margin), set as the figure is made (go.Figure's setters
     validate: eight times the cost of the whole figure, on every live redraw).
 
     separate_axes: one stacked panel per metric (sharing the iteration axis), for quantities on
-    different scales such as a step size next to an acceptance rate.
+    different scales such as a step size next to an acceptance rate; ``panel`` px each.
     feature_names: the data's columns, put in place of positional names (``w[x0]`` -> ``w[radius]``).
     """
     if not history or not names:
@@ -278,9 +282,12 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
                                   "title": {"text": shown, "font": {"size": 11}}}
         traces.append(tr)
     if stacked:  # the shared iteration axis sits under the bottom panel
-        return _fast_figure(traces, title, max(height, 110 * n + 90),
+        return _fast_figure(traces, title, max(height, panel * n + 90),
                             xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False,
                             **{**axes, **extra})
+    if separate_axes and n == 1:  # one panel: its axis says what it is (no legend for one line)
+        extra = {"yaxis": {**(_LOG_AXIS if log_y else {}), "title": {"text": traces[0]["name"]}}, **extra}
+        return _fast_figure(traces, title, height, xaxis=_axis("iteration"), showlegend=False, **extra)
     if n > MAX_LEGEND_ENTRIES:
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;
         # hovering a line names it
@@ -335,7 +342,8 @@ def posterior_weights(samples, names, height: int = 300, max_rows: int = 30, lev
     lo, hi = np.quantile(flat, [(1 - level) / 2, (1 + level) / 2], axis=0)
     sd = flat.std(axis=0)
     order = np.argsort(-np.abs(mean) / np.where(sd > 0, sd, np.inf), kind="stable")[:max_rows][::-1]
-    more = f"; the {len(order)} of {len(names)} largest in |mean| / sd" if len(names) > len(order) else ""
+    # (short: "the 30 of 42 largest in |mean| / sd" ran off a half-width chart)
+    more = f"; top {len(order)} of {len(names)} by |mean|/sd" if len(names) > len(order) else ""
     clear = (lo[order] > 0) | (hi[order] < 0)
     full = [str(names[j]) for j in order]
     # long names (wine's "w[class_1, od280_od315_of_diluted_wines]") took half a half-width chart: cut in
@@ -350,7 +358,7 @@ def posterior_weights(samples, names, height: int = 300, max_rows: int = 30, lev
                "hovertemplate": "%{customdata}: mean %{x:.3g}<extra></extra>"}]
     # (the count on the second line: on one line with the title it ran off a half-width chart)
     title = _subtitled(f"Posterior weights: mean and {level:.0%} interval",
-                       f"red: the interval excludes 0{more}")
+                       f"red: interval excludes 0{more}")
     return _fast_figure(points, title, max(height, 16 * len(order) + 110),
                         xaxis=_axis("weight", zeroline=True, zerolinecolor="#999"),
                         yaxis={"automargin": True}, showlegend=False, margin=SUBTITLE_MARGIN)
@@ -369,10 +377,12 @@ def objective_curve(history, height: int = 300, stages=None):
     name = names[0]
     labels = {"elbo": "ELBO (higher is better)", "free_energy": "free energy F (lower is better)",
               "neg_free_energy": "-F, negative free energy (higher is better)",
-              "log_posterior": "log posterior (higher is better)",
+              # (samplers: their log posterior does not improve, it settles: "higher is better" read as if
+              # a rise after burn-in were progress)
+              "log_posterior": "log posterior (levels off once mixed)",
               "log_joint": "log joint density (higher is better)",
-              "potential": "U = -log posterior (lower is better)",
-              "U": "U = -log posterior (lower is better)"}
+              "potential": "U = -log posterior (levels off once mixed)",
+              "U": "U = -log posterior (levels off once mixed)"}
     label = labels.get(name, name)
     marks = stage_changes(history, stages) + [(it, f" {rows:,} rows", f"from here on all {rows:,} rows")
                                               for it, rows in row_changes(history)]
@@ -390,9 +400,11 @@ def objective_curve(history, height: int = 300, stages=None):
         shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": history[0].iteration, "x1": end,
                        "y0": 0, "y1": 1, "fillcolor": "#999", "opacity": 0.15, "line": {"width": 0},
                        "layer": "below"})
-        notes.append({"x": history[0].iteration, "y": 1.0, "xref": "x", "yref": "paper", "text": "burn-in",
-                      "showarrow": False, "xanchor": "left", "yanchor": "top",
-                      "font": {"size": 11, "color": "#666"}})
+        span = float(history[-1].iteration - history[0].iteration)
+        if end - history[0].iteration >= 0.1 * span:  # (on a narrow band the word covered the curve's start)
+            notes.append({"x": history[0].iteration, "y": 1.0, "xref": "x", "yref": "paper",
+                          "text": "burn-in", "showarrow": False, "xanchor": "left", "yanchor": "top",
+                          "font": {"size": 11, "color": "#666"}})
     if marks:
         # labels closer than 4 % of the axis would print over each other (the fixed-hyperparameter fits
         # take a few steps each): one label for such a run of marks, "4-6", every name on hover
@@ -531,7 +543,7 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     return _fast_figure(traces, title, height, xaxis=_axis("iteration"), **legend, **margin)
 
 
-def statistics_panel(history, kind: str, feature_names=None, height: int = 300):
+def statistics_panel(history, kind: str, feature_names=None, height: int = 300, panel: int = 110):
     """The chart beside the objective, chosen alike on the Train and Diagnostics pages: a fit's
     hyperparameters, else the sampler's statistics, else up to four other metrics, else a note saying
     why there is none (``kind``: the method's, for that note). (Diagnostics once put a SeegerARD fit's
@@ -540,11 +552,12 @@ def statistics_panel(history, kind: str, feature_names=None, height: int = 300):
     if groups.get("hyper"):
         return metric_curves(history, groups["hyper"], "Hyperparameters", log_y=True, height=height,
                              feature_names=feature_names)
-    stats = sampler_statistics(history, height=height)
+    stats = sampler_statistics(history, height=height, panel=panel)
     if stats is not None:
         return stats
     if groups.get("other"):
-        return metric_curves(history, groups["other"][:4], "Statistics", separate_axes=True, height=height)
+        return metric_curves(history, groups["other"][:4], "Statistics", separate_axes=True, height=height,
+                             panel=panel)
     return empty_figure(no_stats_message(kind), height)
 
 

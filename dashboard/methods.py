@@ -222,7 +222,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         "platt", "PlattSVM (SVC + Platt scaling)", "bsvm.platt", "PlattSVM", "baseline",
         "The frequentist baseline: a standard RBF support vector machine whose scores are squashed into "
         "probabilities by a sigmoid fitted on cross-validated scores (Platt scaling). It fits in one go, "
-        "so there is no learning curve; the crosses mark the support vectors.",
+        "so there is no learning curve; the black rings mark the support vectors.",
         "The probabilities are often over-confident far from the data, where a Bayesian method says "
         "'I don't know' (p near 0.5).",
         (

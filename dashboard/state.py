@@ -424,7 +424,7 @@ def require_data() -> Prepared | None:
         # after a refused file the user did choose one: "choose a data set first" read as if they had not
         said = st.session_state.get("_data_said")
         if said == "refused":
-            st.info("Fix the file or choose another data set on the **Data** page.")
+            st.info("The **Data** page has the upload's options and the other data sets.")
         elif said is None:
             st.info("Choose a data set on the **Data** page first.")
     return data
@@ -492,13 +492,32 @@ def job_view(name: str, key=None):
     return None
 
 
+def rerun_app() -> None:
+    """``st.rerun(scope="app")``, unless the user's own request is waiting (a click on a sidebar link):
+    Streamlit merges two pending rerun requests and keeps the newer one's page, so a rerun asked for by
+    the page just after the click reran the page left and the click was lost (a crawl: 2 clicks in 7
+    on Data right after a run ended left the Train page up for 40 s). The waiting request is then let run
+    from a yield point (an element), and this run ends there."""
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        reqs = get_script_run_ctx().script_requests
+        waiting = reqs is not None and reqs._state == ScriptRequestType.RERUN
+    except Exception:  # noqa: BLE001 - internals moved: rerun as asked
+        waiting = False
+    if waiting:
+        st.empty()  # the waiting full-app request preempts here (RerunException with its page)
+    st.rerun(scope="app")  # nothing waiting, or only a fragment's timer, which a full rerun covers
+
+
 @st.fragment(run_every=0.3)
 def _job_progress(name: str) -> None:
     job = registry().get(name)
     if job is None:
         return
     if job.status != "running":
-        st.rerun(scope="app")  # finished, failed or cancelled: let the page show the outcome
+        rerun_app()  # finished, failed or cancelled: let the page show the outcome
     a, b = st.columns([5, 1])
     text = job.text or f"{job.label}: working"
     a.progress(job.fraction, text=f"{text} ({job.elapsed:.1f} s)")

@@ -177,7 +177,7 @@ def presentation_toggle() -> None:
                 "html, body, [data-testid='stAppViewContainer'] {font-size: 20px;}"
                 "[data-testid='stMarkdownContainer'] p, [data-testid='stMarkdownContainer'] li "
                 "{font-size: 1.1rem; line-height: 1.45;}"
-                "[data-testid='stMainBlockContainer'] {padding: 2.6rem 1.5rem 2rem 1.5rem; max-width: 100%;}"
+                "[data-testid='stMainBlockContainer'] {padding: 3.5rem 1.5rem 2rem 1.5rem; max-width: 100%;}"
                 "h1 {font-size: 1.7rem !important; padding-top: 0 !important;"
                 " padding-bottom: 0.3rem !important;}"
                 "[data-testid='stSidebar'] {min-width: 270px !important; max-width: 270px !important;}"

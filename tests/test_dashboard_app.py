@@ -345,7 +345,7 @@ def test_a_label_column_with_another_name_is_guessed_and_said():
     _ok(at)
     assert not at.error
     infos = " ".join(i.value for i in at.info)
-    assert "Label column: 'target' (the earlier choice, 'label', is not a column" in infos
+    assert "Label column: 'target' (guessed: there is no column called 'label')" in infos
 
 
 def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
@@ -943,7 +943,7 @@ def test_a_playground_link_to_the_train_page_opens_its_points():
     _ok(blank)
     said = [i.value for i in blank.info]
     assert any("Click on the canvas to add points" in v for v in said), said
-    assert not any("Fix the file" in v or "Choose a data set" in v for v in said), said  # there is no file
+    assert not any("upload" in v or "Choose a data set" in v for v in said), said  # there is no file
 
 
 @pytest.mark.parametrize("query", [{"seed": "-1"}, {"seed": "3000000000"}, {"test": "0.07"}, {"test": "0.9"}])

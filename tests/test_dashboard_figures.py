@@ -185,7 +185,7 @@ def test_posterior_weights_show_mean_and_interval_and_mark_those_clear_of_zero()
     assert list(pts.marker.color) == ["#1f77b4", "#d62728", "#d62728"]  # w[b]'s interval holds 0
     assert "90% interval" in fig.layout.title.text
     few = figures.posterior_weights(rng.normal(size=(2, 10, 50)), [f"w[{j}]" for j in range(50)], max_rows=30)
-    assert len(few.data[0].y) == 30 and "the 30 of 50 largest" in few.layout.title.text
+    assert len(few.data[0].y) == 30 and "top 30 of 50" in few.layout.title.text
     assert figures.posterior_weights(np.empty((2, 0, 3)), ["a", "b", "c"]) is None
     long = ["w[class_1, od280_od315_of_diluted_wines]", "w[class_2, od280_od315_of_diluted_wines]"]
     fig = figures.posterior_weights(rng.normal(size=(2, 10, 2)), long)
@@ -320,10 +320,11 @@ def test_bookkeeping_counters_and_index_snapshots_are_not_plotted():
     assert "trace_index" not in figures.snapshot_traces(hist, "trace_index").layout.title.text
 
 
-@pytest.mark.parametrize("metric,words", [("potential", "lower is better"),
-                                          ("log_posterior", "higher is better"),
-                                          ("free_energy", "lower is better")])
+@pytest.mark.parametrize("metric,words", [("potential", "levels off once mixed"),
+                                          ("log_posterior", "levels off once mixed"),
+                                          ("free_energy", "lower is better"), ("elbo", "higher is better")])
 def test_objective_titles_say_which_way_is_better(metric, words):
+    """An optimiser's objective has a better direction; a sampler's log posterior settles instead."""
     hist = [Progress(i, 0.1, {metric: float(i)}, {}) for i in range(3)]
     assert words in figures.objective_curve(hist).layout.title.text
 

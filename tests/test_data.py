@@ -105,6 +105,16 @@ def test_semicolon_separated_file_with_decimal_commas_is_read_as_numbers():
     assert any("semicolons" in n and "decimal commas" in n for n in data.notes)
 
 
+def test_one_column_with_decimal_commas_beside_decimal_points_is_read_as_numbers():
+    """A crawl's file: column a written 0,126 and column b -0.132 (a column pasted from another
+    spreadsheet). a was left out as "not numeric" without a word about its commas."""
+    data = load_csv(b"a;b;label\n0,126;-0.25;no\n-1,5;0.5;yes\n2;1.0;no\n")
+    np.testing.assert_array_equal(data.X, [[0.126, -0.25], [-1.5, 0.5], [2.0, 1.0]])
+    assert any("'a' uses decimal commas" in n for n in data.notes)
+    text = load_csv(b"a;b;label\nx,y;1.0;no\nz;2.0;yes\n")  # words with commas stay text
+    assert text.feature_names == ["b"]
+
+
 def test_tab_separated_file_and_a_label_column_with_another_name_is_guessed():
     data = load_csv(b"a\tb\tOutcome\n1\t2\tyes\n3\t4\tno\n", label=None)
     assert data.label_name == "Outcome" and data.feature_names == ["a", "b"]

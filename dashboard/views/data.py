@@ -121,8 +121,11 @@ with left:
         c["label"], c["features"] = "label", []
         pg = st.session_state["playground"]
         n0, n1 = pg.counts()
-        st.caption(f"{len(pg.y)} points ({n0} of class 0, {n1} of class 1)"
-                   + (" - an empty canvas: click to add points of either class." if gen == "blank" else
+        st.caption(f"{len(pg.y)} point{'' if len(pg.y) == 1 else 's'} ({n0} of class 0, {n1} of class 1)"
+                   + (" - an empty canvas: click to add points of either class."
+                      if gen == "blank" and not len(pg.y) else
+                      " - clicked points: click to add more of either class, or to remove one."
+                      if gen == "blank" else
                       " - edited: the generator's true p(y|x) no longer describes them, and moving Points or "
                       "Noise draws afresh (the edits are lost)." if pg.edited else
                       " - a draw of the generator: its true p(y|x) is known.")
@@ -139,8 +142,10 @@ with left:
         columns = [str(col) for col in frame.columns]
         if c["label"] not in columns:
             guess = guess_label(frame)
-            st.info(f"Label column: {guess!r} (the earlier choice, {c['label']!r}, is not a column of this "
-                    "data). Pick the right column below if that is wrong.", icon=":material/info:")
+            why = (f"there is no column called {c['label']!r}" if c["label"] == state.DEFAULTS["label"]
+                   else f"the earlier choice, {c['label']!r}, is not a column of this data")
+            st.info(f"Label column: {guess!r} (guessed: {why}). Pick the right column below if that is "
+                    "wrong.", icon=":material/info:")
             c["label"] = guess
         state.bind(st.selectbox, "label", "Label column", options=columns,
                    help="The column holding the class of each row (any values: numbers or names).")

@@ -69,8 +69,10 @@ if run is None or not run.fitted:
     st.stop()
 est = run.model
 hist = run.history
-st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}, iteration {run.iteration}, "
-           f"{len(hist)} progress record{'' if len(hist) == 1 else 's'}.")
+one_shot = meta.get("method") in METHODS and METHODS[meta["method"]].kind == "baseline"
+records = f"{len(hist)} progress record{'' if len(hist) == 1 else 's'}"
+st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}"
+           + ("." if one_shot else f", iteration {run.iteration}, {records}."))
 if meta.get("data_key") != data.key:
     st.warning("This run was made for other data (the data changed since it started): these diagnostics "
                "describe that fit. Press **Start** on the Train page for a run on the current data.",
@@ -175,7 +177,8 @@ if table is not None:
         + (" The rule's own check above is not met yet: it also watches p(y|x), which mixes more slowly "
            "here." if pending_fail and not n_bad else ""))
     if n_bad and rule_table is not None and not monitors_params:
-        st.caption(f"{meta.get('label', type(est).__name__)}'s stopping rule does not check its parameters "
+        st.caption(f"{str(meta.get('label', type(est).__name__)).split(' (')[0]}'s stopping rule does not "
+                   "check its parameters "
                    "one by one (the table above is what it checked): a flagged parameter mixes more slowly "
                    "than the predictions it determines. A longer run (more draws per chain on the Train "
                    "page) lets it catch up.")

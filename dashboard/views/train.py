@@ -386,7 +386,7 @@ with right:
                     break
                 time.sleep(POLL)
             if reg.get(PAGE) is not r:
-                st.rerun(scope="app")
+                state.rerun_app()
             if not (r.status == RUNNING or r.busy):
                 slot(slots, 0).progress(progress_fraction(r), text=progress_text(r))
                 trace("loop-saw-end", status=r.status)
@@ -409,7 +409,7 @@ with right:
         ForwardMsgQueue, flushed every 5 ms): a rerun called at once often dropped the new status, and
         the page said "done" only once the whole rerun had been drawn (measured: 0.4-0.6 s later)."""
         time.sleep(FLUSH_SECONDS)
-        st.rerun(scope="app")
+        state.rerun_app()
 
     def slot(slots: list, i: int):
         """The i-th placeholder of the live view, made when first written: an ``st.empty`` sent to the
@@ -562,7 +562,9 @@ with right:
     def live_secondary(hist: list, model):
         """The hyperparameter or sampler statistics, and the snapshot traces (their series named from
         ``model``, the run's newest state)."""
-        return (figures.statistics_panel(hist, method.kind, data.feature_names),
+        # (presentation mode: four panels of 110 px ran below a 720 px screen; 70 px keep the first row on it)
+        return (figures.statistics_panel(hist, method.kind, data.feature_names,
+                                         panel=70 if ui.presenting() else 110),
                 figures.named_snapshot_traces(hist, model=model, feature_names=data.feature_names))
 
     def live_map(r: Run, final: bool):
@@ -647,9 +649,11 @@ with right:
     st.session_state["_live_full"] = True  # read by the fragment: this is a full page run
     live_view()
     if run is not None and run.status == DONE and run.finished_at is not None:
-        st.caption(f"Finished: {run.records} progress record{'' if run.records == 1 else 's'}; the fit "
-                   "computed for "
-                   f"{run.history[-1].elapsed if run.history else 0:.2f} s.")
+        seconds = f"{run.history[-1].elapsed if run.history else 0:.2f} s"
+        # (a one-shot fit has no progress records to speak of: "1 progress record" beside "fitted in one go")
+        st.caption(f"Finished: the fit computed for {seconds}." if method.kind == "baseline" else
+                   f"Finished: {run.records} progress record{'' if run.records == 1 else 's'}; the fit "
+                   f"computed for {seconds}.")
         if run.meta.get("data_key") == data.key:
             said = accuracy_text(run)
             if said:
