@@ -144,8 +144,11 @@ function presentLayout(layout, data) {
   for (const k of Object.keys(layout)) {
     if (!/^[xy]axis[0-9]*$/.test(k)) continue;
     const ax = layout[k] = Object.assign({}, layout[k]);
-    ax.tickfont = size(ax.tickfont, 15);
-    if (ax.title) ax.title = titled(ax.title, 17);
+    // a stacked panel (a sampler's four statistics) is too short for large type: its titles ran together
+    const narrow = Array.isArray(ax.domain) && ax.domain[1] - ax.domain[0] < 0.3;
+    ax.tickfont = size(ax.tickfont, narrow ? 12 : 15);
+    if (narrow) ax.nticks = 3;
+    if (ax.title) ax.title = titled(ax.title, narrow ? 12 : 17);
   }
   // subplot titles and notes are annotations with sizes of their own
   (layout.annotations || []).forEach((a) => {
