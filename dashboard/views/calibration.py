@@ -65,7 +65,8 @@ run = st.session_state.get("run")
 meta = st.session_state.get("run_meta", {})
 model, label = None, None
 if run is not None and run.fitted and meta.get("data_key") == data.key:
-    model, label = run.model, meta["label"]
+    # the short name ("Subgradient MCMC"): the long one's map titles ran under the charts' mode bar
+    model, label = run.model, str(meta["label"]).split(" (")[0]
     if run.status != DONE:
         st.caption(f"Using the Train page's run as it stands ({run.status}, iteration {run.iteration}).")
 else:
