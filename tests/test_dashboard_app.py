@@ -1126,3 +1126,35 @@ def test_a_run_that_stops_by_its_own_rule_says_it_converged():
     assert run.model.converged_ and run.iteration < run.max_iter
     texts = [p.text for p in at.get("progress")]
     assert any(f"(converged; at most {run.max_iter})" in t for t in texts), texts
+
+
+def test_a_waiting_click_is_seen_and_fast_reruns_are_off(monkeypatch):
+    """A click on a sidebar link just after a run ended reran the Train page: with Streamlit's fast reruns
+    a second script thread ran beside the old one and the old one's st.navigation set the page back.
+    The dashboard turns fast reruns off, so a click waits for the running script's next element; the
+    Train page's live loop looks for one (state.rerun_waiting) and gives way at once."""
+    from streamlit import config
+    from streamlit.runtime.scriptrunner_utils import script_run_context as src
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
+
+    from dashboard import state as S
+
+    before = config.get_option("runner.fastReruns")
+    try:
+        config._set_option("runner.fastReruns", True, "test")
+        S.no_fast_reruns()
+        assert config.get_option("runner.fastReruns") is False
+    finally:
+        config._set_option("runner.fastReruns", before, "test")
+
+    class Ctx:
+        script_requests = ScriptRequests()
+
+    monkeypatch.setattr(src, "get_script_run_ctx", lambda *a, **k: Ctx)
+    assert not S.rerun_waiting()
+    Ctx.script_requests.request_rerun(RerunData(page_script_hash="train", fragment_id="live",
+                                                is_auto_rerun=True))
+    assert not S.rerun_waiting()  # a fragment's timer does not stop the running script
+    Ctx.script_requests = ScriptRequests()
+    Ctx.script_requests.request_rerun(RerunData(page_script_hash="data"))
+    assert S.rerun_waiting()  # a click does

@@ -384,6 +384,8 @@ with right:
             while time.perf_counter() < tick:  # the run's end is seen within POLL seconds
                 if not (r.status == RUNNING or r.busy) or reg.get(PAGE) is not r:
                     break
+                if state.rerun_waiting():  # a click: an element, where the script run gives way to it
+                    st.empty()
                 time.sleep(POLL)
             if reg.get(PAGE) is not r:
                 state.rerun_app()
