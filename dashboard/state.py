@@ -497,8 +497,8 @@ def rerun_app() -> None:
     Streamlit merges two pending rerun requests and keeps the newer one's page, so a rerun asked for by
     the page just after the click reran the page left and the click was lost (a crawl: 2 clicks in 7
     on Data right after a run ended left the Train page up for 40 s). The waiting request is then let run
-    from a yield point (an element), and this run ends there. This is one way a click was lost, not the
-    only one: with it, 1-2 clicks in 20 are still lost (traced: a Data request, then a Train run)."""
+    from a yield point (an element), and this run ends there. (The other way a click was lost, a second
+    script thread beside the running one, is closed by :func:`no_fast_reruns`.)"""
     if rerun_waiting():
         st.empty()  # the waiting full-app request preempts here (RerunException with its page)
     st.rerun(scope="app")  # nothing waiting, or only a fragment's timer, which a full rerun covers
