@@ -404,9 +404,10 @@ def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
         name = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}[sep]
         tail = " and numbers use decimal commas." if decimal == "," else "."
         notes.append(f"Columns are separated by {name}{tail}")
-    if sep != "," and decimal == ".":
+    if sep == ";" and decimal == ".":
         # a column written with decimal commas beside others with points (one column pasted from another
-        # spreadsheet): it was left out as "not numeric", without a word about the commas
+        # spreadsheet): it was left out as "not numeric", without a word about the commas. Semicolon files
+        # only: there a comma is a European decimal mark; in tab files it is more often a thousands mark
         for col in [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]:
             v = frame[col].dropna().astype(str).str.strip()
             if len(v) and v.str.fullmatch(r"[+-]?\d+(,\d+)?").all() and v.str.contains(",").any():

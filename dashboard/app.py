@@ -28,6 +28,7 @@ st.set_page_config(page_title="bsvm explorer", page_icon=str(Path(__file__).reso
                    layout="wide")
 state.init()
 state.no_fast_reruns()  # as .streamlit/config.toml says, also when started from another folder
+state.guard_navigation()  # a fragment timer's rerun must not undo a click on a sidebar link
 
 _PAGES = Path(__file__).resolve().parent / "views"  # not "pages/": that name switches on the old MPA mode
 pages = [

@@ -269,7 +269,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     stacked = separate_axes and len(names) > 1
     traces, axes = [], {}
     n, gap = len(names), 0.1
-    panel = (1.0 - gap * (n - 1)) / n
+    share = (1.0 - gap * (n - 1)) / n  # each panel's fraction of the plot's height
     for k, name in enumerate(names):
         it, v = _series(history, name, idx)
         shown = CURVE_LABELS.get(name) or feature_label(name, feature_names)
@@ -277,8 +277,8 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
         if stacked:  # panel 0 on top; each panel's y axis is titled with its metric
             ax = "" if k == 0 else str(k + 1)
             tr["yaxis"] = f"y{ax}"
-            top = 1.0 - k * (panel + gap)
-            axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - panel), top], **(_LOG_AXIS if log_y else {}),
+            top = 1.0 - k * (share + gap)
+            axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - share), top], **(_LOG_AXIS if log_y else {}),
                                   "title": {"text": shown, "font": {"size": 11}}}
         traces.append(tr)
     if stacked:  # the shared iteration axis sits under the bottom panel

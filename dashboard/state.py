@@ -493,15 +493,50 @@ def job_view(name: str, key=None):
 
 
 def rerun_app() -> None:
-    """``st.rerun(scope="app")``, unless the user's own request is waiting (a click on a sidebar link):
-    Streamlit merges two pending rerun requests and keeps the newer one's page, so a rerun asked for by
-    the page just after the click reran the page left and the click was lost (a crawl: 2 clicks in 7
-    on Data right after a run ended left the Train page up for 40 s). The waiting request is then let run
-    from a yield point (an element), and this run ends there. (The other way a click was lost, a second
-    script thread beside the running one, is closed by :func:`no_fast_reruns`.)"""
+    """``st.rerun(scope="app")``, unless the user's own request is waiting (a click on a sidebar link).
+    With fast reruns off (:func:`no_fast_reruns`) a click waits for the running script, and Streamlit
+    merges two waiting requests keeping the newer one's page: the page's own rerun, asked for just after
+    the click (the Train page's, when a run ends), would rerun the page the user left. The waiting request
+    is let run from a yield point (an element) instead, and this run ends there."""
     if rerun_waiting():
         st.empty()  # the waiting full-app request preempts here (RerunException with its page)
     st.rerun(scope="app")  # nothing waiting, or only a fragment's timer, which a full rerun covers
+
+
+def guard_navigation() -> bool:
+    """Keep a user's page change when a fragment's timer asks for a rerun behind it (once per server).
+
+    With fast reruns off (:func:`no_fast_reruns`) a click that arrives while a script or fragment runs
+    waits, and Streamlit 1.67 merges it with any later request, keeping the newer one's page. A timer
+    (``st.fragment(run_every=...)``: the Train page's live view, the jobs' progress at 0.3 s) ticking
+    just after a click on a sidebar link carries the page the browser still shows, and would send the user
+    back. A timer's request now keeps the waiting request's page; two clicks still end on the second.
+    Returns whether the guard is in place (False where Streamlit's internals differ: nothing changed)."""
+    try:
+        import dataclasses
+
+        from streamlit.runtime.scriptrunner_utils import script_requests as sr
+
+        cls = sr.ScriptRequests
+        if getattr(cls, "_bsvm_guarded", False):
+            return True
+        original = cls._request_rerun_locked
+
+        def request(self, new_data):
+            pending = self._rerun_data
+            if (self._state == sr.ScriptRequestType.RERUN and new_data.is_auto_rerun
+                    and not pending.is_auto_rerun and not pending.is_fragment_scoped_rerun
+                    and not pending.fragment_id_queue and pending.page_script_hash
+                    and new_data.page_script_hash != pending.page_script_hash):
+                new_data = dataclasses.replace(new_data, page_script_hash=pending.page_script_hash,
+                                               page_name=pending.page_name, query_string=pending.query_string)
+            return original(self, new_data)
+
+        cls._request_rerun_locked = request
+        cls._bsvm_guarded = True
+        return True
+    except Exception:  # noqa: BLE001 - internals moved: Streamlit's own merging
+        return False
 
 
 def no_fast_reruns() -> None:

@@ -1158,3 +1158,26 @@ def test_a_waiting_click_is_seen_and_fast_reruns_are_off(monkeypatch):
     Ctx.script_requests = ScriptRequests()
     Ctx.script_requests.request_rerun(RerunData(page_script_hash="data"))
     assert S.rerun_waiting()  # a click does
+
+
+def test_a_timers_rerun_does_not_undo_a_click_on_another_page():
+    """With fast reruns off, Streamlit merges a waiting click with a later request and keeps the newer
+    one's page: a fragment timer ticking just after a click on a sidebar link would send the user back.
+    With state.guard_navigation the timer's request keeps the click's page; two clicks still end on the
+    second, and a timer alone reruns its own page."""
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
+
+    from dashboard import state as S
+
+    assert S.guard_navigation()
+    click = ScriptRequests()
+    click.request_rerun(RerunData(page_script_hash="data", query_string="sample=a"))
+    click.request_rerun(RerunData(page_script_hash="train", fragment_id="live", is_auto_rerun=True))
+    assert click._rerun_data.page_script_hash == "data" and click._rerun_data.query_string == "sample=a"
+    two = ScriptRequests()
+    two.request_rerun(RerunData(page_script_hash="data"))
+    two.request_rerun(RerunData(page_script_hash="compare"))
+    assert two._rerun_data.page_script_hash == "compare"
+    timer = ScriptRequests()
+    timer.request_rerun(RerunData(page_script_hash="train", fragment_id="live", is_auto_rerun=True))
+    assert timer._rerun_data.page_script_hash == "train"

@@ -1179,3 +1179,12 @@ def test_rhat_is_written_so_that_its_flag_can_be_read_from_it():
     """1.01004 showed as "1.0100" beside its flag "R-hat > 1.01"."""
     assert figures.rhat_text(1.0098) == "1.0098" and figures.rhat_text(1.0234) == "1.0234"
     assert figures.rhat_text(1.01004) == "1.010040" and figures.rhat_text(1.01) == "1.0100"
+
+
+def test_stacked_panels_get_their_height():
+    """Four stacked statistics get ``panel`` px each (a local variable named like the argument once
+    overwrote it, and four panels were squeezed into 300 px)."""
+    hist = [Progress(i, 0.1, {"step_size": 0.5, "acceptance": 0.8, "rhat": 1.02, "ess_bulk": 300.0,
+                              "rhat_target": 1.01, "ess_target": 400.0}, {}) for i in range(1, 6)]
+    assert figures.statistics_panel(hist, "sampler").layout.height == 4 * 110 + 90
+    assert figures.statistics_panel(hist, "sampler", panel=70).layout.height == 4 * 70 + 90
