@@ -333,6 +333,13 @@ METHODS: dict[str, Method] = {m.key: m for m in [
 ]}
 
 
+def run_method_name(meta: dict, fallback: str = "another method") -> str:
+    """The short name of the method that made a run, from the run's meta (its ``method`` key; else its
+    label without the description, else ``fallback``)."""
+    m = METHODS.get(meta.get("method"))
+    return m.short_name if m is not None else str(meta.get("label", fallback)).split(" (")[0]
+
+
 def available_methods(binary: bool = True) -> list[Method]:
     """Entries whose import works and that handle the current number of classes."""
     return [m for m in METHODS.values() if m.available and (binary or not m.binary_only)]

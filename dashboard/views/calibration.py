@@ -14,7 +14,7 @@ from dashboard.analysis import (
     metrics_csv,
     reliability_curves,
 )
-from dashboard.methods import METHODS
+from dashboard.methods import METHODS, run_method_name
 from dashboard.runner import DONE, PROCESS_ROWS, Job, Run, fit_in_job, fit_plain
 
 st.title("Calibration")
@@ -66,7 +66,7 @@ meta = st.session_state.get("run_meta", {})
 model, label = None, None
 if run is not None and run.fitted and meta.get("data_key") == data.key:
     # the short name ("Subgradient MCMC"): the long one's map titles ran under the charts' mode bar
-    model, label = run.model, str(meta["label"]).split(" (")[0]
+    model, label = run.model, run_method_name(meta)
     if run.status != DONE:
         st.caption(f"Using the Train page's run as it stands ({run.status}, iteration {run.iteration}).")
 else:
@@ -106,7 +106,7 @@ st.subheader("Metrics on the test set")
 table = figures.metrics_table({k: v["report"] for k, v in results.items()})
 st.dataframe(table.style.format("{:.4f}"))
 if (note := ui.fit_note_once(model, data, retry="on the Train page and train again")):
-    st.warning(f"**{label.split(' (')[0]}**: {note}", icon=":material/lightbulb:")
+    st.warning(f"**{label}**: {note}", icon=":material/lightbulb:")
 st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="calibration_metrics.csv",
                    mime="text/csv", icon=":material/download:", on_click="ignore", key="cal_metrics_csv")
 st.caption("error: misclassified fraction; Brier: mean squared error of p; "

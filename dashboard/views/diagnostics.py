@@ -29,7 +29,7 @@ from dashboard.analysis import (
     param_names,
     weight_cloud,
 )
-from dashboard.methods import METHODS
+from dashboard.methods import METHODS, run_method_name
 from dashboard.runner import Job, fit_in_job
 
 #: R-hat as figures.rhat_text writes it
@@ -69,19 +69,18 @@ if run is None or not run.fitted:
     st.stop()
 est = run.model
 hist = run.history
-one_shot = meta.get("method") in METHODS and METHODS[meta["method"]].kind == "baseline"
+kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
 records = f"{len(hist)} progress record{'' if len(hist) == 1 else 's'}"
 st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}"
-           + ("." if one_shot else f", iteration {run.iteration}, {records}."))
+           + ("." if kind == "baseline" else f", iteration {run.iteration}, {records}."))
 if meta.get("data_key") != data.key:
     st.warning("This run was made for other data (the data changed since it started): these diagnostics "
                "describe that fit. Press **Start** on the Train page for a run on the current data.",
                icon=":material/warning:")
 
-kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
 if kind == "baseline":
     # (two empty chart frames said "no objective" and "fitted in one go", each under a mode bar)
-    st.info(f"{meta.get('label', type(est).__name__).split(' (')[0]} is fitted in one go: it has no "
+    st.info(f"{run_method_name(meta, type(est).__name__)} is fitted in one go: it has no "
             "learning curve, progress records or posterior draws to diagnose. The **Calibration** page "
             "compares its probabilities with the Bayesian methods'.")
     st.stop()
@@ -177,7 +176,7 @@ if table is not None:
         + (" The rule's own check above is not met yet: it also watches p(y|x), which mixes more slowly "
            "here." if pending_fail and not n_bad else ""))
     if n_bad and rule_table is not None and not monitors_params:
-        st.caption(f"{str(meta.get('label', type(est).__name__)).split(' (')[0]}'s stopping rule does not "
+        st.caption(f"{run_method_name(meta, type(est).__name__)}'s stopping rule does not "
                    "check its parameters "
                    "one by one (the table above is what it checked): a flagged parameter mixes more slowly "
                    "than the predictions it determines. A longer run (more draws per chain on the Train "

@@ -23,7 +23,7 @@ from dashboard.analysis import (
     stage_progress,
 )
 from dashboard.livechart import can_redraw_in_place, live_charts
-from dashboard.methods import SEED_HELP
+from dashboard.methods import SEED_HELP, run_method_name
 from dashboard.procrun import ProcessRun, prewarm, yield_to_fits
 from dashboard.runner import (
     DONE,
@@ -329,8 +329,7 @@ with right:
             st.warning("This run was made for other data (the data changed since it started): press "
                        "**Start** for a new run on the current data.")
         elif other_method:
-            made_by = str(r.meta.get("label", "another method")).split(" (")[0]
-            st.info(f"The last run here was made by {made_by}; "
+            st.info(f"The last run here was made by {run_method_name(r.meta)}; "
                     f"press **Start** to run {method.short_name} (**Reset** forgets the old one).")
         if (other_data or other_method) and not (busy or r.status == RUNNING or r.busy):
             # Its charts would be drawn with this page's method and data: the other data's column names
