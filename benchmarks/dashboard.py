@@ -34,7 +34,10 @@ driven by Playwright with Debian's /usr/bin/chromium (flags in benchmarks/_brows
    (sampled every 0.1 s). Target: at least 4 redraws per second, no blank chart.
 3. **Memory**: the server's resident set size (psutil) sampled every 5 s over that run, for
    ``--minutes`` (the issue's soak is 10). Target: flat (growth of the last half within 50 MB).
-4. ``--crawl``: every page x every method with the run controls clicked at random (seeded) moments,
+4. **Controls**: seconds from a click on Pause, Stop or Reset (the browser's own pointerdown event) to
+   the page showing the new status, on runs that do not end by themselves (:func:`control_latency`).
+   Target: within 0.5 s.
+5. ``--crawl``: every page x every method with the run controls clicked at random (seeded) moments,
    counting exception texts (should be 0).
 
 The machine's load average is printed with each table: the measurements are wall-clock times. On a
@@ -423,6 +426,80 @@ def live_soak(url: str, pid: int, p, n_train: int = 2000, seconds: float = 10.0,
 FIRST_CHART = '.bsvm-svg, img[src^="data:image/svg+xml"], .js-plotly-plot .main-svg'
 
 
+#: runs that do not end by themselves, for the control latencies
+ENDLESS = {
+    "sbsvm": "o.max_iter=1000000&o.tol=0&o.patience=1000000000",
+    # samplers halt between progress records, about 100 over the planned run: 20,000 draws record every
+    # 200 iterations (~0.05 s here); a 100,000-draw run records every 1,000, 0.2-0.3 s on this machine
+    "subgradient_hmc": "o.n_samples=20000",
+    "msbpm": "o.n_samples=100000",
+}
+
+# In the page: at the next pointerdown, the browser's clock; then every 10 ms, whether the Train page
+# shows the status a control leads to (read with textContent: no layout per poll).
+_ARM_JS = """(pattern) => {
+  const w = window; w.__bsvmCtl = {down: 0, seen: 0};
+  const re = new RegExp(pattern);
+  document.addEventListener('pointerdown', () => { w.__bsvmCtl.down = performance.now(); },
+                            {capture: true, once: true});
+  const timer = setInterval(() => {
+    const prog = document.querySelector('[data-testid="stProgress"]');
+    const main = document.querySelector('[data-testid="stMain"]');
+    const text = (prog ? prog.textContent.trim() : '') + '\\n' + (main && !prog ? main.textContent : '');
+    if (w.__bsvmCtl.down && re.test(text)) { w.__bsvmCtl.seen = performance.now(); clearInterval(timer); }
+  }, 10);
+}"""
+
+
+def control_latency(url: str, p, methods=("sbsvm",), repeats: int = 5, log=print) -> list[dict]:
+    """Seconds from a click on Pause, Stop or Reset (the browser's pointerdown event) to the page showing
+    what it did ("paused", "stopped", "Press Start to fit"), on runs that do not end by themselves
+    (:data:`ENDLESS`), ``repeats`` times per control, each after 1-1.5 s of running. ``from_call_s``
+    also counts Playwright's own checks before it clicks (the element stable and enabled), which on a
+    busy browser take 0.05-0.7 s that no user waits for. Target: within 0.5 s."""
+    browser = _browser(p)
+    rows = []
+    try:
+        pg = browser.new_page(viewport={"width": 1280, "height": 720})
+        pg.set_default_timeout(90_000)
+        for key in methods:
+            got: dict[str, list] = {"Pause": [], "Stop": [], "Reset": []}
+            calls: dict[str, list] = {k: [] for k in got}
+            for rep in range(repeats):
+                pg.goto(f"{url}/train?sample=ripley.csv&method={key}&{ENDLESS.get(key, '')}")
+                button(pg, "Start").wait_for()
+                pg.wait_for_timeout(800)
+                for control, pattern, after in (("Pause", "^paused", "Continue"),
+                                                ("Stop", "^stopped", "Continue"),
+                                                ("Reset", "Press Start to fit", None)):
+                    if control == "Pause":
+                        button(pg, "Start").click()
+                    wait_status(pg, "running")
+                    pg.wait_for_timeout(1000 + 500 * np.random.default_rng(rep).random())
+                    pg.evaluate(_ARM_JS, pattern)
+                    t0 = time.perf_counter()
+                    button(pg, control).click()
+                    pg.wait_for_function("() => window.__bsvmCtl.seen > 0", polling=20)
+                    t1 = time.perf_counter()
+                    ctl = pg.evaluate("() => window.__bsvmCtl")
+                    got[control].append((ctl["seen"] - ctl["down"]) / 1000.0)
+                    calls[control].append(t1 - t0)
+                    if after:
+                        button(pg, after).click()
+            for control, vals in got.items():
+                rows.append({"method": key, "control": control, "n": len(vals),
+                             "median_s": float(np.median(vals)), "max_s": max(vals),
+                             "within_0.5s": sum(v <= 0.5 for v in vals),
+                             "from_call_max_s": max(calls[control])})
+                log(f"  {key} {control}: {', '.join(f'{v:.2f}' for v in vals)}")
+        problems = exception_texts(pg)
+        if problems:
+            log(f"  exception texts: {problems}")
+    finally:
+        browser.close()
+    return rows
+
+
 def startup(url: str, p, pid: int | None = None) -> dict:
     """Seconds from the request to a usable Data page (title and first selectbox), for three page
     loads: ``data_page_first`` (the server's first session: it pays the server's imports),
@@ -479,7 +556,11 @@ def main(argv=None) -> int:
                     help="methods for the second watched table, on --n uploaded Ripley rows (where a fit "
                          "lasts long enough for a ratio to mean something)")
     ap.add_argument("--skip", default="",
-                    help="comma-separated parts to skip: startup,watched,long,live")
+                    help="comma-separated parts to skip: startup,watched,long,live,controls")
+    ap.add_argument("--control-methods", default="sbsvm",
+                    help="methods whose endless runs the control latencies use "
+                         "(sbsvm, subgradient_hmc, msbpm)")
+    ap.add_argument("--control-repeats", type=int, default=5, help="clicks per control and method")
     args = ap.parse_args(argv)
     try:
         from playwright.sync_api import sync_playwright
@@ -520,6 +601,14 @@ def main(argv=None) -> int:
             print_table(rows, floatfmt="{:.2f}")
             print(f"({_load()} at end) target ratio <= 1.3: met by "
                   f"{sum(r['ratio'] <= 1.3 for r in rows)} of {len(rows)}")
+        if "controls" not in skip:
+            print(f"\nPause, Stop and Reset: click (pointerdown) to the page showing it, endless runs on the "
+                  f"Ripley sample ({_load()} at start)")
+            rows = control_latency(url, p, [m for m in args.control_methods.split(",") if m],
+                                   args.control_repeats)
+            print_table(rows, floatfmt="{:.2f}")
+            print(f"({_load()} at end) target <= 0.5 s: {sum(r['within_0.5s'] for r in rows)} of "
+                  f"{sum(r['n'] for r in rows)} clicks")
         if "live" not in skip:
             print(f"\nLive view: S-BSVM without end on {args.n} uploaded training points ({_load()})")
             live = live_soak(url, pid, p, args.n, args.seconds, args.minutes)

@@ -82,3 +82,4 @@ finally:  # also when a page stops early (st.stop) or reruns
     with st.sidebar:
         livechart.preload()
     procrun.trace("script", start=f"{_T0:.3f}", page=name)
+    state.freeze_imports()  # the collection Streamlit runs after every script run stays short
