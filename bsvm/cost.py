@@ -252,7 +252,7 @@ def _sbsvm(est, n, d, k) -> Cost:
         secs = fits * per_fit * (_sbsvm_step(b, m) + (2e-9 * b * m * d if b < n else 0.0))
         if fits > 1 and n <= CV_MAX_ROWS:
             secs *= 1.25  # the stacking's 5-fold q(u) refits
-    return Cost(mem, secs + 0.1, f"{m} inducing points, minibatch {b}",
+    return Cost(mem, secs + 0.1, f"{m} inducing point{'s' if m != 1 else ''}, minibatch {b}",
                 "lower n_inducing, batch_size or max_iter")
 
 

@@ -289,6 +289,12 @@ def check_fraction(checked: dict) -> float:
     return float(np.clip(ess / checked["ess_target"], 0.0, 0.99)) if np.isfinite(ess) else 0.0
 
 
+def check_made(checked: dict | None) -> bool:
+    """Whether a record's check was made: a rule-driven run's records carry NaN until its first check, a
+    fixed-length run's until its end (it checks once, at the end)."""
+    return checked is not None and bool(np.isfinite(checked.get("ess_bulk", np.nan)))
+
+
 def check_passed(checked: dict) -> bool:
     """Whether a recorded check met its rule: R-hat at most its target and both ESS at least theirs."""
     bulk, tail = checked.get("ess_bulk", np.nan), checked.get("ess_tail", np.nan)
@@ -301,8 +307,8 @@ def check_text(checked: dict) -> str:
     """The last check in words: both ESS (the bar counts the smaller) and R-hat to four decimals (1.0104
     fails the rule; 1.010 did not say so)."""
     bulk, tail = checked.get("ess_bulk", np.nan), checked.get("ess_tail", np.nan)
-    if not np.isfinite(bulk):
-        return "last check: too few draws to estimate the ESS yet"
+    if not np.isfinite(bulk):  # (records before a rule-driven run's first check, or of a fixed-length run)
+        return "no check of the stopping rule yet"
     rhat, rhat_to = checked.get("rhat", np.nan), checked.get("rhat_target", 1.01)
     return (f"last check: ESS bulk {bulk:,.0f} / tail {tail:,.0f}, wanted {checked['ess_target']:,.0f}; "
             f"R-hat {rhat:.4f}, wanted <= {rhat_to:g}")

@@ -628,7 +628,10 @@ def _overlay_trace(overlay, overlay_name: str) -> dict:
     """Inducing points as black crosses; support vectors, which are training points, as rings around
     them (crosses hid the class markers under them: a crawl)."""
     if "support" in overlay_name.lower():
-        marker = {"symbol": "circle-open", "size": 13, "color": "black", "line": {"width": 1.5}}
+        # hundreds of support vectors (twonorm) drawn as heavy rings buried the map under a black blob
+        many = len(overlay) > 60
+        marker = {"symbol": "circle-open", "size": 10 if many else 13, "color": "black",
+                  "line": {"width": 0.8 if many else 1.5}, "opacity": 0.45 if many else 1.0}
     else:
         marker = {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}
     return {"type": "scatter", "x": overlay[:, 0], "y": overlay[:, 1], "mode": "markers",

@@ -58,8 +58,9 @@ def weight_cloud(W: np.ndarray, names=("w1", "w2"), paths=(), *, title: str = "P
         traces.append({"type": "scatter", "x": p[:, 0], "y": p[:, 1], "mode": "lines+markers",
                        "name": "leapfrog path (last transitions)", "legendgroup": "path",
                        "showlegend": i == 0, "line": {"color": "black", "width": 2.0 if last else 1.0},
-                       "opacity": 1.0 if last else 0.45,
-                       "marker": {"size": 5, "color": "black",
+                       "opacity": 1.0 if last else 0.6,
+                       # start and end larger than the steps: at size 5 the end's star could not be seen
+                       "marker": {"size": [9] + [4] * (len(p) - 2) + [13], "color": "black",
                                   "symbol": ["circle-open"] + ["circle"] * (len(p) - 2) + ["star"]}})
     return _fast_figure(traces, title, height, xaxis=_axis(names[0]), yaxis=_axis(names[1]),
                         legend=LEGEND_BELOW)

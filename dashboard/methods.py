@@ -223,8 +223,10 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         "The frequentist baseline: a standard RBF support vector machine whose scores are squashed into "
         "probabilities by a sigmoid fitted on cross-validated scores (Platt scaling). It fits in one go, "
         "so there is no learning curve; the black rings mark the support vectors.",
-        "The probabilities are often over-confident far from the data, where a Bayesian method says "
-        "'I don't know' (p near 0.5).",
+        "Its p(y|x) is a fixed sigmoid of the SVM's score, with no uncertainty about the boundary itself: "
+        "where the score is clear (far along a trend) it is confident whatever the data left open, and "
+        "where the RBF score fades (far from every training point) it drifts to the base rate. Compare its "
+        "maps with a Bayesian method's on the Calibration page.",
         (
             Option("C", "C (cost)", "float", 1.0, "Penalty on margin violations: larger fits the training "
                    "data more tightly.", min=1e-4, max=1e4),

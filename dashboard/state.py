@@ -396,7 +396,9 @@ def current_data() -> Prepared | None:
             n0, n1 = pg.counts() if pg is not None else (0, 0)
             said = (str(exc) if str(exc).startswith("Too few rows") else
                     f"A fit needs points of both classes (now {n0} of class 0 and {n1} of class 1).")
-            st.info(f"Click on the canvas to add points of each class. {said}", icon=":material/touch_app:")
+            where = "" if st.session_state.get("_page") == "data" else " (on the Data page)"
+            st.info(f"Click on the canvas{where} to add points of each class. {said}",
+                    icon=":material/touch_app:")
             st.session_state["_data_said"] = "playground"  # what to do is said: require_data adds nothing
             return None
         st.session_state["_data_said"] = "refused"  # require_data does not say "choose one": they did
@@ -470,9 +472,10 @@ def start_job(name: str, job) -> None:
     registry().put(name, job)
 
 
-def job_view(name: str, key=None):
+def job_view(name: str, key=None, retry: bool = True):
     """Show the job ``name``: while it runs, a progress bar and a Cancel button redrawn by a fragment;
-    afterwards its result (returned, when it finished for ``key``), a failure or a cancellation note.
+    afterwards its result (returned, when it finished for ``key``), a failure or a cancellation note
+    (with a "Run again" button unless ``retry`` is False: the page has its own start button).
     Returns the job's result once it is done (and its ``meta["key"]`` equals ``key``), else None."""
     job = registry().get(name)
     if job is None or (key is not None and job.meta.get("key") != key):
@@ -484,6 +487,9 @@ def job_view(name: str, key=None):
         return None
     if job.status == "cancelled":
         why = f" ({job.note})" if job.note and job.note != "reset" else ""
+        if not retry:
+            st.info(f"{job.label}: cancelled{why}.", icon=":material/cancel:")
+            return None
         a, b = st.columns([5, 1])
         a.info(f"{job.label}: cancelled{why}.", icon=":material/cancel:")
         b.button("Run again", key=f"retry:{name}", on_click=_forget_job, args=(name,))

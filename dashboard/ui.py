@@ -382,5 +382,11 @@ def playground_refit(data: Prepared) -> None:
         fig = safe(figures.model_map_raw, model, data, grid, pg.X, pg.y, method.label, what="Prediction")
         if fig is not None:
             chart(fig, key="pg_map", name="playground_map")
+            # S-BSVM's kernel="auto" may weigh other fits after an edit: the map changed shape from one
+            # click to the next and nothing said why (a crawl)
+            comps = getattr(model, "components_", None) or []
+            mix = ", ".join(f"{analysis.STACK_NAMES.get(name, name)} {w:.0%}" for name, w, *_ in comps)
             st.caption("The refitted model on the canvas's coordinates: white is p = 0.5"
-                       + (", dotted lines the generator's true p(y|x)." if data.truth else "."))
+                       + (", dotted lines the generator's true p(y|x)." if data.truth else ".")
+                       + (f" It mixes {mix}: an edit can change which fits the points favour, and with "
+                          "them the map's shape." if len(comps) > 1 else ""))

@@ -1106,7 +1106,9 @@ def test_a_samplers_last_check_in_words_and_as_a_fraction():
     assert A.check_text(checked) == ("last check: ESS bulk 405 / tail 343, wanted 400; R-hat 1.0104, "
                                      "wanted <= 1.01")
     early = A.last_check(hist[:2])
-    assert A.check_fraction(early) == 0.0 and "too few draws" in A.check_text(early)
+    assert A.check_fraction(early) == 0.0 and A.check_text(early) == "no check of the stopping rule yet"
+    # records without a check (before the first, or a fixed-length run's before its end) are told apart
+    assert not A.check_made(early) and A.check_made(checked) and not A.check_made(None)
     assert A.check_fraction({"ess_bulk": 900.0, "ess_tail": 800.0, "ess_target": 400.0}) == 0.99
 
 

@@ -54,6 +54,9 @@ def fit_job(name: str, method, options, d: Prepared, seed: int):
                       label=f"Fitting {method.label}")
         job.page, job.meta = "calibration", {"key": key, "data_key": data.key}
         state.start_job(name, job)
+        if left:  # (a job cannot resume: say why the progress starts from zero)
+            st.caption(f"{method.short_name}: fitting again from the start; the earlier fit stopped when "
+                       "you left this page.")
     return state.job_view(name, key)
 
 

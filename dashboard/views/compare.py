@@ -55,8 +55,10 @@ quick = st.toggle("Quick settings (fewer iterations than the library's defaults)
 if chosen is None:
     st.caption(f"Every method at its chosen options: about {format_seconds(estimated)} on these "
                f"{len(data.y_train):,} rows by the sum of their cost estimates (a sampler that mixes slowly "
-               "takes longer), so Quick settings are "
-               + ("on." if quick else "off: each method runs to its own stopping rule."))
+               "takes longer). "
+               + (f"Over {QUICK_ABOVE_SECONDS:.0f} s, so Quick settings start on." if quick else
+                  f"Under {QUICK_ABOVE_SECONDS:.0f} s, so Quick settings start off: each method runs to its "
+                  "own stopping rule."))
 if quick:
     changes = [f"{m.short_name}: {m.fast_note()}" for m in methods if m.fast_note()]
     if changes:
@@ -112,7 +114,7 @@ if st.button("Run all methods", type="primary", icon=":material/play_arrow:"):
     state.start_job("compare", Job(compare_job, methods, options, data, int(c["seed"]), quick,
                                    label="Comparison", page="compare", meta={"data_key": data.key,
                                                                              "key": data.key}))
-done = state.job_view("compare", data.key)
+done = state.job_view("compare", data.key, retry=False)  # ("Run all methods" above starts it again)
 if done is not None and st.session_state.get("compare") is not done:
     st.session_state["compare"] = done
 for name, err in (done or {}).get("errors", {}).items():
@@ -135,13 +137,15 @@ if saved and saved["key"] == data.key and saved["results"]:
     # unfinished fit: shading them as the best said the wrong thing when Quick settings cut every run short)
     finished = [k for k in table.index if table.loc[k, "converged"] != "no"]
     styled = table.style.format("{:.4f}", subset=numeric)
-    if finished:
+    if len(finished) >= 2:  # one qualifying fit (Quick settings: only the baseline) is no comparison
         styled = styled.apply(figures.shade_best, higher=("AUC",),
                               subset=(finished, [col for col in numeric if col != "fit time (s)"]))
     st.dataframe(styled)
     if len(finished) < len(table):
         st.caption("Green: the best value of each column among the converged fits"
-                   + (" (none converged, so none is shaded)." if not finished else "."))
+                   + (" (none converged, so none is shaded)." if not finished else
+                      f" (only {finished[0]} converged, so none is shaded: there is nothing to compare it "
+                      "with)." if len(finished) == 1 else "."))
     unconverged = [f"{k.split(' (')[0]} ({res[k]['converged'][1]})" for k in long_names
                    if res[k].get("converged", ("-", ""))[0] == "no"]
     if unconverged:

@@ -15,6 +15,7 @@ from dashboard.analysis import (
     approx_vs_exact_verdict,
     bfmi,
     chain_arrays,
+    check_made,
     check_passed,
     check_text,
     draw_surfaces,
@@ -141,8 +142,16 @@ if rule_table is not None:
 # table below, which has the parameters only, said "All 32 quantities within the thresholds" for a Gibbs
 # run whose own check had just failed (bulk ESS 272 of 400 on p(y|x)).
 last = last_check(hist) if rule_table is None else None
-pending_fail = last is not None and not check_passed(last)
-if last is not None:
+pending_fail = check_made(last) and not check_passed(last)
+if last is not None and not check_made(last):
+    # A fixed-length run checks its rule once, at its end: its records before then carry no check, and
+    # "too few draws to estimate the ESS" stood beside a table of 6,880 draws per chain (a crawl)
+    st.subheader("The stopping rule")
+    st.info(f"The run {'ended' if run.status == 'done' else 'was ' + run.status} before its stopping "
+            "rule was checked (a run of fixed length checks it once, at its end; one that runs until "
+            "converged, at growing draw counts). The table below is computed on the draws kept so far; "
+            "**Continue** on the Train page finishes the run.")
+elif last is not None:
     st.subheader("The stopping rule's last check")
     (st.warning if pending_fail else st.info)(
         f"The run {'ended' if run.status == 'done' else 'was ' + run.status} before a final verdict; "
@@ -270,7 +279,11 @@ if "Posterior draws" in tabs and tabs["Posterior draws"].open:
                 ui.chart(figp.draw_boundaries(grid, surf[0], surf[1], X, y, data.classes,
                                               axis_titles=tuple(data.axis_names)), key="diag_boundaries")
                 st.caption("Each grey line is the decision boundary of one posterior draw: where they fan "
-                           "out, the posterior does not know where the boundary lies.")
+                           "out, the posterior does not know where the boundary lies."
+                           + (" Far from the data a kernel model's latent function fades to about 0, so a "
+                              "single draw's sign there turns on tiny values: the small closed loops out "
+                              "there are where one draw's f crosses 0, not a boundary the data support."
+                              if meta.get("method") == "msbpm" else ""))
             else:
                 st.info("This model's draws cannot be evaluated one by one (no `predict_proba_draws`).")
         with d2:

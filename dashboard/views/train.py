@@ -427,7 +427,8 @@ with right:
         staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
         if staged is not None and r.status == DONE:  # (the last record, the stack, has no steps of its own)
             n_fits = staged[0] - 1 if staged[1] == 0 else staged[0]
-            total = f" ({n_fits} fits of at most {r.max_iter} steps)"
+            # (each candidate stops when its ELBO levels off: "iteration 502" of "1000" looked cut short)
+            total = f" ({n_fits} fits, each to its own stopping rule, at most {r.max_iter} steps)"
         elif staged is not None:  # several fits in a row (S-BSVM's kernel="auto"): the current one's share
             total = f" (fit {staged[0]}: {staged[1]} / {r.max_iter})"
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
