@@ -584,6 +584,9 @@ def freeze_imports() -> None:
         gc.collect()  # what is garbage now is not frozen
         gc.freeze()
         _FROZEN[0] = n
+        from .runner import trace
+
+        trace("gc-freeze", modules=n, frozen=gc.get_freeze_count())
     finally:
         _FREEZE_LOCK.release()
 
