@@ -230,7 +230,8 @@ def sampler_statistics(history, height: int = 300, panel: int = 110):
     extra: dict = {"shapes": lines} if lines else {}
     if not conv and targets["rhat"] is not None:
         # in burn-in: one unlabelled line, and no word of the R-hat and ESS panels to come (a crawl)
-        title = _subtitled(title, "R-hat and ESS from the rule's first check, after burn-in")
+        # (a fixed-length run checks once, at its end: "first check, after burn-in" misled when paused)
+        title = _subtitled(title, "R-hat and ESS appear once the stopping rule is first checked")
         extra["margin"] = SUBTITLE_MARGIN
     return metric_curves(history, shown, title, separate_axes=True, height=height, panel=panel, **extra)
 
