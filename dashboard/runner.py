@@ -503,6 +503,10 @@ class Registry:
         halted = []
         for item in list(self.items.values()):
             if item.page == page and item.status == RUNNING:
+                if isinstance(item, Run) and item.max_iter and item.iteration >= item.max_iter:
+                    # its last iteration is done, only the fit's ending remains (its final check): a
+                    # halt then left "stopped: iteration 3100 / 3100" with Continue on (a crawl)
+                    continue
                 (item.stop if isinstance(item, Run) else item.cancel)(note)
                 halted.append(item)
         return halted

@@ -1232,3 +1232,30 @@ def test_imports_are_frozen_out_of_the_collection_after_each_script_run(monkeypa
         assert gc.get_freeze_count() > frozen
     finally:
         gc.unfreeze()
+
+
+def test_leaving_a_page_lets_a_run_that_has_done_its_last_iteration_finish():
+    """A run halted by a page change after its last record but before its fit ended (its final check)
+    showed "stopped: iteration 3100 / 3100" with Continue on (a crawl): a run whose budget is done is left
+    to finish; one with iterations to go is stopped, and named."""
+
+    class _Stub(Run):
+        def __init__(self, it, max_iter):
+            super().__init__(object(), None, None, max_iter=max_iter, page="train")
+            self.status = "running"
+            self._hist = [Progress(it, 0.1, {}, {})]
+            self.stopped = None
+
+        @property
+        def history(self):
+            return self._hist
+
+        def stop(self, note=""):
+            self.stopped, self.status = note, "stopped"
+
+    reg = Registry()
+    ending, going = _Stub(3100, 3100), _Stub(3007, 3100)
+    reg.items.update(ending=ending, going=going)
+    halted = reg.halt_page("train", "you left the Train page")
+    assert halted == [going] and going.stopped == "you left the Train page"
+    assert ending.stopped is None and ending.status == "running"
