@@ -1259,3 +1259,21 @@ def test_leaving_a_page_lets_a_run_that_has_done_its_last_iteration_finish():
     halted = reg.halt_page("train", "you left the Train page")
     assert halted == [going] and going.stopped == "you left the Train page"
     assert ending.stopped is None and ending.status == "running"
+
+
+def test_msbpms_pair_plot_starts_with_its_summaries_not_kernel_weights():
+    """MS-BPM's parameters are kernel weights of +-50,000 that trade off against each other: its default
+    pair plot showed three of them (a crawl). It starts with the log posterior, log likelihood and
+    training error; a linear sampler's starts with its weights (see the overlay test above)."""
+    pytest.importorskip("bsvm.msbpm")
+    at = _app(sample="ripley.csv", method="msbpm", **{"o.n_samples": "40"})
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status != "running")
+    at.switch_page("views/diagnostics.py").run()
+    at.session_state["diag_tab"] = "ESS, energy and pairs"
+    at.run()
+    _ok(at)
+    pair = at.multiselect(key="diag_pair")
+    assert [pair.options[j] for j in pair.value] == ["log posterior", "log likelihood", "train error"]

@@ -259,7 +259,13 @@ if tabs["ESS, energy and pairs"].open:
         # the first three parameters that move (MS-BPM's first weights can be fixed at 0: their panels
         # were a solid bar and a single dot), else the first quantities
         moving = [j for j in range(len(extra), n_par) if np.ptp(S[:, :, j]) > 0][:3]
-        default_pair = moving if len(moving) >= 2 else list(range(min(n_par, 3)))
+        summaries = [j for j in range(len(extra)) if np.ptp(S[:, :, j]) > 0][:3]
+        if meta.get("method") == "msbpm" and len(summaries) >= 2:
+            # MS-BPM's parameters are kernel weights of +-50,000 that trade off against each other (the
+            # caption under the table): its log posterior, log likelihood and training error say more
+            default_pair = summaries
+        else:
+            default_pair = moving if len(moving) >= 2 else list(range(min(n_par, 3)))
         pair = st.multiselect("Pair plot of", list(range(n_par)), default=default_pair, max_selections=4,
                               format_func=lambda j: names[j], key="diag_pair",
                               help="Two to four quantities: histograms on the diagonal, draws below it.")
