@@ -18,11 +18,16 @@ st.markdown("Pick a data set to explore. The **samples** marked *true p(y|x) kno
 c = state.cfg()
 choices = [*SAMPLES, state.PLAYGROUND, state.UPLOAD]
 TITLES = {state.UPLOAD: "Upload a CSV...", state.PLAYGROUND: "Playground: generate and click to edit (2-D)"}
+# in presentation mode (larger type) the long names were cut in the box ("... true p(y|x) know"): shorter
+# ones there; the caption under the box says whether the truth is known
+_PRESENT = bool(st.session_state.get(state.PRESENTATION_KEY))
+_TRUTH = " - truth known" if _PRESENT else " - true p(y|x) known"
+if _PRESENT:
+    TITLES[state.PLAYGROUND] = "Playground (2-D, click to edit)"
 left, right = st.columns([2, 3])
 with left:
     state.bind(st.selectbox, "sample", "Data set", options=choices,
-               format_func=lambda f: TITLES.get(f) or SAMPLES[f].title + (" - true p(y|x) known"
-                                                                          if SAMPLES[f].truth else ""),
+               format_func=lambda f: TITLES.get(f) or SAMPLES[f].title + (_TRUTH if SAMPLES[f].truth else ""),
                help="Shipped samples live in sample_data/; the playground draws from bsvm.datasets; or "
                     "upload your own CSV (one row per example, a header row, a label column and numeric "
                     "feature columns; commas, semicolons or tabs).")
