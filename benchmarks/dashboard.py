@@ -429,24 +429,25 @@ FIRST_CHART = '.bsvm-svg, img[src^="data:image/svg+xml"], .js-plotly-plot .main-
 #: runs that do not end by themselves, for the control latencies
 ENDLESS = {
     "sbsvm": "o.max_iter=1000000&o.tol=0&o.patience=1000000000",
-    # samplers halt between progress records, about 100 over the planned run: 20,000 draws record every
-    # 200 iterations (~0.05 s here); a 100,000-draw run records every 1,000, 0.2-0.3 s on this machine
-    "subgradient_hmc": "o.n_samples=20000",
+    # samplers halt between progress records, about 100 over the planned run: 50,000 draws record every
+    # 500 iterations (~0.12 s here) and last ~12 s (20,000 could end before the last click, a review
+    # found); a 100,000-draw run records every 1,000, 0.2-0.3 s on this machine
+    "subgradient_hmc": "o.n_samples=50000",
     "msbpm": "o.n_samples=100000",
 }
 
 # In the page: at the next pointerdown, the browser's clock; then every 10 ms, whether the Train page
 # shows the status a control leads to (read with textContent: no layout per poll).
 _ARM_JS = """(pattern) => {
-  const w = window; w.__bsvmCtl = {down: 0, seen: 0};
+  const ctl = {down: 0, seen: 0}; window.__bsvmCtl = ctl;  // (an older timer keeps its own record)
   const re = new RegExp(pattern);
-  document.addEventListener('pointerdown', () => { w.__bsvmCtl.down = performance.now(); },
+  document.addEventListener('pointerdown', () => { ctl.down = performance.now(); },
                             {capture: true, once: true});
   const timer = setInterval(() => {
     const prog = document.querySelector('[data-testid="stProgress"]');
     const main = document.querySelector('[data-testid="stMain"]');
     const text = (prog ? prog.textContent.trim() : '') + '\\n' + (main && !prog ? main.textContent : '');
-    if (w.__bsvmCtl.down && re.test(text)) { w.__bsvmCtl.seen = performance.now(); clearInterval(timer); }
+    if (ctl.down && re.test(text)) { ctl.seen = performance.now(); clearInterval(timer); }
   }, 10);
 }"""
 
@@ -457,6 +458,9 @@ def control_latency(url: str, p, methods=("sbsvm",), repeats: int = 5, log=print
     (:data:`ENDLESS`), ``repeats`` times per control, each after 1-1.5 s of running. ``from_call_s``
     also counts Playwright's own checks before it clicks (the element stable and enabled), which on a
     busy browser take 0.05-0.7 s that no user waits for. Target: within 0.5 s."""
+    unknown = [m for m in methods if m not in ENDLESS]
+    if unknown:
+        raise ValueError(f"no endless run is set up for {unknown}: choose from {sorted(ENDLESS)}")
     browser = _browser(p)
     rows = []
     try:
@@ -476,6 +480,8 @@ def control_latency(url: str, p, methods=("sbsvm",), repeats: int = 5, log=print
                         button(pg, "Start").click()
                     wait_status(pg, "running")
                     pg.wait_for_timeout(1000 + 500 * np.random.default_rng(rep).random())
+                    # ("paused" / "stopped" are shown once the child has halted, after "finishing the
+                    # current step": this is the halt done, not the first feedback)
                     pg.evaluate(_ARM_JS, pattern)
                     t0 = time.perf_counter()
                     button(pg, control).click()

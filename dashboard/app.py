@@ -15,6 +15,7 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only das
     sys.path.insert(0, str(_ROOT))
 
 import streamlit as st  # noqa: E402
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException  # noqa: E402
 
 from dashboard import livechart, procrun, state, ui  # noqa: E402
 
@@ -72,8 +73,12 @@ with st.sidebar:
     st.caption("bsvm: Bayesian SVMs as scikit-learn estimators. Settings are kept in the URL, so the link "
                "in the address bar reopens this demo.")
 state.url_notes()
+_interrupted = False
 try:
     page.run()
+except (RerunException, StopException):  # a rerun or stop: a click may be waiting for this run's end
+    _interrupted = True
+    raise
 finally:  # also when a page stops early (st.stop) or reruns
     state.sync_url()
     # The Train page's live charts need plotly.js: fetch it while the user looks around. Mounted after
@@ -82,4 +87,4 @@ finally:  # also when a page stops early (st.stop) or reruns
     with st.sidebar:
         livechart.preload()
     procrun.trace("script", start=f"{_T0:.3f}", page=name)
-    state.freeze_imports()  # the collection Streamlit runs after every script run stays short
+    state.collect_garbage(_interrupted)  # Streamlit's own collection is off: it delayed clicks

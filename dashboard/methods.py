@@ -225,8 +225,9 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         "so there is no learning curve; the black rings mark the support vectors.",
         "Its p(y|x) is a fixed sigmoid of the SVM's score, with no uncertainty about the boundary itself: "
         "where the score is clear (far along a trend) it is confident whatever the data left open, and "
-        "where the RBF score fades (far from every training point) it drifts to the base rate. Compare its "
-        "maps with a Bayesian method's on the Calibration page.",
+        "where the RBF score fades (far from every training point) it tends to a constant set by the SVM's "
+        "intercept, neither 0.5 nor in general the base rate. Compare its maps with a Bayesian method's on "
+        "the Calibration page.",
         (
             Option("C", "C (cost)", "float", 1.0, "Penalty on margin violations: larger fits the training "
                    "data more tightly.", min=1e-4, max=1e4),

@@ -503,9 +503,12 @@ class Registry:
         halted = []
         for item in list(self.items.values()):
             if item.page == page and item.status == RUNNING:
-                if isinstance(item, Run) and item.max_iter and item.iteration >= item.max_iter:
+                if (isinstance(item, Run) and item.max_iter and item.iteration >= item.max_iter
+                        and "stage" not in (item.history[-1].metrics or {})):
                     # its last iteration is done, only the fit's ending remains (its final check): a
-                    # halt then left "stopped: iteration 3100 / 3100" with Continue on (a crawl)
+                    # halt then left "stopped: iteration 3100 / 3100" with Continue on (a crawl). Not a
+                    # staged run (S-BSVM's kernel="auto": max_iter caps each candidate's fit while the
+                    # iteration count runs on, so candidates may be ahead)
                     continue
                 (item.stop if isinstance(item, Run) else item.cancel)(note)
                 halted.append(item)

@@ -546,49 +546,37 @@ def guard_navigation() -> bool:
 
 
 def no_fast_reruns() -> None:
-    """``runner.fastReruns = false`` for this server, also when it was started from another folder than
-    the repository's root (whose .streamlit/config.toml sets it; see there for why). Streamlit reads the
-    option on every rerun request but refuses ``st.set_option`` for it, hence its internal setter; where
-    that moved, the server keeps its own setting."""
+    """``runner.fastReruns = false`` and ``runner.postScriptGC = false`` for this server, also when it was
+    started from another folder than the repository's root (whose .streamlit/config.toml sets them; see
+    there for why; app.py collects garbage itself, :func:`collect_garbage`). Streamlit reads the options
+    on every rerun but refuses ``st.set_option`` for them, hence its internal setter; where that moved, the
+    server keeps its own settings."""
     try:
         from streamlit import config
 
-        if config.get_option("runner.fastReruns"):
-            config._set_option("runner.fastReruns", False, "dashboard/state.py")
+        for option in ("runner.fastReruns", "runner.postScriptGC"):
+            if config.get_option(option):
+                config._set_option(option, False, "dashboard/state.py")
     except Exception:  # noqa: BLE001 - internals moved
         pass
 
 
-_FROZEN = [0]  # len(sys.modules) at the last freeze_imports
-_FREEZE_LOCK = __import__("threading").Lock()
+def collect_garbage(interrupted: bool) -> None:
+    """The full garbage collection Streamlit would run after every script run (``runner.postScriptGC``,
+    turned off by :func:`no_fast_reruns`), run here at the end of a page's run, unless the run ``interrupted``
+    is ending for a rerun or a stop (a click waiting: it would wait for the collection).
 
-
-def freeze_imports() -> None:
-    """Exempt what the imports made from the server's garbage collections (``gc.freeze``), once per
-    batch of new modules (called at the end of each script run).
-
-    Streamlit runs a full collection (``gc.collect(2)``, ``runner.postScriptGC``) after every script run,
-    including a run that a click interrupts, and the click's callback waits for it. With streamlit,
-    plotly, scipy, scikit-learn and bsvm loaded that traverses ~180,000 objects, 90 ms on a quiet core
-    and 0.15-0.5 s on this 2-core machine under load (traced: the gap between a run's end and a Pause's
-    callback). Frozen objects are still freed by reference counting; only cycles among them are never
-    collected, and they are what was alive at a freeze: module contents, not a session's runs (a freeze
-    happens only when new modules were imported, a handful of times per server)."""
-    import gc
-    import sys
-
-    n = len(sys.modules)
-    if n <= _FROZEN[0] or not _FREEZE_LOCK.acquire(blocking=False):
+    With streamlit, plotly, scipy, scikit-learn and bsvm loaded that collection walks ~180,000 objects:
+    90 ms on a quiet core, 0.15-0.5 s on this 2-core machine under load, traced as the gap between the
+    Train page's live loop giving way to a click and the click's callback. Collecting here keeps what the
+    collection is for: a closed tab's session (its run registry is in reference cycles) is freed, and its
+    registry's finaliser cancels the fits it left running, at the next page run of any session.
+    (gc.freeze made the collection cheap too, but it kept every session alive at a freeze: a review.)"""
+    if interrupted:
         return
-    try:
-        gc.collect()  # what is garbage now is not frozen
-        gc.freeze()
-        _FROZEN[0] = n
-        from .runner import trace
+    import gc
 
-        trace("gc-freeze", modules=n, frozen=gc.get_freeze_count())
-    finally:
-        _FREEZE_LOCK.release()
+    gc.collect()
 
 
 def rerun_waiting() -> bool:

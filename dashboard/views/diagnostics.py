@@ -149,8 +149,8 @@ if last is not None and not check_made(last):
     st.subheader("The stopping rule")
     st.info(f"The run {'ended' if run.status == 'done' else 'was ' + run.status} before its stopping "
             "rule was checked (a run of fixed length checks it once, at its end; one that runs until "
-            "converged, at growing draw counts). The table below is computed on the draws kept so far; "
-            "**Continue** on the Train page finishes the run.")
+            "converged, at growing draw counts). The table below is computed on the draws kept so far"
+            + ("; **Continue** on the Train page finishes the run." if run.can_resume else "."))
 elif last is not None:
     st.subheader("The stopping rule's last check")
     (st.warning if pending_fail else st.info)(
