@@ -1243,10 +1243,10 @@ def test_leaving_a_page_lets_a_run_that_has_done_its_last_iteration_finish():
     to finish; one with iterations to go is stopped, and named."""
 
     class _Stub(Run):
-        def __init__(self, it, max_iter):
+        def __init__(self, it, max_iter, metrics=None):
             super().__init__(object(), None, None, max_iter=max_iter, page="train")
             self.status = "running"
-            self._hist = [Progress(it, 0.1, {}, {})]
+            self._hist = [Progress(it, 0.1, dict(metrics or {}), {})]
             self.stopped = None
 
         @property
@@ -1257,10 +1257,11 @@ def test_leaving_a_page_lets_a_run_that_has_done_its_last_iteration_finish():
             self.stopped, self.status = note, "stopped"
 
     reg = Registry()
-    ending, going = _Stub(3100, 3100), _Stub(3007, 3100)
-    reg.items.update(ending=ending, going=going)
+    # S-BSVM's kernel="auto": max_iter caps each candidate's fit while the count runs on (a review)
+    ending, going, staged = _Stub(3100, 3100), _Stub(3007, 3100), _Stub(1200, 1000, {"stage": 2.0})
+    reg.items.update(ending=ending, going=going, staged=staged)
     halted = reg.halt_page("train", "you left the Train page")
-    assert halted == [going] and going.stopped == "you left the Train page"
+    assert halted == [going, staged] and going.stopped == "you left the Train page"
     assert ending.stopped is None and ending.status == "running"
 
 
