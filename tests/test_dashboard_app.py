@@ -614,6 +614,15 @@ def test_compare_page_runs_every_method():
     finished = [k for k, v in conv.items() if v != "no"]
     said = any("converged, so none is shaded" in c.value for c in at.caption)
     assert said == (len(finished) == 1), (dict(conv), [c.value for c in at.caption])
+    # the case itself: every sampler and variational fit unconverged, only the baseline left
+    saved = at.session_state["compare"]
+    for name, v in saved["results"].items():
+        if not name.startswith("PlattSVM"):
+            v["converged"] = ("no", "its iteration budget ran out")
+    at.run()
+    _ok(at)
+    assert any("only PlattSVM converged, so none is shaded" in c.value for c in at.caption), \
+        [c.value for c in at.caption]
 
 
 def test_calibration_offers_two_feature_maps_for_high_dimensional_data():
