@@ -455,7 +455,7 @@ _ARM_JS = """(pattern) => {
 def control_latency(url: str, p, methods=("sbsvm",), repeats: int = 5, log=print) -> list[dict]:
     """Seconds from a click on Pause, Stop or Reset (the browser's pointerdown event) to the page showing
     what it did ("paused", "stopped", "Press Start to fit"), on runs that do not end by themselves
-    (:data:`ENDLESS`), ``repeats`` times per control, each after 1-1.5 s of running. ``from_call_s``
+    (:data:`ENDLESS`), ``repeats`` times per control, each after 1-1.5 s of running. ``from_call_max_s``
     also counts Playwright's own checks before it clicks (the element stable and enabled), which on a
     busy browser take 0.05-0.7 s that no user waits for. Target: within 0.5 s."""
     unknown = [m for m in methods if m not in ENDLESS]
@@ -470,7 +470,7 @@ def control_latency(url: str, p, methods=("sbsvm",), repeats: int = 5, log=print
             got: dict[str, list] = {"Pause": [], "Stop": [], "Reset": []}
             calls: dict[str, list] = {k: [] for k in got}
             for rep in range(repeats):
-                pg.goto(f"{url}/train?sample=ripley.csv&method={key}&{ENDLESS.get(key, '')}")
+                pg.goto(f"{url}/train?sample=ripley.csv&method={key}&{ENDLESS[key]}")
                 button(pg, "Start").wait_for()
                 pg.wait_for_timeout(800)
                 for control, pattern, after in (("Pause", "^paused", "Continue"),

@@ -28,7 +28,7 @@ sys.setswitchinterval(0.0005)
 st.set_page_config(page_title="bsvm explorer", page_icon=str(Path(__file__).resolve().parent / "icon.png"),
                    layout="wide")
 state.init()
-state.no_fast_reruns()  # as .streamlit/config.toml says, also when started from another folder
+state.runner_options()  # fast reruns and post-run collection off, as .streamlit/config.toml says
 state.guard_navigation()  # a fragment timer's rerun must not undo a click on a sidebar link
 
 _PAGES = Path(__file__).resolve().parent / "views"  # not "pages/": that name switches on the old MPA mode

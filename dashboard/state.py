@@ -72,6 +72,11 @@ DROP_LABEL = "Drop rows with missing or unusable values"
 PRESENTATION_KEY = "presentation"
 
 
+def presenting() -> bool:
+    """Whether presentation mode is on (larger type for a projector; ``ui.presentation_toggle``)."""
+    return bool(st.session_state.get(PRESENTATION_KEY))
+
+
 def _parse(params: dict) -> dict:
     """The settings of a link's query string. What cannot be used is left out and said in ``notes``
     (a link with a mistyped sample or method opened Ripley and S-BSVM without a word)."""
@@ -487,12 +492,11 @@ def job_view(name: str, key=None, retry: bool = True):
         return None
     if job.status == "cancelled":
         why = f" ({job.note})" if job.note and job.note != "reset" else ""
-        if not retry:
-            st.info(f"{job.label}: cancelled{why}.", icon=":material/cancel:")
-            return None
-        a, b = st.columns([5, 1])
-        a.info(f"{job.label}: cancelled{why}.", icon=":material/cancel:")
-        b.button("Run again", key=f"retry:{name}", on_click=_forget_job, args=(name,))
+        where = st
+        if retry:
+            where, b = st.columns([5, 1])
+            b.button("Run again", key=f"retry:{name}", on_click=_forget_job, args=(name,))
+        where.info(f"{job.label}: cancelled{why}.", icon=":material/cancel:")
         return None
     _job_progress(name)
     return None
@@ -500,7 +504,7 @@ def job_view(name: str, key=None, retry: bool = True):
 
 def rerun_app() -> None:
     """``st.rerun(scope="app")``, unless the user's own request is waiting (a click on a sidebar link).
-    With fast reruns off (:func:`no_fast_reruns`) a click waits for the running script, and Streamlit
+    With fast reruns off (:func:`runner_options`) a click waits for the running script, and Streamlit
     merges two waiting requests keeping the newer one's page: the page's own rerun, asked for just after
     the click (the Train page's, when a run ends), would rerun the page the user left. The waiting request
     is let run from a yield point (an element) instead, and this run ends there."""
@@ -512,7 +516,7 @@ def rerun_app() -> None:
 def guard_navigation() -> bool:
     """Keep a user's page change when a fragment's timer asks for a rerun behind it (once per server).
 
-    With fast reruns off (:func:`no_fast_reruns`) a click that arrives while a script or fragment runs
+    With fast reruns off (:func:`runner_options`) a click that arrives while a script or fragment runs
     waits, and Streamlit 1.67 merges it with any later request, keeping the newer one's page. A timer
     (``st.fragment(run_every=...)``: the Train page's live view, the jobs' progress at 0.3 s) ticking
     just after a click on a sidebar link carries the page the browser still shows, and would send the user
@@ -545,7 +549,7 @@ def guard_navigation() -> bool:
         return False
 
 
-def no_fast_reruns() -> None:
+def runner_options() -> None:
     """``runner.fastReruns = false`` and ``runner.postScriptGC = false`` for this server, also when it was
     started from another folder than the repository's root (whose .streamlit/config.toml sets them; see
     there for why; app.py collects garbage itself, :func:`collect_garbage`). Streamlit reads the options
@@ -563,7 +567,7 @@ def no_fast_reruns() -> None:
 
 def collect_garbage(interrupted: bool) -> None:
     """The full garbage collection Streamlit would run after every script run (``runner.postScriptGC``,
-    turned off by :func:`no_fast_reruns`), run here at the end of a page's run, unless the run ``interrupted``
+    turned off by :func:`runner_options`), run here at the end of a page's run, unless the run ``interrupted``
     is ending for a rerun or a stop (a click waiting: it would wait for the collection).
 
     With streamlit, plotly, scipy, scikit-learn and bsvm loaded that collection walks ~180,000 objects:

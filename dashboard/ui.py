@@ -163,8 +163,7 @@ def uncertainty_map(model, data: Prepared, name: str, kind: str, n: int = 60):
 PRESENTATION_KEY = state.PRESENTATION_KEY
 
 
-def presenting() -> bool:
-    return bool(st.session_state.get(PRESENTATION_KEY))
+presenting = state.presenting
 
 
 def presentation_toggle() -> None:

@@ -1165,7 +1165,7 @@ def test_a_waiting_click_is_seen_and_fast_reruns_are_off(monkeypatch):
     before = config.get_option("runner.fastReruns")
     try:
         config._set_option("runner.fastReruns", True, "test")
-        S.no_fast_reruns()
+        S.runner_options()
         assert config.get_option("runner.fastReruns") is False
     finally:
         config._set_option("runner.fastReruns", before, "test")

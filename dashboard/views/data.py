@@ -20,9 +20,8 @@ choices = [*SAMPLES, state.PLAYGROUND, state.UPLOAD]
 TITLES = {state.UPLOAD: "Upload a CSV...", state.PLAYGROUND: "Playground: generate and click to edit (2-D)"}
 # in presentation mode (larger type) the long names were cut in the box ("... true p(y|x) know"): shorter
 # ones there; the caption under the box says whether the truth is known
-_PRESENT = bool(st.session_state.get(state.PRESENTATION_KEY))
-_TRUTH = " - truth known" if _PRESENT else " - true p(y|x) known"
-if _PRESENT:
+_TRUTH = " - truth known" if state.presenting() else " - true p(y|x) known"
+if state.presenting():
     TITLES[state.PLAYGROUND] = "Playground (2-D, click to edit)"
 left, right = st.columns([2, 3])
 with left:
