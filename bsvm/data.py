@@ -404,15 +404,19 @@ def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
         name = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}[sep]
         tail = " and numbers use decimal commas." if decimal == "," else "."
         notes.append(f"Columns are separated by {name}{tail}")
-    if sep == ";" and decimal == ".":
-        # a column written with decimal commas beside others with points (one column pasted from another
-        # spreadsheet): it was left out as "not numeric", without a word about the commas. Semicolon files
-        # only: there a comma is a European decimal mark; in tab files it is more often a thousands mark
+    if sep == ";":
+        # Semicolon files only: there a comma is a European decimal mark; in tab files it is more often a
+        # thousands mark. Two cases pandas leaves as text: a column written with decimal commas beside
+        # others with points (one column pasted from another spreadsheet), and, in a decimal-comma file,
+        # a column with a few placeholders ("?", "NA") for missing values. Both were left out as "not
+        # numeric" (a European file with '?' in every column was refused as having no features). Their
+        # numbers are read here; the placeholders stay text, for load_csv to treat as missing values.
         for col in [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]:
-            v = frame[col].dropna().astype(str).str.strip()
-            if len(v) and v.str.fullmatch(r"[+-]?\d+(,\d+)?").all() and v.str.contains(",").any():
-                frame[col] = pd.to_numeric(v.str.replace(",", ".", regex=False)).reindex(frame.index)
-                notes.append(f"Column {str(col).strip()!r} uses decimal commas: read as numbers.")
+            read = _decimal_comma_numbers(frame[col], need_comma=decimal == ".")
+            if read is not None:
+                frame[col] = read
+                if decimal == ".":
+                    notes.append(f"Column {str(col).strip()!r} uses decimal commas: read as numbers.")
     # duplicates as written in the header: pandas renames a second "a" to "a.1" before anyone sees it
     header = [h.strip() for h in next(csv.reader([text.lstrip("\n").splitlines()[0]], delimiter=sep), [])]
     twice = sorted({h for h in header if h and header.count(h) > 1})
@@ -426,6 +430,21 @@ def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
         dup = sorted(set(frame.columns[frame.columns.duplicated()]))
         raise ValueError(f"Column names {dup} appear more than once: give every column its own name.")
     return frame
+
+
+def _decimal_comma_numbers(col: pd.Series, need_comma: bool, share: float = 0.9):
+    """``col`` with its entries written as decimal-comma numbers ("1,5", "-3", "2,5e-3") read as floats,
+    the other entries (placeholders) left as they are; None unless at least ``share`` of the present
+    entries are such numbers (as :func:`_mostly_numeric` asks), and, with ``need_comma``, some have a
+    comma (in a file with decimal points, only a column that shows a decimal comma is one)."""
+    present = col.dropna()
+    v = present.astype(str).str.strip()
+    is_num = v.str.fullmatch(r"[+-]?(\d+(,\d*)?|,\d+)([eE][+-]?\d+)?")
+    if not len(v) or is_num.mean() < share or (need_comma and not v[is_num].str.contains(",").any()):
+        return None
+    out = col.astype(object).copy()
+    out.loc[is_num[is_num].index] = pd.to_numeric(v[is_num].str.replace(",", ".", regex=False)).to_numpy()
+    return pd.to_numeric(out) if is_num.all() else out  # all numbers (and gaps): a float column
 
 
 def guess_label(frame: pd.DataFrame) -> str:

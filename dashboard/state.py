@@ -228,9 +228,17 @@ def _playground_params() -> dict:
     out = {"pg": str(gen)}
     if gen != "blank":
         out["pg_n"] = str(int(pgc["n"]))
-        if f"noise_{gen}" in pgc:
-            out["noise"] = f"{float(pgc[f'noise_{gen}']):g}"
+        noise = pgc.get(f"noise_{gen}")
+        # only a noise moved from the generator's default (Ripley's, sqrt(0.03), read "noise=0.173205")
+        if noise is not None and abs(float(noise) - _default_noise(gen)) > 1e-9:
+            out["noise"] = f"{float(noise):g}"
     return out
+
+
+def _default_noise(gen: str) -> float:
+    from dashboard import playground
+
+    return float(playground.GENERATORS[gen][2])
 
 
 def url_params() -> dict:

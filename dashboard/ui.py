@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -226,7 +227,11 @@ def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
     _kaleido_server()
     fig = for_export(fig)
     h = height or int(fig.layout.height or 500)
-    return fig.to_image(format="png", width=export_width(fig, h, width), height=h, scale=1)
+    with warnings.catch_warnings():
+        # plotly passes its kaleido options to the long-lived server too, which ignores them and warned
+        # "The kopts argument is ignored if using a server" into the server's log at every PNG
+        warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
+        return fig.to_image(format="png", width=export_width(fig, h, width), height=h, scale=1)
 
 
 def export_width(fig, height: int, default: int = 1200) -> int:

@@ -911,17 +911,17 @@ def test_the_playground_refit_is_a_registry_job_and_draws_its_map():
 
 
 def test_a_playground_link_reopens_its_generator_points_and_noise():
-    """?sample=playground&pg=moons&pg_n=300&noise=0.2 opens the playground with those settings (a teacher's
+    """?sample=playground&pg=moons&pg_n=300&noise=0.25 opens the playground with those settings (a teacher's
     shared demo); out-of-range values are left out; the page's settings go back into the link."""
-    at = _app(sample="playground", pg="moons", pg_n="300", noise="0.2", seed="4")
+    at = _app(sample="playground", pg="moons", pg_n="300", noise="0.25", seed="4")
     _ok(at)
     assert not at.warning  # no "default value and Session State" warning from Streamlit
     assert at.session_state["cfg"]["sample"] == "playground"
     pg = at.session_state["playground"]
-    assert len(pg.y) == 300 and at.session_state["pg_settings"] == ("moons", 300, 0.2, 4)
+    assert len(pg.y) == 300 and at.session_state["pg_settings"] == ("moons", 300, 0.25, 4)
     assert {k: at.query_params.get(k) for k in ("sample", "pg", "pg_n", "noise", "seed")} in (
-        {"sample": "playground", "pg": "moons", "pg_n": "300", "noise": "0.2", "seed": "4"},
-        {"sample": ["playground"], "pg": ["moons"], "pg_n": ["300"], "noise": ["0.2"], "seed": ["4"]})
+        {"sample": "playground", "pg": "moons", "pg_n": "300", "noise": "0.25", "seed": "4"},
+        {"sample": ["playground"], "pg": ["moons"], "pg_n": ["300"], "noise": ["0.25"], "seed": ["4"]})
     # the playground (and its edits) outlives a visit to another page: Streamlit forgets the widgets of a
     # page that did not run, and the Data page used to redraw a default Ripley playground on return
     from dashboard import playground as PG
@@ -931,11 +931,13 @@ def test_a_playground_link_reopens_its_generator_points_and_noise():
     at.switch_page("views/train.py").run()
     at.switch_page("views/data.py").run()
     _ok(at)
-    assert at.session_state["pg_settings"] == ("moons", 300, 0.2, 4)
+    assert at.session_state["pg_settings"] == ("moons", 300, 0.25, 4)
     assert len(at.session_state["playground"].y) == 301 and at.session_state["playground"].edited
     odd = _app(sample="playground", pg="spiral", pg_n="5000", noise="9")  # unknown / out of range
     _ok(odd)
     assert odd.session_state["pg_settings"][:2] == ("ripley", 200)
+    # the generator's default noise stays out of the link (Ripley's sqrt(0.03) read "noise=0.173205")
+    assert "noise" not in odd.query_params and odd.query_params.get("pg") in ("ripley", ["ripley"])
 
 
 def test_a_playground_link_to_the_train_page_opens_its_points():

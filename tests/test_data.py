@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from bsvm import PlattSVM
-from bsvm.data import load_csv
+from bsvm.data import UnusableRowsError, load_csv
 from bsvm.samples import SAMPLES, load_sample
 from bsvm.sbsvm import SBSVM
 
@@ -113,6 +113,26 @@ def test_one_column_with_decimal_commas_beside_decimal_points_is_read_as_numbers
     assert any("'a' uses decimal commas" in n for n in data.notes)
     text = load_csv(b"a;b;label\nx,y;1.0;no\nz;2.0;yes\n")  # words with commas stay text
     assert text.feature_names == ["b"]
+
+
+def test_decimal_comma_columns_with_placeholders_are_numbers_with_missing_values():
+    """A European spreadsheet with "?" for missing values: every column with a "?" was left out as not
+    numeric (with "?" in all of them, the file was refused as having no features). The numbers are read,
+    the "?" entries are missing values (an error naming them, or dropped on request)."""
+    rows = "".join(f"{i},5;{i % 3},25;{i % 2}\n" for i in range(20))
+    text = ("a;b;label\n1,5;2,0;0\n?;3,5;1\n2,5;?;0\n" + rows).encode()
+    with pytest.raises(UnusableRowsError, match=r"2 of 23 rows .*columns: a, b.*'\?'"):
+        load_csv(text)
+    data = load_csv(text, dropna=True)
+    assert data.feature_names == ["a", "b"] and data.X.shape == (21, 2)
+    np.testing.assert_array_equal(data.X[:2], [[1.5, 2.0], [0.5, 0.25]])
+    # one decimal-comma column with a placeholder beside decimal points
+    more = "".join(f"{i}.0;{i},5;{i % 2}\n" for i in range(10))
+    mixed = load_csv(("a;b;label\n1.5;2,5;0\n2.5;?;1\n3.0;-1,0;0\n" + more).encode(), dropna=True)
+    np.testing.assert_array_equal(mixed.X[:3], [[1.5, 2.5], [3.0, -1.0], [0.0, 0.5]])
+    assert any("'b' uses decimal commas" in n for n in mixed.notes)
+    # mostly words: still text, left out
+    assert load_csv(b"a;b;label\n1.5;x;0\n2.5;?;1\n3.0;1,0;0\n").feature_names == ["a"]
 
 
 def test_tab_separated_file_and_a_label_column_with_another_name_is_guessed():
