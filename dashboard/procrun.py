@@ -166,7 +166,7 @@ def _launcher() -> None:
     _START.wait()
     context()
     try:
-        with _root_on_path():
+        with _forkserver_env():
             forkserver.ensure_running()
     except Exception:  # noqa: BLE001 - the Start click that needs it reports the failure
         pass
@@ -178,24 +178,45 @@ def _launcher() -> None:
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+#: thread-pool variables set to 1 for the forkserver, so for every fit's child, unless the user set them:
+#: see :func:`_forkserver_env`
+ONE_THREAD = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 @contextmanager
-def _root_on_path():
-    """Start the forkserver with :data:`_ROOT` first on its ``PYTHONPATH``. Python 3.11's forkserver is
-    handed the parent's sys.path but does not apply it before its preload: from any working directory
-    but the repository's, the preload of ``dashboard.procrun`` (so the warm-up) failed there, silently,
-    and so did that of ``bsvm`` where it is used from the source tree without being installed (app.py
-    allows that); every Start's child then imported the estimators itself (measured: 0.13-0.17 s from
-    Start to the child's first line instead of 0.02 s). The variable is set only while the forkserver is
-    spawned."""
-    old = os.environ.get("PYTHONPATH")
+def _forkserver_env():
+    """Start the forkserver with :data:`_ROOT` first on its ``PYTHONPATH`` and one BLAS/OpenMP thread
+    (:data:`ONE_THREAD`, where not set already). The variables are set only while it is spawned.
+
+    ``PYTHONPATH``: Python 3.11's forkserver is handed the parent's sys.path but does not apply it before
+    its preload: from any working directory but the repository's, the preload of ``dashboard.procrun``
+    (so the warm-up) failed there, silently, and so did that of ``bsvm`` where it is used from the
+    source tree without being installed (app.py allows that); every Start's child then imported the
+    estimators itself (measured: 0.13-0.17 s from Start to the child's first line instead of 0.02 s).
+
+    One thread: a thread pool does not survive a fork, so each child started OpenBLAS's and OpenMP's
+    pools anew at its first call, and their new threads spun, looking for work, beside the fit: in
+    children forked from a warmed-up forkserver, the first fit took 0.36 / 0.45 / 0.28 / 0.06 s wall
+    (S-BSVM / MS-BPM / SubgradientHMC / PlattSVM on the Ripley sample, one more core busy for about 0.1
+    s) against 0.31-0.34 / 0.37 / 0.21 / 0.02 s with one thread
+    (``/work/coord/s31/mine/child_imports.py``; its second fit, pools running, 0.31 / 0.35 / 0.20 / 0.03
+    s). At the sizes the dashboard draws the pools bought nothing: on 2,000 Ripley rows S-BSVM, MS-BPM,
+    SubgradientHMC, GibbsSVM and SeegerARD took the same CPU and wall with one thread as with two. That
+    core is the browser's and the server's: they draw while the fit runs."""
+    keys = ["PYTHONPATH"] + [k for k in ONE_THREAD if k not in os.environ]
+    saved = {k: os.environ.get(k) for k in keys}
+    old = saved["PYTHONPATH"]
     os.environ["PYTHONPATH"] = os.pathsep.join([_ROOT] + ([old] if old else []))
+    for k in keys[1:]:
+        os.environ[k] = "1"
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _ensure_forkserver(timeout: float = 120.0) -> None:

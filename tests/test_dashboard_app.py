@@ -1073,7 +1073,7 @@ def test_a_process_run_sends_snapshots_on_request_and_on_halt_only():
         r.cancel()
 
 
-def test_the_forkserver_preloads_the_estimators_whatever_the_working_directory(tmp_path):
+def test_the_forkserver_preloads_the_estimators_whatever_the_working_directory_with_one_blas_thread(tmp_path):
     """``streamlit run /path/to/dashboard/app.py`` from another directory: the forkserver must still
     import (and warm up) ``dashboard.procrun`` and the estimators, so a Start click pays a fork only.
     (Python 3.11's forkserver does not apply the parent's sys.path before its preload.)"""
@@ -1081,15 +1081,23 @@ def test_the_forkserver_preloads_the_estimators_whatever_the_working_directory(t
 
     probe = ("import sys; sys.exit(0 if {'dashboard.procrun', 'bsvm.sbsvm', 'bsvm.msbpm'} <= set(sys.modules)"
              " else 3)")
-    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"  # as app.py does
+    # and a fit's child has one BLAS/OpenMP thread (a pool started anew in each child spun beside its fit),
+    # while the server's own environment is left as it was
+    threads = ("import numpy as np, threadpoolctl; np.ones((64, 64)) @ np.ones((64, 64)); "
+               "import sys; sys.exit(0 if {i['num_threads'] for i in threadpoolctl.threadpool_info()} == {1} "
+               "else 4)")
+    code = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r})\n"  # as app.py does
             "from dashboard import procrun\n"
             "procrun.prewarm(0); procrun._ensure_forkserver()\n"
             f"p = procrun.context().Process(target=exec, args=({probe!r},))\n"
-            "p.start(); p.join(120); print(p.exitcode)\n")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            "p.start(); p.join(120); print(p.exitcode)\n"
+            f"p = procrun.context().Process(target=exec, args=({threads!r},))\n"
+            "p.start(); p.join(120); print(p.exitcode)\n"
+            "print(sorted(k for k in procrun.ONE_THREAD + ('PYTHONPATH',) if k in os.environ))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.endswith("_NUM_THREADS")}
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=180)
-    assert out.stdout.strip().splitlines()[-1:] == ["0"], out.stdout + out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-3:] == ["0", "0", "[]"], out.stdout + out.stderr[-2000:]
 
 
 def test_a_select_option_whose_default_is_none_shows_none_not_an_empty_box():
