@@ -113,6 +113,8 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
     _blas_threads = 1
     #: the fewest training rows a class may have (methods that cope with fewer lower it)
     _min_per_class = 2
+    #: False for a fit in one go (no steps to count: its bar read "0it [00:00, ?it/s]")
+    _stepwise = True
     #: the parameter table (bsvm/params.py); every estimator overrides it with one entry per parameter
     _parameter_constraints: dict = {}
     #: how the method treats the scale of its inputs: "adaptive", "unit" or "standardizes"
@@ -125,6 +127,14 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
 
     def _predict_proba(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _check_param_rules(self) -> None:
+        """Rules between parameters that the table cannot state (e.g. a sampler that needs more chains),
+        checked right after the table, before the data: a method with such rules overrides this."""
+
+    def _check_param_rules_for_data(self, X: np.ndarray, n_classes: int) -> None:
+        """Rules that need the data's shape (e.g. given inducing inputs as wide as X), checked after
+        the data checks and before the cost guard: a method with such rules overrides this."""
 
     # -- the shared contract --------------------------------------------------------------------------------
     def __sklearn_tags__(self):
@@ -159,12 +169,14 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         before: unfitted, or its previous fit.
         """
         validate_params(self)  # the table first: a bad parameter is named even if the data is bad too
+        self._check_param_rules()
         # The data check sets classes_ etc.; run it on a shallow copy so a caller that never iterates
         # leaves this estimator untouched, and copy those attributes over when the fit starts.
         probe = copy.copy(self)
         X, y_index = check_fit_data(probe, X, y, binary_only=self._binary_only,
                                     min_per_class=self._min_per_class)
         data_attrs = {k: probe.__dict__.get(k, _MISSING) for k in _DATA_ATTRS}
+        self._check_param_rules_for_data(X, len(probe.classes_))
         check_input_scale(probe, X, self._input_scale_rule())
         from .cost import check_cost
         check_cost(self, X.shape[0], X.shape[1], len(probe.classes_))
@@ -245,6 +257,7 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         See :mod:`bsvm.cost` for the models behind each method's estimate."""
         from .cost import estimate
         validate_params(self)
+        self._check_param_rules()
         return estimate(self, int(n_samples), int(n_features), int(n_classes))
 
     # -- progress bar ----------------------------------------------------------------------------------------
@@ -263,7 +276,10 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         return None
 
     def _progress_bar(self, progress):
-        if progress is False or (progress is None and not _interactive()):
+        if not (progress is None or isinstance(progress, (bool, np.bool_))):
+            raise ValueError(f"progress={progress!r}: use None (a bar in a terminal or notebook after 2 s), "
+                             "True or False.")
+        if progress is False or not self._stepwise or (progress is None and not _interactive()):
             return None
         from tqdm.auto import tqdm
 

@@ -26,12 +26,12 @@ Public API: ``StoppingRule``, ``ConvergenceStatus``, ``assess``, ``ConvergenceMo
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ._userwarn import warn_user
 from .diagnostics import rank_diagnostics
 
 #: fewest draws per chain for which the split-chain diagnostics are computed at all
@@ -192,9 +192,16 @@ def monitor_rows(n_samples: int, n_rows: int = 20) -> np.ndarray:
     return np.unique(np.linspace(0, n_samples - 1, k).round().astype(int))
 
 
+def warn_single_chain(estimator_name: str, rule: StoppingRule = StoppingRule()) -> None:
+    """The ConvergenceWarning of a one-chain run that met every ESS target: R-hat cannot be computed, so
+    no budget would have helped (the general warning said "raise the budget")."""
+    warn_user(f"{estimator_name}: R-hat is undefined with n_chains=1 (it compares chains), so convergence "
+              f"cannot be checked; the run stopped when bulk and tail ESS reached {rule.ess_bulk:g}. Use "
+              "n_chains >= 2 to check it.", ConvergenceWarning)
+
+
 def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, budget: str,
-                       rule: StoppingRule = StoppingRule(), stacklevel: int = 3,
-                       draws: int | None = None) -> None:
+                       rule: StoppingRule = StoppingRule(), draws: int | None = None) -> None:
     """Emit the ConvergenceWarning of a run that stopped without meeting the rule. ``budget`` names what
     ran out, e.g. "max_time=60 s" or "max_iter=20000" or "n_samples=500 (fixed length)"; ``draws`` the
     kept draws per chain (default: the status's count)."""
@@ -204,7 +211,7 @@ def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, bu
         what = "no convergence check could be made (the budget ended before the first check)"
     else:
         what = status.explain()
-    warnings.warn(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
+    warn_user(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
                   f"{draws} kept draws per chain; {what}. Rule: "
                   f"{rule.describe()}. The draws kept so far are usable but not trustworthy; raise the "
-                  "budget or inspect the chains.", ConvergenceWarning, stacklevel=stacklevel)
+                  "budget or inspect the chains.", ConvergenceWarning)

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
+
+from ._userwarn import warn_user
 
 F8 = 8.0  # bytes per float64
 
@@ -146,10 +147,10 @@ def check_cost(estimator, n: int, d: int, k: int) -> Cost:
             f"({cost.detail}), more than {source} ({format_bytes(limit)}): {cost.hint}{sub}."
         )
     if math.isfinite(cost.seconds) and cost.seconds > _LIMITS["warn_seconds"]:
-        warnings.warn(
+        warn_user(
             f"{name} on {n:,} rows x {d:,} features will take roughly {format_seconds(cost.seconds)} of "
             f"CPU ({cost.detail}): {cost.hint}. fit(X, y, progress=True) shows a progress bar.",
-            CostWarning, stacklevel=4)
+            CostWarning)
     return cost
 
 
@@ -302,8 +303,11 @@ def _seeger(est, n, d, k) -> Cost:
     (0.3 + 1.1e-3 N^1.3 s, plus N^3 / 1e10 for the factorisations at large N); the number of features
     hardly matters (the outer steps taken do). It had been 15 steps of the costs before the warm starts,
     5-14x too high (17 s shown for 700 rows that took 1.5-3.7 s)."""
-    mem = F8 * (11 * n * n + 6 * n * d + 4 * n * (_int(est.n_factors, 3) + 2))
-    secs = (0.3 + 1.1e-3 * n ** 1.3 + 1e-10 * n ** 3) * min(1.0, _int(est.max_iter, 50) / 15)
+    factors = min(_int(est.n_factors, 3), n)  # (SeegerARD clips M to the rows)
+    mem = F8 * (11 * n * n + 6 * n * d + 4 * n * (factors + 2))
+    # the model's fits had M <= 16; each inner evaluation costs O(n^2 (M + 1))
+    secs = ((0.3 + 1.1e-3 * n ** 1.3 + 1e-10 * n ** 3) * min(1.0, _int(est.max_iter, 50) / 15)
+            * max(1.0, (factors + 1) / 17))
     return Cost(mem, secs, "N^2 prior covariance: about 11 N x N matrices",
                 "use SBSVM(kernel='ard') (inducing points, memory independent of N)")
 

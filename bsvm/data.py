@@ -15,21 +15,24 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ._userwarn import warn_user
+
 MULTICLASS_HINT = (
     "use bsvm.MSBPM or bsvm.SubgradientHMC, which are multi-class natively, or wrap this estimator in "
     "scikit-learn's OneVsRestClassifier"
 )
 
 
-def _reject_non_numeric(X, what: str = "X") -> None:
+def _reject_non_numeric(X, what: str = "X", fitting: bool = True) -> None:
     """Name the offending columns of a DataFrame instead of letting numpy fail on a string."""
+    when = "before fitting" if fitting else "before predicting (as for the training data)"
     if isinstance(X, pd.DataFrame):
         bad = [str(c) for c in X.columns
                if not (pd.api.types.is_numeric_dtype(X[c].dtype) or pd.api.types.is_bool_dtype(X[c].dtype))]
         if bad:
             raise ValueError(
                 f"{what} has non-numeric columns {bad}: encode them as numbers "
-                "(e.g. pandas.get_dummies) or drop them before fitting."
+                f"(e.g. pandas.get_dummies) or drop them {when}."
             )
     else:
         arr = np.asarray(X) if not hasattr(X, "toarray") else None
@@ -39,17 +42,17 @@ def _reject_non_numeric(X, what: str = "X") -> None:
             except ValueError as exc:  # strings; a TypeError (dicts, objects) is a programming error
                 raise ValueError(
                     f"{what} contains non-numeric values ({exc}): encode categorical columns as numbers "
-                    "or drop them before fitting."
+                    f"or drop them {when}."
                 ) from None
 
 
-def _reject_nonfinite(X: np.ndarray, what: str = "X") -> None:
+def _reject_nonfinite(X: np.ndarray, what: str = "X", fitting: bool = True) -> None:
     if not np.all(np.isfinite(X)):
         n_nan = int(np.isnan(X).sum())
         n_inf = int(np.isinf(X).sum())
         raise ValueError(
             f"{what} contains {n_nan} NaN and {n_inf} infinite values: drop or impute those rows "
-            "(e.g. sklearn.impute.SimpleImputer) before fitting."
+            f"(e.g. sklearn.impute.SimpleImputer) {'before fitting' if fitting else 'before predicting'}."
         )
 
 
@@ -72,7 +75,8 @@ def _reject_extreme(X: np.ndarray, what: str = "X", fitting: bool = True) -> Non
         raise ValueError(
             f"{what} has values too {'large' if len(big) else 'small'} for float64 arithmetic on squares, "
             f"in {cols}: bsvm accepts magnitudes between {MAGNITUDE_RANGE[0]:g} and {MAGNITUDE_RANGE[1]:g}. "
-            "Rescale the features (e.g. sklearn.preprocessing.StandardScaler) before fitting."
+            + ("Rescale the features (e.g. sklearn.preprocessing.StandardScaler) before fitting." if fitting
+               else "Rescale them as the training data were scaled before the fit.")
         )
 
 
@@ -272,11 +276,9 @@ def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
                             f"{UNIT_RANGE[0]:g}..{UNIT_RANGE[1]:g}, where the prior swamps the data (tiny "
                             "scales) or vanishes (huge ones)")
     if problems:
-        import warnings
 
-        warnings.warn(f"{type(estimator).__name__}: {'; '.join(problems)}. Standardise the features "
-                      "(sklearn.preprocessing.StandardScaler) before fitting.", DataScaleWarning,
-                      stacklevel=4)
+        warn_user(f"{type(estimator).__name__}: {'; '.join(problems)}. Standardise the features "
+                      "(sklearn.preprocessing.StandardScaler) before fitting.", DataScaleWarning)
 
 
 def check_predict_data(estimator, X) -> np.ndarray:
@@ -284,9 +286,9 @@ def check_predict_data(estimator, X) -> np.ndarray:
     from sklearn.utils.validation import check_is_fitted, validate_data
 
     check_is_fitted(estimator)
-    _reject_non_numeric(X)
+    _reject_non_numeric(X, fitting=False)
     X = validate_data(estimator, X, reset=False, ensure_all_finite=False, dtype=np.float64, order="C")
-    _reject_nonfinite(X)
+    _reject_nonfinite(X, fitting=False)
     _reject_extreme(X, fitting=False)
     return X
 

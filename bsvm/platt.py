@@ -12,14 +12,13 @@ overconfident because the SVC has seen the points it is calibrated on.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
+from ._userwarn import warn_user
 from .base import BayesianClassifier
 from .data import check_predict_data
 from .params import RANDOM_STATE, Integral, Interval, StrOptions, positive
@@ -70,15 +69,16 @@ class PlattSVM(BayesianClassifier):
         self.random_state = random_state
 
     _min_per_class = 1
+    _stepwise = False  # one SVC fit: no progress bar
 
     def _iterate(self, X, y_index):
         smallest = int(np.bincount(y_index).min())
         svc = SVC(C=self.C, gamma=self.gamma, kernel=self.kernel)
         if smallest < 2:
             few = self.classes_[np.bincount(y_index) < 2].tolist()  # plain labels, not np.str_('x')
-            warnings.warn(f"PlattSVM: class(es) {few} have a single training row, so the sigmoid cannot be "
+            warn_user(f"PlattSVM: class(es) {few} have a single training row, so the sigmoid cannot be "
                           "cross-validated; it is fitted on the SVC's own training scores (in-sample, "
-                          "overconfident).", UserWarning, stacklevel=4)
+                          "overconfident).", UserWarning)
             model = CalibratedClassifierCV(FrozenEstimator(svc.fit(X, y_index)), method="sigmoid")
         else:
             n_splits = int(max(2, min(self.cv, smallest)))

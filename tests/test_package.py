@@ -121,3 +121,13 @@ def test_docstrings_cite_files_that_exist():
     assert cited, "no docstring cites docs/"
     for ref in cited:
         assert (ROOT / ref).is_file(), f"a docstring cites {ref}, which does not exist"
+
+
+def test_the_readmes_python_quick_start_runs_as_written(capsys):
+    """A new user pastes it first: it crashed with KeyError 'lengthscale' (kernel="auto"'s later
+    candidates have other hyperparameters)."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## From Python", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(block, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "brier" in out and "stage" in out

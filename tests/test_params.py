@@ -178,9 +178,75 @@ def test_progress_bar(data, monkeypatch, capsys):
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Recorder)
     X, y = data
-    SBSVM(n_inducing=10, max_iter=20, kernel="rbf", random_state=0).fit(X, y, progress=True)  # one stage
-    (bar,) = bars
+    SBSVM(n_inducing=10, max_iter=20, kernel="rbf", tol=0, random_state=0).fit(X, y, progress=True)
+    (bar,) = bars  # one stage of max_iter steps (tol=0: no stopping rule)
     assert bar.total == 20 and bar.n == 20 and "elbo" in bar.postfixes[-1]
     assert "SBSVM" in capsys.readouterr().err
     SBSVM(n_inducing=10, max_iter=20, tol=0, random_state=0).fit(X, y, progress=False)
     assert len(bars) == 1 and capsys.readouterr().err == ""
+    # the stopping rule decides the length: no total (max_iter is a cap; "2 %" then vanished), a count
+    SBSVM(n_inducing=10, max_iter=1000, random_state=0).fit(X, y, progress=True)
+    assert bars[-1].total is None and 0 < bars[-1].n < 1000
+    PlattSVM().fit(X, y, progress=True)  # fitted in one go: no bar ("0it [00:00, ?it/s]")
+    assert len(bars) == 2
+    with pytest.raises(ValueError, match="progress='yes'"):
+        PlattSVM().fit(X, y, progress="yes")
+
+
+@pytest.mark.parametrize("est, match", [
+    (GibbsSVM(c=0), "GibbsSVM needs c > 0"),
+    (MSBPM(sampler="lines", n_chains=2), "n_chains must be at least 4"),
+], ids=["gibbs c=0", "msbpm lines n_chains=2"])
+def test_rules_between_parameters_are_checked_at_the_call_before_the_data(data, est, match):
+    """A rule the table cannot state was checked at the first step, after the data: fit_iter returned a
+    generator, and with a NaN in X the data was blamed instead of the parameter."""
+    X, y = data
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    for Xi in (X, bad):
+        with pytest.raises(ValueError, match=match):
+            est.fit_iter(Xi, y)  # at the call, not at next()
+
+
+@pytest.mark.parametrize("inducing, match", [
+    ([[0.0, 0.0, 0.0]], r"inducing must be an \(m, 2\) array"),
+    (np.zeros((0, 2)), "inducing holds no points"),
+    ([[0.0, np.nan]], "NaN or infinite"),
+], ids=["too wide", "empty", "nan"])
+def test_given_inducing_inputs_are_checked_with_the_data_at_the_call(data, inducing, match):
+    """An empty array fitted a flat 0.5 everywhere; a wrong width raised only at the first step."""
+    with pytest.raises(ValueError, match=match):
+        SBSVM(inducing=inducing).fit_iter(*data)
+
+
+def test_warnings_point_at_the_users_line_and_sbsvm_warns_once_per_fit(data):
+    """Warnings carried bsvm's own file and line (base.py, the estimator), whichever way the fit was
+    called; a kernel="auto" fit out of budget warned once per candidate (four times), with "gained nan
+    nats" where the ELBO had been evaluated too rarely for the rule."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = data
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        SBSVM(max_iter=3, random_state=0).fit(X, y)
+        for _ in GibbsSVM(n_samples=5, n_burnin=2, random_state=0).fit_iter(X, y):
+            pass
+    conv = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    assert [str(w.message).split(" ")[0] for w in conv] == ["SBSVM", "GibbsSVM"]
+    assert all(w.filename == __file__ for w in conv), {w.filename for w in conv}
+    text = str(conv[0].message)
+    assert "nan" not in text and "too few for the rule" in text and "of its" in text
+
+
+def test_to_arviz_before_fit_and_predict_messages(data):
+    X, y = data
+    for est in (SubgradientHMC(), GibbsSVM()):
+        with pytest.raises(NotFittedError):
+            est.to_arviz()
+    model = PlattSVM(random_state=0).fit(X, y)
+    bad = X.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="before predicting"):
+        model.predict(bad)

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
+from sklearn.datasets import make_moons
 from sklearn.exceptions import ConvergenceWarning
 
 from bsvm.seeger import SeegerARD
@@ -152,6 +153,7 @@ def test_probabilities_at_the_latent_mean_or_integrated(ard_fit):
     np.testing.assert_allclose(p_mean, likelihood_proba("svc", mean))
     integrated = clone(model).set_params(integrate_variance=True)
     integrated.__dict__.update({k: v for k, v in model.__dict__.items() if k.endswith("_")})
+    integrated.integrate_variance_ = True  # (the fitted setting is what predictions read)
     p_int = integrated.predict_proba(X)[:, 1]
     np.testing.assert_allclose(p_int, predictive_proba("svc", mean, var))
     # integrating the latent variance pulls every probability towards 1/2
@@ -162,3 +164,21 @@ def test_multiclass_rejected():
     X, _ = _circle(n=30, d_noise=0)
     with pytest.raises(ValueError, match="binary"):
         SeegerARD().fit(X, np.arange(30) % 3)
+
+
+def test_predictions_read_the_settings_of_the_fit_not_later_set_params():
+    """loss, predict_with and integrate_variance are read as fitted (loss_ ...): set_params after a fit
+    (or a refit refused for a bad value, which keeps the fit) changed predict_proba silently, an unknown
+    loss read as logistic, and predict_with="mode" on a "mean" fit raised AttributeError 'svc_'."""
+    X, y = make_moons(120, noise=0.25, random_state=0)
+    model = SeegerARD().fit(X, y)
+    p = model.predict_proba(X[:5])
+    for change in ({"loss": "logistic"}, {"predict_with": "mode"}, {"integrate_variance": True},
+                   {"jitter": 0.5}):
+        model.set_params(**change)
+        np.testing.assert_array_equal(model.predict_proba(X[:5]), p)
+    model.set_params(loss="svc", predict_with="mean", integrate_variance=False, jitter=SeegerARD().jitter)
+    with pytest.raises(ValueError, match="loss='garbage'"):
+        likelihood_proba("garbage", np.zeros(2))
+    model.set_params(n_factors=400)  # clipped to the 120 rows: the same fit as n_factors=120
+    assert model.fit(X, y).factors_.shape == (120, 120)

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, eigh, solve_triangular
 from scipy.special import ndtr
 
+from .._userwarn import warn_user
 from ..base import BayesianClassifier
-from ..convergence import ConvergenceMonitor, StoppingRule, monitor_rows, warn_not_converged
+from ..convergence import (
+    ConvergenceMonitor,
+    StoppingRule,
+    monitor_rows,
+    warn_not_converged,
+    warn_single_chain,
+)
 from ..data import check_predict_data
 from ..draws import proba_draws_chunked, to_datatree
 from ..kernels import RBF, Kernel, Linear
@@ -117,9 +123,9 @@ def _warn_small_classes(name, classes, y_index):
     counts = np.bincount(y_index, minlength=len(classes))
     if counts.min() < 2:
         few = np.asarray(classes)[counts < 2].tolist()  # plain labels, not np.str_('x')
-        warnings.warn(f"{name}: class(es) {few} have a single training row; the model fits, but what it "
+        warn_user(f"{name}: class(es) {few} have a single training row; the model fits, but what it "
                       "says about those classes rests on one example (no held-out check is possible).",
-                      UserWarning, stacklevel=5)
+                      UserWarning)
 
 
 def _pivoted_cholesky(G: np.ndarray, rank_tol: float):
@@ -542,6 +548,21 @@ class MSBPM(BayesianClassifier):
     _bias_candidates = (0.1, 0.3, 1.0)
     #: a candidate replaces the reference only if its LOO elpd is higher by more than this many standard
     #: errors of the difference
+    def _check_param_rules(self):
+        self._check_params()
+        if self.sampler == "lines":  # ("auto" resolves with the number of classes: after the data)
+            self._check_chains_for("lines")
+
+    def _check_param_rules_for_data(self, X, n_classes):
+        sampler = self._sampler(n_classes)  # "auto" resolves with the number of classes
+        self._check_chains_for(sampler)
+
+    def _check_chains_for(self, sampler):
+        if sampler == "lines" and self.direction == "ads" and self.n_chains is not None and self.n_chains < 4:
+            raise ValueError(f"n_chains must be at least 4 for sampler='lines' with direction='ads' (ADS "
+                             f"moves one half of the population along differences of the other half), got "
+                             f"{self.n_chains!r}.")
+
     _bias_z = 2.0
     #: the reference run's draws stand in for a candidate (no run of its own) when the importance weights
     #: between the two bias priors keep at least this fraction of the draws as effective sample size
@@ -599,9 +620,10 @@ class MSBPM(BayesianClassifier):
 
     def _finish(self, result):
         self.stop_reason_ = result["budget"]
-        if not self.converged_:
-            warn_not_converged(type(self).__name__, self.convergence_, result["budget"], result["rule"],
-                               stacklevel=4)
+        if not self.converged_ and result["budget"].startswith("n_chains=1 "):
+            warn_single_chain(type(self).__name__, result["rule"])
+        elif not self.converged_:
+            warn_not_converged(type(self).__name__, self.convergence_, result["budget"], result["rule"])
 
     def _run(self, X, y_index, bias_mult=None, alt_mults=(), offset=0, used=0.0):
         """One sampler run with the bias prior scale ``bias_mult`` (a multiple of the kernel's sd about its
@@ -629,11 +651,7 @@ class MSBPM(BayesianClassifier):
                                       point_scale=float(np.sqrt(self.nugget_)))
         self.basis_ = basis
         sampler = self._sampler(n_classes)
-        if sampler == "lines" and self.direction == "ads" and self.n_chains is not None and self.n_chains < 4:
-            # checked once the sampler is known: sampler="auto" resolves to "hmc" for two classes
-            raise ValueError(f"n_chains must be at least 4 for sampler='lines' with direction='ads' (ADS "
-                             f"moves one half of the population along differences of the other half), got "
-                             f"{self.n_chains!r}.")
+        self._check_chains_for(sampler)  # (fit_iter checked it already; this path also serves refits)
         self.sampler_ = sampler
         hmc_run = sampler == "hmc"
         n_chains = int(self.n_chains) if self.n_chains is not None else (8 if hmc_run else 16)

@@ -12,6 +12,7 @@ from sklearn.cluster import kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold
 
+from .._userwarn import warn_user
 from ..base import BayesianClassifier, binary_proba
 from ..data import check_predict_data
 from ..kernels import ARDRBF, Constant, Kernel, Linear, SumKernel, make_kernel, sq_dist
@@ -361,6 +362,32 @@ class SBSVM(BayesianClassifier):
         if not (isinstance(self.tol, (int, float)) and self.tol >= 0):
             raise ValueError(f"tol={self.tol!r} must be a non-negative number.")
 
+    def _check_param_rules(self):
+        self._check_params(0)  # (the batch variant's row limit waits for the data)
+
+    def _check_param_rules_for_data(self, X, n_classes):
+        self._check_params(X.shape[0])
+        if self.variant == "svi" and not isinstance(self.inducing, str):
+            self._given_inducing(X.shape[1])
+
+    def _given_inducing(self, d):
+        """The user's inducing inputs as an (m, d) float array, checked: at fit_iter's call, not at the
+        first step (an (m, d + 1) array was accepted until then; an empty one fitted a flat 0.5)."""
+        try:
+            Z = np.asarray(self.inducing, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"inducing must be 'kmeans', 'random' or an (m, {d}) array of numbers, got "
+                             f"{type(self.inducing).__name__}.") from None
+        if Z.ndim != 2 or Z.shape[1] != d:
+            raise ValueError(f"inducing must be an (m, {d}) array (one column per feature of X), got shape "
+                             f"{Z.shape}.")
+        if Z.shape[0] == 0:
+            raise ValueError("inducing holds no points: give at least one inducing input (or "
+                             "inducing='kmeans', the default).")
+        if not np.all(np.isfinite(Z)):
+            raise ValueError("inducing holds NaN or infinite values: give finite inducing inputs.")
+        return Z
+
     def _fit_scaling(self, X):
         if self.standardize:
             self.x_mean_ = X.mean(axis=0)
@@ -402,10 +429,7 @@ class SBSVM(BayesianClassifier):
         if self.variant == "batch":
             return X.copy()
         if not isinstance(self.inducing, str):
-            Z = np.asarray(self.inducing, dtype=float)
-            if Z.ndim != 2 or Z.shape[1] != X.shape[1]:
-                raise ValueError(f"inducing must be an (m, {X.shape[1]}) array, got shape {Z.shape}.")
-            return self._scaled(Z)
+            return self._scaled(self._given_inducing(X.shape[1]))
         m = self._n_inducing(X)
         if self.inducing == "random":
             return X[np.sort(rng.choice(n, m, replace=False))].copy()
@@ -447,7 +471,11 @@ class SBSVM(BayesianClassifier):
                          elbo_batch_size=self.elbo_batch_size, **kw)
 
     def _planned_iterations(self):
-        """Progress-bar total: max_iter per stage, plus kernel="auto"'s ARD and linear trial stages."""
+        """Progress-bar total: None (unknown) when the stopping rule ends the fit (``tol > 0``): max_iter
+        per stage is only a cap, and a fit that converged at step 60 of a total of 3000 showed 2 % and
+        vanished; with ``tol=0``, max_iter per stage plus kernel="auto"'s ARD and linear trial stages."""
+        if self.tol > 0:
+            return None
         extra = (self.kernel == "auto" and self.optimize_hyperparameters and self.variant != "linear")
         return int(self.max_iter) * (3 if extra else 1)
 
@@ -467,6 +495,20 @@ class SBSVM(BayesianClassifier):
         return partial_fit(self, X, y, classes)
 
     def _iterate(self, X, y_index):
+        # a fit of several stages (kernel="auto": up to six) warns once, naming every stage whose budget
+        # ran out (each stage warned on its own: four warnings for one fit, x folds in cross-validation)
+        self._budget_notes = []
+        yield from self._iterate_fits(X, y_index)
+        notes, self._budget_notes = self._budget_notes, []
+        if notes:
+            fits = len(self.stages_)
+            where = (f"in {len(notes)} of its {fits} fits: " if fits > 1 else "") + "; ".join(notes)
+            warn_user(f"SBSVM used its max_iter={self.max_iter} steps before the stopping rule (the ELBO "
+                      f"gaining at most tol * n = {self.tol * X.shape[0]:.3g} nats over its last "
+                      f"evaluations) was met {where}. Raise max_iter (or tol) to let it converge.",
+                      ConvergenceWarning)
+
+    def _iterate_fits(self, X, y_index):
         n = X.shape[0]
         self._check_params(n)
         # fit starts afresh; a later partial_fit goes on from it with n = these rows (bsvm.sbsvm.stream)
@@ -530,7 +572,8 @@ class SBSVM(BayesianClassifier):
                 self._fit_link(state, Xs[sub], y[sub])
             return
         engine = make_engine(Xs, y, geom, cfg, rng)
-        state, it = yield from self._run(engine, engine.init(rng), 0, "all rows", rng)
+        first = "rbf kernel" if auto else "all rows"  # (auto: the first of its candidates)
+        state, it = yield from self._run(engine, engine.init(rng), 0, first, rng)
         if auto:
             state, it, trials = yield from self._choose_kernel(engine, state, it, rng)
             if getattr(self, "_cv_inner", False):
@@ -744,7 +787,7 @@ class SBSVM(BayesianClassifier):
         state = fits[choice]
         for name in kernel_names:
             if trials[name].weight > 0 and name != "rbf":
-                self._warn_pinned(engines[name], fits[name], stacklevel=4)
+                self._warn_pinned(engines[name], fits[name])
         elbo = engine.elbo(state)
         self._store(state, elbo)
         yield it, self._metrics(state, elbo, rho=np.nan), self._snapshot()
@@ -858,21 +901,28 @@ class SBSVM(BayesianClassifier):
         if not converged and not budgeted:
             self.converged_ = False
             if self.tol > 0:
-                warnings.warn(
-                    f"SBSVM ({stage}) used its max_iter={self.max_iter} steps before the stopping rule "
-                    f"was met: the ELBO still gained {gain:.3g} nats over the last {patience} "
-                    f"evaluations, more than tol * n = {tol_nats:.3g}. Raise max_iter (or tol) to let it "
-                    "converge.", ConvergenceWarning, stacklevel=4)
+                # (with fewer evaluations than the rule compares there is no gain to report: it said
+                # "gained nan nats")
+                said = (f"the ELBO still gained {gain:.3g} nats over its last {patience} evaluations"
+                        if np.isfinite(gain) else
+                        f"{len(recent)} ELBO evaluation{'s' if len(recent) > 1 else ''} in {k} steps "
+                        f"(one every {every}), too few for the rule's {patience + 1}")
+                notes = getattr(self, "_budget_notes", None)
+                if notes is None:  # (a caller of _run outside _iterate)
+                    warn_user(f"SBSVM ({stage}) used its max_iter={self.max_iter} steps before the stopping "
+                              f"rule was met: {said}. Raise max_iter (or tol) to let it converge.",
+                              ConvergenceWarning)
+                else:
+                    notes.append(f"{stage}: {said}")
         return state, it0 + k
 
-    def _warn_pinned(self, engine, state, stacklevel=5):
+    def _warn_pinned(self, engine, state):
         pinned = engine.pinned(state)
         if pinned and engine.config.optimize_hyper:
-            warnings.warn(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
+            warn_user(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
                           "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
                           "the features' variance): the data's scale or the kernel does not suit the "
-                          "model; standardise the features or choose another kernel.", ConvergenceWarning,
-                          stacklevel=stacklevel)
+                          "model; standardise the features or choose another kernel.", ConvergenceWarning)
 
     @staticmethod
     def _theta(state):

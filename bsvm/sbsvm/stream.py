@@ -44,11 +44,11 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 
+from .._userwarn import warn_user
 from ..base import _NUMERICAL, NumericalError, Progress, _blas_limit, _numerical_message
 from ..data import MULTICLASS_HINT, _reject_non_numeric, _reject_nonfinite
 from ..kernels import Kernel
@@ -258,6 +258,9 @@ def check_chunk(est, X, y, first: bool):
         known = np.array([v in set(classes.tolist()) for v in y.tolist()])
     if not np.all(known):
         bad = np.unique(y[~known].astype(object)).tolist()
+        if first:  # (the message below blamed "the first partial_fit call" on that very call)
+            raise ValueError(f"y holds label(s) {bad[:5]!r} that are not in classes={classes.tolist()!r}: "
+                             "pass the labels y uses in classes (all the labels of the stream).")
         raise ValueError(
             f"y holds label(s) {bad[:5]!r} that are not in classes={classes.tolist()!r} fixed by the first "
             "partial_fit call: map them to one of those classes, or start again (a new estimator, or "
@@ -276,9 +279,9 @@ def first_state(est, X, y, rng):
         geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(est.prior_variance))))
     else:
         if isinstance(est.n_inducing, (int, np.integer)) and X.shape[0] < est.n_inducing:
-            warnings.warn(f"The first partial_fit chunk has {X.shape[0]} rows, fewer than n_inducing="
+            warn_user(f"The first partial_fit chunk has {X.shape[0]} rows, fewer than n_inducing="
                           f"{est.n_inducing}: the inducing points come from the first chunk, so pass a "
-                          "larger first chunk for the full number.", UserWarning, stacklevel=4)
+                          "larger first chunk for the full number.", UserWarning)
         if own_scaling(est):
             Xs = est._scaled(X)
             kernel0 = est._initial_kernel(Xs, rng)

@@ -162,12 +162,20 @@ def _svc_p1(y):
 
 def likelihood_proba(loss: str, y):
     """P(t = +1 | y), the noise model at a latent value (the plug-in predictive at y = the latent mean)."""
+    _known(loss)
     y = np.asarray(y, dtype=float)
     return _svc_p1(y) if loss == "svc" else expit(y)
 
 
+def _known(loss: str) -> None:
+    # (any other string was read as "logistic", silently)
+    if loss not in LOSSES:
+        raise ValueError(f"loss={loss!r} is not supported: use one of {LOSSES}.")
+
+
 def predictive_proba(loss: str, m, v):
     """P(t = +1) = E[P(t = +1 | y)], y ~ N(m, v): the noise model integrated over the latent predictive."""
+    _known(loss)
     v = np.maximum(np.asarray(v, dtype=float), 1e-300)
     if loss == "svc":
         return gauss_expect(_svc_p1, (-1.0, 1.0), m, v, derivatives=False)

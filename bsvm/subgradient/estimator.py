@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 import numbers
 import time
-import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 
+from .._userwarn import warn_user
 from ..base import BayesianClassifier
 from ..chains import (
     ChainPool,
@@ -30,7 +31,14 @@ from ..chains import (
     resolve_n_jobs,
     take_chains,
 )
-from ..convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
+from ..convergence import (
+    ConvergenceMonitor,
+    StoppingRule,
+    assess,
+    monitor_rows,
+    warn_not_converged,
+    warn_single_chain,
+)
 from ..cost import estimate
 from ..data import check_predict_data
 from ..diagnostics import rank_diagnostics
@@ -358,21 +366,18 @@ class _HingeSampler(BayesianClassifier):
         self.converged_ = bool(status is not None and status.converged and stop_reason != "diverged")
         name = type(self).__name__
         if stop_reason == "diverged":
-            warnings.warn(f"{name}: the sampler diverged (a non-finite state: the step size is too large "
+            warn_user(f"{name}: the sampler diverged (a non-finite state: the step size is too large "
                           "for this posterior); the run stopped and keeps the "
                           f"{self.samples_.shape[1]} draws per chain made before it. Lower step_size or "
                           "use the default step size.",
-                          ConvergenceWarning, stacklevel=4)
+                          ConvergenceWarning)
             return
         if self.converged_:
             return
         if C == 1 and status is not None and stop_reason == "converged":
-            warnings.warn(f"{name}: R-hat is undefined with n_chains=1 (it compares chains), so convergence "
-                          "cannot be checked; the run stopped when bulk and tail ESS reached "
-                          f"{RULE.ess_bulk:g}. Use n_chains >= 2 to check it.", ConvergenceWarning,
-                          stacklevel=4)
+            warn_single_chain(name, RULE)
             return
-        warn_not_converged(name, status, budget_name, RULE, stacklevel=4, draws=self.samples_.shape[1])
+        warn_not_converged(name, status, budget_name, RULE, draws=self.samples_.shape[1])
 
     def _publish(self, store, carries, C, P):
         """Fitted attributes from the run so far (views of the growing buffers)."""
@@ -475,6 +480,7 @@ class _HingeSampler(BayesianClassifier):
         ``lp`` (the log posterior -U; sgld/sgnht: its minibatch estimate), ``acceptance_rate``,
         ``step_size``, ``energy``, ``diverging``, ``n_steps`` (hmc), ``thermostat`` (sgnht);
         ``observed_data`` ``y`` (the training labels). ``arviz_stats.summary(est.to_arviz())`` works."""
+        check_is_fitted(self, "samples_")
         st = self._stats
         stats = {"lp": -self.potential_}
         kind = self._sampler_kind
@@ -860,11 +866,15 @@ class GibbsSVM(_HingeSampler):
     _sampler_kind = "gibbs"
 
     # parameter table (bsvm/params.py), checked before the data; c = 0 (a valid number, but then the
-    # posterior is the prior) is refused with its reason in _iterate
+    # posterior is the prior) is refused with its reason by _check_param_rules, also before the data
     _parameter_constraints = {
         **_RUN_CONSTRAINTS,
         "init": [StrOptions({"laplace", "prior"})],
     }
+
+    def _check_param_rules(self):
+        if self.c == 0:
+            raise ValueError("GibbsSVM needs c > 0 (with c = 0 the posterior is the N(0, I) prior)")
 
     def __init__(self, c=1.0, l=1.0, n_samples="auto", n_burnin=100, thin=1, n_chains=4, max_iter=None,
                  max_time=None, n_jobs=None, init="laplace", features=None, n_components=100, gamma=None,
