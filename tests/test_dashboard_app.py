@@ -1300,3 +1300,27 @@ def test_msbpms_pair_plot_starts_with_its_summaries_not_kernel_weights():
     _ok(at)
     pair = at.multiselect(key="diag_pair")
     assert [pair.options[j] for j in pair.value] == ["log posterior", "log likelihood", "train error"]
+
+
+def test_the_explanation_stays_open_through_the_first_run_and_closed_after():
+    """'What am I looking at?' closed at the Start click (the browser re-laid out the column while the fit
+    ran); now it closes once the first run has ended, a later Start does not reopen it, Reset does."""
+    pytest.importorskip("bsvm.sbsvm")
+    at = _app(loop=0.0, sample="ripley.csv", method="sbsvm",
+              **{"o.max_iter": "1000000", "o.tol": "0", "o.patience": "1000000000"})
+    at.switch_page("views/train.py").run()
+    opened = lambda: at.expander[0].proto.expanded  # noqa: E731
+    assert opened()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    assert run.status == "running" and opened()  # (the first run: still open)
+    _button(at, "Stop").click().run()
+    _until(lambda: run.status == "stopped" and not run.busy)
+    at.run()
+    _ok(at)
+    assert not opened()
+    _button(at, "Start").click().run()
+    assert at.session_state["run"].status == "running" and not opened()
+    _button(at, "Reset").click().run()
+    _ok(at)
+    assert opened()

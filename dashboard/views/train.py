@@ -115,8 +115,12 @@ with left:
         note_slot.warning(note, icon=":material/info:")
     # open until the first run has ended (not closed by the Start click: the browser then re-laid out the
     # column while the fit ran, 0.08 CPU s of a 0.6 s S-BSVM run on the Ripley sample, measured with
-    # /work/coord/s31/mine/startcost.py; and "what good looks like" is read while watching)
-    with st.expander("What am I looking at?", expanded=run is None or busy):
+    # /work/coord/s31/mine/startcost.py; and "what good looks like" is read while watching); closed from
+    # then on, so a later Start does not open it again; Reset starts over
+    if run is not None and not busy:
+        st.session_state["_train_explained"] = True
+    explain = run is None or (busy and not st.session_state.get("_train_explained", False))
+    with st.expander("What am I looking at?", expanded=explain):
         st.markdown(method.summary)
         st.markdown(f"**What good looks like:** {method.good}")
     st.subheader("Options")
@@ -222,6 +226,7 @@ def on_continue():
 
 @_safe
 def on_reset():
+    st.session_state.pop("_train_explained", None)
     reg.pop(PAGE)
     st.session_state.pop("run", None)
     st.session_state.pop("run_meta", None)
