@@ -15,7 +15,7 @@ from dashboard.analysis import (
     reliability_curves,
 )
 from dashboard.methods import METHODS, run_method_name
-from dashboard.runner import DONE, PROCESS_ROWS, Job, Run, fit_in_job, fit_plain
+from dashboard.runner import DONE, FINISHED, PROCESS_ROWS, Job, Run, fit_in_job, fit_plain
 
 st.title("Calibration")
 data = state.require_data()
@@ -52,11 +52,13 @@ def fit_job(name: str, method, options, d: Prepared, seed: int):
         else:
             job = Job(fit_in_job, est, d.X_train, d.y_train, method.cap(options), method.label,
                       label=f"Fitting {method.label}")
-        job.page, job.meta = "calibration", {"key": key, "data_key": data.key}
+        # (a job cannot resume: say why the progress starts from zero, for as long as this fit runs; said
+        # only on the page run that restarted it, the caption went at the next rerun)
+        job.page, job.meta = "calibration", {"key": key, "data_key": data.key, "restarted": left}
         state.start_job(name, job)
-        if left:  # (a job cannot resume: say why the progress starts from zero)
-            st.caption(f"{method.short_name}: fitting again from the start; the earlier fit stopped when "
-                       "you left this page.")
+    if job.meta.get("restarted") and job.status not in FINISHED:
+        st.caption(f"{method.short_name}: fitting again from the start; the earlier fit stopped when "
+                   "you left this page.")
     return state.job_view(name, key)
 
 
