@@ -525,6 +525,16 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
         if skipped:
             notes.append(f"Non-numeric columns left out of the features: {skipped} (encode them as numbers "
                          "to use them).")
+        # a column with one value in every row (a unit, an export's constant) carries nothing to learn
+        # from, yet it counted as a feature: a 2-D data set with one became 3-D, without its maps
+        constant = [c for c in features
+                    if pd.to_numeric(frame[c], errors="coerce").nunique(dropna=False) <= 1]
+        if constant and len(constant) < len(features):
+            features = [c for c in features if c not in constant]
+            many = len(constant) > 1
+            notes.append(f"Column{'s' if many else ''} {constant} ha{'ve' if many else 's'} the same value "
+                         f"in every row, so no method can learn from {'them' if many else 'it'}: left out of "
+                         "the features (choose it among the feature columns to keep it).")
     else:
         missing = [f for f in features if f not in frame.columns]
         if missing:

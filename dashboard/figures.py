@@ -718,7 +718,7 @@ def model_map(model, data, grid: Grid, title: str, *, truth=None, max_points: in
                              truth=truth, title=f"{title}: p(y = {data.classes[1]} | x)", axis_titles=axes,
                              height=height, light=light)
     return class_map(grid, P, X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
-                     title=f"{title}: predicted class (opacity: confidence)", axis_titles=axes, height=height)
+                     title=f"{title}: class (opacity = confidence)", axis_titles=axes, height=height)
 
 
 def model_map_raw(model, data, grid: Grid, X_raw, y_raw, title: str, *, height: int = 430):

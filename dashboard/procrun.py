@@ -250,19 +250,34 @@ def _draw_index(n_chains: int, n_draws: int, keep: int):
     return np.unique(np.linspace(n_draws - 1, 0, per_chain).round().astype(int))
 
 
-def _live_view(view) -> None:
+def thinned(model, keep: int):
+    """``model`` (a fitted sampler) as a shallow copy whose per-draw arrays keep about ``keep`` evenly
+    spaced draws (see :func:`_live_view`), and the number of draws it had; ``model`` itself when it has
+    no more than that (or no draws)."""
+    import numpy as np
+
+    s = getattr(model, "__dict__", {}).get("samples_")
+    if not isinstance(s, np.ndarray) or s.ndim < 2 or _draw_index(s.shape[0], s.shape[1], keep) is None:
+        return model, None
+    view = copy.copy(model)
+    _live_view(view, keep)
+    return view, int(s.shape[0] * s.shape[1])
+
+
+def _live_view(view, keep: int = LIVE_DRAWS) -> None:
     """Thin a snapshot's per-draw arrays for the live map: ``samples_`` (n_chains, n_draws, ...) and every
     array attribute with the same two leading axes (``potential_``, ``log_posterior_``...), the same
     draws of each, so the snapshot stays consistent. A sampler's ``predict_proba`` averages over its
     draws: a live map from LIVE_DRAWS evenly spaced draws costs the server and the pipe a fixed amount
     however long the run, and differs from the full average by the draws' Monte Carlo error
-    (sd <= 0.5 / sqrt(LIVE_DRAWS) = 0.035 for a vote fraction). The final map uses every draw."""
+    (sd <= 0.5 / sqrt(LIVE_DRAWS) = 0.035 for a vote fraction). The final map uses up to FINAL_DRAWS
+    (dashboard/views/train.py)."""
     import numpy as np
 
     s = view.__dict__.get("samples_")
     if not isinstance(s, np.ndarray) or s.ndim < 2:
         return
-    idx = _draw_index(s.shape[0], s.shape[1], LIVE_DRAWS)
+    idx = _draw_index(s.shape[0], s.shape[1], keep)
     if idx is None:
         return
     lead = s.shape[:2]

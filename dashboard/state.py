@@ -393,8 +393,10 @@ def current_data() -> Prepared | None:
         loaded = loaded_table(c)
         if loaded is None:
             return None
-        # what loading did to the rows (the Data page shows it: its caption counts the file's rows)
-        st.session_state["_load_notes"] = [n for n in getattr(loaded, "notes", []) if n.startswith("Dropped")]
+        # what loading did to the rows (the Data page shows it: its caption counts the file's rows), and
+        # the columns it left out for having one value in every row
+        st.session_state["_load_notes"] = [n for n in getattr(loaded, "notes", [])
+                                           if n.startswith("Dropped") or "same value in every row" in n]
         truth = SAMPLES[c["sample"]].truth if c["sample"] in SAMPLES else None
         truth_kw = {}
         if c["sample"] == PLAYGROUND:

@@ -402,6 +402,12 @@ def test_a_constant_column_is_named_on_the_data_page():
     rows = "\n".join(f"{a:.4f},5,{b:.4f},{int(a + b > 0)}" for a, b in X)
     at = _upload(_app(), ("u,unit,v,label\n" + rows + "\n").encode())
     _ok(at)
+    # the same value in every row: left out (a crawl's 2-D file with one lost its maps), and said
+    said = [i.value for i in at.info if "same value in every row" in i.value]
+    assert len(said) == 1 and "'unit'" in said[0], [i.value for i in at.info]
+    assert int({m.label: m.value for m in at.metric}["features"]) == 2
+    # chosen as a feature anyway, or constant on the training rows only: named as before
+    at.multiselect(key="w:cfg:features").set_value(["u", "unit", "v"]).run()
     said = [c.value for c in at.caption if c.value.startswith("Constant on the training rows")]
     assert said == ["Constant on the training rows, so no method can learn from it: unit."], said
 
@@ -1324,3 +1330,41 @@ def test_the_explanation_stays_open_through_the_first_run_and_closed_after():
     _button(at, "Reset").click().run()
     _ok(at)
     assert opened()
+
+
+def test_a_finished_samplers_final_map_uses_at_most_final_draws_evenly_spaced():
+    """MS-BPM on 5 classes (7,600 draws, 50 ms per predicted point) held the Train page 130 s after "done"
+    for its final map and accuracy line: they now average over about FINAL_DRAWS draws (per-draw arrays
+    thinned together); a model with fewer draws is used as it is."""
+    from types import SimpleNamespace
+
+    from dashboard.procrun import thinned
+
+    s = np.arange(4 * 500 * 3, dtype=float).reshape(4, 500, 3)
+    model = SimpleNamespace(samples_=s, potential_=s[..., 0].copy(), classes_=np.array([0, 1]))
+    view, had = thinned(model, 1000)
+    assert had == 2000 and view is not model and model.samples_ is s  # the fitted model is untouched
+    assert view.samples_.shape == (4, 250, 3) and view.samples_[:, -1].tolist() == s[:, -1].tolist()
+    np.testing.assert_array_equal(view.potential_, view.samples_[..., 0])  # the same draws of each array
+    same, none = thinned(model, 5000)
+    assert same is model and none is None
+
+
+def test_diagnostics_offers_continue_only_for_a_run_the_train_page_can_resume():
+    """After the data changed, Diagnostics said "Continue on the Train page" while Train had Continue off
+    for that run (a crawl): it now says to press Start."""
+    pytest.importorskip("bsvm.subgradient")
+    at = _app(loop=0.0, sample="ripley.csv", method="subgradient_hmc", **{"o.n_samples": "50000"})
+    run = _start_and_run(at, records=3)
+    _button(at, "Stop").click().run()
+    _until(lambda: run.status == "stopped" and not run.busy)
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    text = " ".join(i.value for i in at.info)
+    assert "**Continue** on the Train page finishes the run" in text, text
+    at.switch_page("views/data.py").run()
+    at.number_input(key="w:cfg:seed").set_value(5).run()  # another split: other data
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    text = " ".join(i.value for i in at.info)
+    assert "Continue" not in text and "press **Start** on the Train page" in text, text

@@ -248,3 +248,16 @@ def test_a_binary_file_is_refused_as_not_a_csv():
     with pytest.raises(ValueError, match="looks like an Excel workbook"):
         load_csv(b"PK\x03\x04" + bytes(200))
     assert load_csv(b"a\tb\tlabel\n1\t2\t0\n3\t4\t1\n5\t6\t0\n").X.shape == (3, 2)  # tabs are text
+
+
+def test_a_column_with_one_value_in_every_row_is_left_out_with_a_note():
+    """A crawl's file x1, const (5.0 everywhere), x2: the constant counted as a feature, so the 2-D data
+    lost its maps (3 features). Left out by default, said in the notes; kept when named."""
+    rows = "".join(f"{i % 7},5.0,{(i * 3) % 11},{i % 2}\n" for i in range(30))
+    text = ("x1,const,x2,label\n" + rows).encode()
+    data = load_csv(text)
+    assert data.feature_names == ["x1", "x2"] and data.X.shape == (30, 2)
+    assert any("'const'" in n and "same value in every row" in n for n in data.notes)
+    assert load_csv(text, features=["x1", "const", "x2"]).feature_names == ["x1", "const", "x2"]
+    only = load_csv(b"c,label\n1,0\n1,1\n1,0\n")  # nothing else to use: kept (the page says so)
+    assert only.feature_names == ["c"]

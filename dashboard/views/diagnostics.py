@@ -143,6 +143,11 @@ if rule_table is not None:
 # run whose own check had just failed (bulk ESS 272 of 400 on p(y|x)).
 last = last_check(hist) if rule_table is None else None
 pending_fail = check_made(last) and not check_passed(last)
+# what the Train page's Continue resumes: this run, on the current data and the chosen method (a run on
+# data changed since was told "Continue" here while Train had Continue off, a crawl)
+resumable = (run.can_resume and meta.get("data_key") == data.key
+             and meta.get("method") == state.cfg().get("method"))
+again = "; press **Start** on the Train page for a run on the current data and method"
 if last is not None and not check_made(last):
     # A fixed-length run checks its rule once, at its end: its records before then carry no check, and
     # "too few draws to estimate the ESS" stood beside a table of 6,880 draws per chain (a crawl)
@@ -150,14 +155,15 @@ if last is not None and not check_made(last):
     st.info(f"The run {'ended' if run.status == 'done' else 'was ' + run.status} before its stopping "
             "rule was checked (a run of fixed length checks it once, at its end; one that runs until "
             "converged, at growing draw counts). The table below is computed on the draws kept so far"
-            + ("; **Continue** on the Train page finishes the run." if run.can_resume else "."))
+            + ("; **Continue** on the Train page finishes the run." if resumable else
+               again + "." if run.can_resume else "."))
 elif last is not None:
     st.subheader("The stopping rule's last check")
     (st.warning if pending_fail else st.info)(
         f"The run {'ended' if run.status == 'done' else 'was ' + run.status} before a final verdict; "
         f"its {check_text(last)}, on the log posterior and p(y|x) at a fixed set of training rows. "
-        + ("Not converged yet: **Continue** on the Train page to let it reach its rule." if pending_fail
-           else "That check passed."))
+        + (("Not converged yet: **Continue** on the Train page to let it reach its rule." if resumable
+            else f"Not converged yet{again}.") if pending_fail else "That check passed."))
 
 st.subheader("R-hat, ESS and MCSE")
 shown = min(n_par, MAX_TABLE)
