@@ -127,11 +127,15 @@ def fit_note_once(model, data: Prepared, retry: str = "and Start again") -> str 
     """analysis.fit_note for a fitted model on the data's training rows, computed once per model (a
     prediction on up to 2,000 rows and a nearest-neighbour check) and shared by the pages."""
     from .analysis import fit_note
+    from .procrun import FINAL_DRAWS, thinned
 
     # a fit that went on (Continue) is the same object with more records: a new question
     key = (len(getattr(model, "history_", None) or ()), data.key, retry)
-    return _per_model("_fit_notes", model, key,
-                      lambda: fit_note(model, data.X_train, data.y_train, retry=retry))
+    # (its accuracy comparisons, 5 points apart, do not need every draw of a long sampler run)
+    def note():
+        return fit_note(thinned(model, FINAL_DRAWS)[0], data.X_train, data.y_train, retry=retry)
+
+    return _per_model("_fit_notes", model, key, note)
 
 
 def proba_map(model, data: Prepared, title: str, n: int = 60, truth: bool = True):

@@ -24,7 +24,7 @@ from dashboard.analysis import (
 )
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP, run_method_name
-from dashboard.procrun import ProcessRun, prewarm, thinned, yield_to_fits
+from dashboard.procrun import FINAL_DRAWS, ProcessRun, prewarm, thinned, yield_to_fits
 from dashboard.runner import (
     DONE,
     FAILED,
@@ -58,11 +58,6 @@ LIVE_GRID = 30
 #: at most this often (so the browser's and the server's drawing time goes to the learning curve)
 SECONDARY_SECONDS = 2.0
 FINAL_POINTS = 800
-#: a finished sampler's map and accuracy line average over at most about this many of its draws, evenly
-#: spaced: MS-BPM on 5 classes (7,600 draws) predicted 50 ms per point, and its final map and accuracy
-#: held the page for 130 s after "done" (a crawl); 1,000 draws put a vote fraction within about
-#: 0.5 / sqrt(1000) = 0.016 of the average over all (Calibration and Compare use every draw)
-FINAL_DRAWS = 1000
 #: while a run goes on, the live view redraws in a loop inside its script run: every LOOP_PERIOD
 #: seconds, resting at least LOOP_MIN_REST between two redraws (a slow redraw must not take the whole
 #: period), checking every POLL seconds whether the run has ended (then the page is redrawn at once).
@@ -655,8 +650,8 @@ with right:
         text = "" if got is None else (
             f"Accuracy: {got[0]:.3f} on the {len(data.y_train):,} training rows"
             + (f", {got[1]:.3f} on the {len(data.y_test):,} test rows" if len(data.y_test) else "")
-            + (f" (the map and these from {FINAL_DRAWS:,} of the {had:,} posterior draws, evenly spaced)"
-               if had else "")
+            + (f" (the map and these from about {FINAL_DRAWS:,} of the {had:,} posterior draws, evenly "
+               "spaced)" if had else "")
             + ". **Calibration** and **Compare** measure more (Brier score, log loss, reliability).")
         st.session_state["_train_accuracy"] = ((r.id, data.key), text)
         return text
