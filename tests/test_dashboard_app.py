@@ -629,6 +629,14 @@ def test_compare_page_runs_every_method():
     _ok(at)
     assert any("only PlattSVM converged, so none is shaded" in c.value for c in at.caption), \
         [c.value for c in at.caption]
+    # every map was predicted in the job (the page predicted all of them at every rerun) and is drawn
+    from dashboard import ui
+
+    grid = ui.map_grid(at.session_state["data"])[0]
+    assert all(v["map"].shape == (len(grid.points), 2) for v in saved["results"].values())
+    platt = next(v for k, v in saved["results"].items() if k.startswith("PlattSVM"))
+    np.testing.assert_allclose(platt["map"], platt["est"].predict_proba(grid.points))
+    assert "cmp_grid" in [getattr(c, "key", None) for c in at.get("plotly_chart")]
 
 
 def test_calibration_offers_two_feature_maps_for_high_dimensional_data():

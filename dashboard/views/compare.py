@@ -6,6 +6,7 @@ from bsvm.cost import format_seconds
 from dashboard import figures, state, ui
 from dashboard.analysis import evaluate, fit_note, metrics_csv
 from dashboard.methods import METHODS
+from dashboard.procrun import FINAL_DRAWS, thinned
 from dashboard.runner import Cancelled, Job
 
 st.title("Compare")
@@ -72,8 +73,12 @@ if not data.binary:
         st.caption(f"Skipped (two classes only; this data set has {len(data.classes)}): "
                    + ", ".join(skipped))
 
-def compare_job(token, methods, options, data, seed, quick):
-    """Fit every method to the end (in the session's job registry: progress, Cancel), then evaluate."""
+def compare_job(token, methods, options, data, seed, quick, grid=None):
+    """Fit every method to the end (in the session's job registry: progress, Cancel), then evaluate, and
+    predict each one's map on ``grid`` (2-D data) here, not in the page: the page predicted every map at
+    every rerun, in its script run (MS-BPM on 5 classes: minutes, the page greyed out after the table).
+    A sampler's map averages over about ``FINAL_DRAWS`` of its draws, as the Train page's (its metrics
+    over every draw)."""
     results, errors = {}, {}
     for k, m in enumerate(methods):
         opts = options[m.key]
@@ -85,15 +90,23 @@ def compare_job(token, methods, options, data, seed, quick):
                 token.progress((k + frac) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): "
                                                           f"iteration {rec.iteration}")
             res = evaluate(est, data)
-            note = fit_note(est, data.X_train, data.y_train,
+            token.progress((k + 1) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): its map and notes")
+            some = thinned(est, FINAL_DRAWS)[0]
+            note = fit_note(some, data.X_train, data.y_train,
                             retry="on the Train page and run all methods again")
+            proba = None
+            if grid is not None:
+                try:
+                    proba = some.predict_proba(grid.points)
+                except Exception as exc:  # noqa: BLE001 - the metrics stand; the map is left out, said
+                    errors[f"{m.label}'s map"] = f"{type(exc).__name__}: {exc}"
         except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - one failing method must not end the comparison
             errors[m.label] = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
             continue
         results[m.label] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
-                            "converged": _convergence(est), "note": note}
+                            "converged": _convergence(est), "note": note, "map": proba}
     return {"key": data.key, "results": results, "errors": errors, "quick": quick}
 
 
@@ -111,7 +124,8 @@ def _convergence(est) -> tuple[str, str]:
 
 if st.button("Run all methods", type="primary", icon=":material/play_arrow:"):
     options = {m.key: dict(state.method_options(m.key)) for m in methods}
-    state.start_job("compare", Job(compare_job, methods, options, data, int(c["seed"]), quick,
+    grid = ui.map_grid(data)[0] if data.n_features == 2 else None  # (the Calibration page's grid)
+    state.start_job("compare", Job(compare_job, methods, options, data, int(c["seed"]), quick, grid,
                                    label="Comparison", page="compare", meta={"data_key": data.key,
                                                                              "key": data.key}))
 done = state.job_view("compare", data.key, retry=False)  # ("Run all methods" above starts it again)
@@ -159,11 +173,7 @@ if saved and saved["key"] == data.key and saved["results"]:
                        mime="text/csv", icon=":material/download:", on_click="ignore", key="cmp_metrics_csv")
     if data.n_features == 2:
         grid, true_p = ui.map_grid(data)  # the Calibration page's grid and extent (and its cached truth)
-        maps = {}
-        for name, v in res.items():
-            p = ui.safe(v["est"].predict_proba, grid.points, what=f"Prediction of {name}")
-            if p is not None:
-                maps[name] = p
+        maps = {name: v["map"] for name, v in res.items() if v.get("map") is not None}
         X, y = ui.shown_points(data, 400)
         label = (f"p(y = {data.classes[1]} | x)" if data.binary else
                  "predicted class (colour) and its probability (opacity)")
