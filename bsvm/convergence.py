@@ -212,6 +212,6 @@ def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, bu
     else:
         what = status.explain()
     warn_user(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
-                  f"{draws} kept draws per chain; {what}. Rule: "
-                  f"{rule.describe()}. The draws kept so far are usable but not trustworthy; raise the "
-                  "budget or inspect the chains.", ConvergenceWarning)
+              f"{draws} kept draws per chain; {what}. Rule: "
+              f"{rule.describe()}. The draws kept so far are usable but not trustworthy; raise the "
+              "budget or inspect the chains.", ConvergenceWarning)

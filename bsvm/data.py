@@ -276,9 +276,8 @@ def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
                             f"{UNIT_RANGE[0]:g}..{UNIT_RANGE[1]:g}, where the prior swamps the data (tiny "
                             "scales) or vanishes (huge ones)")
     if problems:
-
         warn_user(f"{type(estimator).__name__}: {'; '.join(problems)}. Standardise the features "
-                      "(sklearn.preprocessing.StandardScaler) before fitting.", DataScaleWarning)
+                  "(sklearn.preprocessing.StandardScaler) before fitting.", DataScaleWarning)
 
 
 def check_predict_data(estimator, X) -> np.ndarray:

@@ -77,8 +77,8 @@ class PlattSVM(BayesianClassifier):
         if smallest < 2:
             few = self.classes_[np.bincount(y_index) < 2].tolist()  # plain labels, not np.str_('x')
             warn_user(f"PlattSVM: class(es) {few} have a single training row, so the sigmoid cannot be "
-                          "cross-validated; it is fitted on the SVC's own training scores (in-sample, "
-                          "overconfident).", UserWarning)
+                      "cross-validated; it is fitted on the SVC's own training scores (in-sample, "
+                      "overconfident).", UserWarning)
             model = CalibratedClassifierCV(FrozenEstimator(svc.fit(X, y_index)), method="sigmoid")
         else:
             n_splits = int(max(2, min(self.cv, smallest)))

@@ -276,8 +276,8 @@ def _live_view(view, keep: int = LIVE_DRAWS) -> None:
     draws of each, so the snapshot stays consistent. A sampler's ``predict_proba`` averages over its
     draws: a live map from LIVE_DRAWS evenly spaced draws costs the server and the pipe a fixed amount
     however long the run, and differs from the full average by the draws' Monte Carlo error
-    (sd <= 0.5 / sqrt(LIVE_DRAWS) = 0.035 for a vote fraction). The final map uses up to FINAL_DRAWS
-    (dashboard/views/train.py)."""
+    (sd <= 0.5 / sqrt(LIVE_DRAWS) = 0.035 for a vote fraction). A finished run's map uses about
+    :data:`FINAL_DRAWS` (:func:`thinned`)."""
     import numpy as np
 
     s = view.__dict__.get("samples_")

@@ -91,6 +91,9 @@ def _draw_votes(scores, sd):
     return out
 
 
+#: ``stop_reason_`` of a one-chain run that met every ESS target (R-hat needs two chains: no longer run helps)
+ONE_CHAIN_STOP = "n_chains=1 (ESS targets met; R-hat needs >= 2 chains)"
+
 #: configurations per block of :func:`_gh_win_probs` (x 40 nodes x 8 bytes: 5 MB per array)
 _GH_CHUNK = 16384
 
@@ -124,8 +127,8 @@ def _warn_small_classes(name, classes, y_index):
     if counts.min() < 2:
         few = np.asarray(classes)[counts < 2].tolist()  # plain labels, not np.str_('x')
         warn_user(f"{name}: class(es) {few} have a single training row; the model fits, but what it "
-                      "says about those classes rests on one example (no held-out check is possible).",
-                      UserWarning)
+                  "says about those classes rests on one example (no held-out check is possible).",
+                  UserWarning)
 
 
 def _pivoted_cholesky(G: np.ndarray, rank_tol: float):
@@ -542,12 +545,6 @@ class MSBPM(BayesianClassifier):
         """phi(x) = [k(x_1, x), ..., k(x_N, x), bias_scale_] (sec. 3.1 with the kernel trick)."""
         return np.hstack([self.kernel_(X, self.X_fit_), np.full((X.shape[0], 1), float(self.bias_scale_))])
 
-    # -- inference ------------------------------------------------------------------------------------------
-    #: ``bias_scale="loo"``: the candidate bias prior scales, in units of the kernel's sd
-    #: about its mean over the training inputs; the first is the reference (see ``bias_scale``)
-    _bias_candidates = (0.1, 0.3, 1.0)
-    #: a candidate replaces the reference only if its LOO elpd is higher by more than this many standard
-    #: errors of the difference
     def _check_param_rules(self):
         self._check_params()
         if self.sampler == "lines":  # ("auto" resolves with the number of classes: after the data)
@@ -563,13 +560,19 @@ class MSBPM(BayesianClassifier):
                              f"moves one half of the population along differences of the other half), got "
                              f"{self.n_chains!r}.")
 
+    # -- inference ------------------------------------------------------------------------------------------
+    #: ``bias_scale="loo"``: the candidate bias prior scales, in units of the kernel's sd
+    #: about its mean over the training inputs; the first is the reference (see ``bias_scale``)
+    _bias_candidates = (0.1, 0.3, 1.0)
+    #: a candidate replaces the reference only if its LOO elpd is higher by more than this many standard
+    #: errors of the difference
     _bias_z = 2.0
     #: the reference run's draws stand in for a candidate (no run of its own) when the importance weights
     #: between the two bias priors keep at least this fraction of the draws as effective sample size
     _bias_is_ess = 0.5
 
     def _iterate(self, X, y_index):
-        self._check_params()
+        # (the parameters were checked by fit_iter: _check_param_rules and _check_param_rules_for_data)
         _warn_small_classes(type(self).__name__, self.classes_, y_index)
         if self.bias_scale != "loo":
             result = yield from self._run(X, y_index)
@@ -620,7 +623,7 @@ class MSBPM(BayesianClassifier):
 
     def _finish(self, result):
         self.stop_reason_ = result["budget"]
-        if not self.converged_ and result["budget"].startswith("n_chains=1 "):
+        if not self.converged_ and result["budget"] == ONE_CHAIN_STOP:
             warn_single_chain(type(self).__name__, result["rule"])
         elif not self.converged_:
             warn_not_converged(type(self).__name__, self.convergence_, result["budget"], result["rule"])
@@ -651,7 +654,6 @@ class MSBPM(BayesianClassifier):
                                       point_scale=float(np.sqrt(self.nugget_)))
         self.basis_ = basis
         sampler = self._sampler(n_classes)
-        self._check_chains_for(sampler)  # (fit_iter checked it already; this path also serves refits)
         self.sampler_ = sampler
         hmc_run = sampler == "hmc"
         n_chains = int(self.n_chains) if self.n_chains is not None else (8 if hmc_run else 16)
@@ -762,7 +764,7 @@ class MSBPM(BayesianClassifier):
                 elif status.n_chains == 1 and not status.failed:
                     # every ESS target is met and R-hat cannot be computed from one chain: running on
                     # cannot make the rule pass, so stop here and say so (the warning below)
-                    budget = "n_chains=1 (ESS targets met; R-hat needs >= 2 chains)"
+                    budget = ONE_CHAIN_STOP
             if budget is None and max_iter is not None and sweep >= max_iter:
                 budget = f"max_iter={max_iter} sweeps"
             if budget is None and max_time is not None and elapsed >= max_time:

@@ -920,9 +920,9 @@ class SBSVM(BayesianClassifier):
         pinned = engine.pinned(state)
         if pinned and engine.config.optimize_hyper:
             warn_user(f"SBSVM: {', '.join(pinned)} stopped at the bound of its range (1e-3..1e4 times "
-                          "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
-                          "the features' variance): the data's scale or the kernel does not suit the "
-                          "model; standardise the features or choose another kernel.", ConvergenceWarning)
+                      "its starting value; the linear variant's prior variances 1e-6..1e6 relative to "
+                      "the features' variance): the data's scale or the kernel does not suit the "
+                      "model; standardise the features or choose another kernel.", ConvergenceWarning)
 
     @staticmethod
     def _theta(state):

@@ -280,8 +280,8 @@ def first_state(est, X, y, rng):
     else:
         if isinstance(est.n_inducing, (int, np.integer)) and X.shape[0] < est.n_inducing:
             warn_user(f"The first partial_fit chunk has {X.shape[0]} rows, fewer than n_inducing="
-                          f"{est.n_inducing}: the inducing points come from the first chunk, so pass a "
-                          "larger first chunk for the full number.", UserWarning)
+                      f"{est.n_inducing}: the inducing points come from the first chunk, so pass a "
+                      "larger first chunk for the full number.", UserWarning)
         if own_scaling(est):
             Xs = est._scaled(X)
             kernel0 = est._initial_kernel(Xs, rng)

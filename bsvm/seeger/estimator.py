@@ -197,8 +197,10 @@ class SeegerARD(BayesianClassifier):
         return [str(c) for c in names] if names is not None else [f"x{j}" for j in range(d)]
 
     # -- fitting -----------------------------------------------------------------------------------------
-    def _iterate(self, X, y_index):
+    def _check_param_rules(self):
         self._check_params()
+
+    def _iterate(self, X, y_index):
         t = self._encode_binary(y_index)
         n, d = X.shape
         if self.standardize:

@@ -367,10 +367,10 @@ class _HingeSampler(BayesianClassifier):
         name = type(self).__name__
         if stop_reason == "diverged":
             warn_user(f"{name}: the sampler diverged (a non-finite state: the step size is too large "
-                          "for this posterior); the run stopped and keeps the "
-                          f"{self.samples_.shape[1]} draws per chain made before it. Lower step_size or "
-                          "use the default step size.",
-                          ConvergenceWarning)
+                      "for this posterior); the run stopped and keeps the "
+                      f"{self.samples_.shape[1]} draws per chain made before it. Lower step_size or "
+                      "use the default step size.",
+                      ConvergenceWarning)
             return
         if self.converged_:
             return
