@@ -118,3 +118,33 @@ def test_runs_longer_than_the_draw_store_still_stop():
     with pytest.warns(ConvergenceWarning, match="n_samples=50"):
         f.fit(X, y)
     assert f.n_iter_ == 60 and f.samples_.shape[1] <= 16
+
+
+def test_draw_store_keeps_every_other_draw_and_its_views_stay_valid():
+    # the store hands out views of its buffers at every record: they must not change when it grows or
+    # halves, and its running mean (the Bayes point) must be the mean of what it keeps. Reference: the
+    # same rule on plain lists (append; above cap keep every other draw and double the stride)
+    from bsvm.msbpm.estimator import _DrawStore
+
+    rng = np.random.default_rng(0)
+    store, ref, stride, views = _DrawStore(cap=100), [], 1, []
+    for sweep in range(1, 1500):
+        if sweep % store.stride:
+            continue  # as the sampler does: it keeps every stride-th sweep
+        beta, traces, p = rng.normal(size=(3, 5)), rng.normal(size=(3, 3)), rng.random((3, 2))
+        store.add(beta, traces, p)
+        ref.append((beta, traces, p))
+        if len(ref) > 100:
+            ref, stride = ref[1::2], 2 * stride
+        if len(ref) % 7 == 0:
+            views.append((store.samples(), store.samples().copy()))
+    assert store.stride == stride == 16 and store.n == len(ref) > 90
+    np.testing.assert_array_equal(store.samples(), np.stack([b for b, _, _ in ref], axis=1))
+    np.testing.assert_array_equal(store.traces(), np.stack([t for _, t, _ in ref], axis=2))
+    mon = store.monitored()
+    np.testing.assert_array_equal(mon[..., 0], np.stack([t[0] for _, t, _ in ref], axis=1))
+    np.testing.assert_array_equal(mon[..., 1:], np.stack([p for _, _, p in ref], axis=1))
+    np.testing.assert_allclose(store.mean(), store.samples().mean(axis=(0, 1)), rtol=1e-12, atol=1e-15)
+    assert len(views) > 30
+    for view, copy in views:
+        np.testing.assert_array_equal(view, copy)

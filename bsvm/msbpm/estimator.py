@@ -165,34 +165,64 @@ def _is_int(value) -> bool:
 class _DrawStore:
     """Kept draws of a run whose length is not known in advance. Above ``cap`` draws per chain it keeps
     every other draw and doubles ``stride`` (the caller then keeps every ``thin * stride``-th sweep), so
-    memory stays bounded and the kept draws stay equally spaced."""
+    memory stays bounded and the kept draws stay equally spaced.
+
+    The draws live in preallocated buffers that double when full, and the accessors return views of
+    the filled part: the fitted attributes are refreshed at every record, and stacking a list of every
+    draw each time made a run's bookkeeping quadratic in its length (a quarter of a default fit on iris).
+    A view stays valid: a new draw goes to a slot past every earlier view's end, and growing or halving
+    moves the draws to a new buffer."""
 
     def __init__(self, cap: int):
-        self.cap, self.stride = int(cap), 1
-        self._beta, self._traces, self._p = [], [], []
-
-    @property
-    def n(self) -> int:
-        return len(self._beta)
+        self.cap, self.stride, self.n = int(cap), 1, 0
+        self._beta = self._traces = self._mon = None
+        self._beta_sum = None  # sum of the kept draws over chains and draws (for the Bayes point)
 
     def add(self, beta, traces, p_rows):
-        self._beta.append(beta)
-        self._traces.append(traces)
-        self._p.append(p_rows)
+        """One draw of every chain: ``beta`` (chains, params), ``traces`` (3, chains), ``p_rows``
+        (chains, rows)."""
+        if self._beta is None:
+            size = min(self.cap + 1, 64)
+            self._beta = np.empty((beta.shape[0], size, beta.shape[1]))
+            self._traces = np.empty((traces.shape[0], traces.shape[1], size))
+            self._mon = np.empty((p_rows.shape[0], size, 1 + p_rows.shape[1]))
+            self._beta_sum = np.zeros(beta.shape[1])
+        elif self.n == self._beta.shape[1]:
+            self._resize(min(self.cap + 1, 2 * self.n), slice(None))
+        i = self.n
+        self._beta[:, i] = beta
+        self._traces[..., i] = traces
+        self._mon[:, i, 0] = traces[0]
+        self._mon[:, i, 1:] = p_rows
+        self._beta_sum += beta.sum(axis=0)
+        self.n += 1
         if self.n > self.cap:
-            self._beta, self._traces, self._p = self._beta[1::2], self._traces[1::2], self._p[1::2]
+            self._resize(self._beta.shape[1], slice(1, None, 2))
+            self._beta_sum = self.samples().sum(axis=(0, 1))
             self.stride *= 2
 
+    def _resize(self, size: int, keep: slice):
+        """Move the kept draws ``keep`` of the filled part to new buffers of ``size`` draws per chain."""
+        beta, traces, mon = self.samples()[:, keep], self.traces()[..., keep], self.monitored()[:, keep]
+        self.n = beta.shape[1]
+        self._beta = np.empty((beta.shape[0], size, beta.shape[2]))
+        self._traces = np.empty((*traces.shape[:2], size))
+        self._mon = np.empty((mon.shape[0], size, mon.shape[2]))
+        self._beta[:, :self.n], self._traces[..., :self.n], self._mon[:, :self.n] = beta, traces, mon
+
     def samples(self):
-        return np.stack(self._beta, axis=1)  # (chains, draws, params)
+        return self._beta[:, :self.n]  # (chains, draws, params)
 
     def traces(self):
-        return np.stack(self._traces, axis=2)  # (3, chains, draws)
+        return self._traces[..., :self.n]  # (3, chains, draws)
 
     def monitored(self):
         """(chains, draws, 1 + rows): the log posterior, then p(y_i | x_i) at the monitored rows."""
-        lp = np.stack([t[0] for t in self._traces], axis=1)[..., None]
-        return np.concatenate([lp, np.stack(self._p, axis=1)], axis=2)
+        return self._mon[:, :self.n]
+
+    def mean(self):
+        """The kept draws' mean over chains and draws (params,)."""
+        return self._beta_sum / (self.n * self._beta.shape[0])
 
 
 class MSBPM(BayesianClassifier):
@@ -777,7 +807,7 @@ class MSBPM(BayesianClassifier):
             if status is not None:
                 self.convergence_ = status
             if done or sweep % int(self.record_every) == 0:
-                self._store(problem, state, store)
+                self._store(problem, state, store, final=done)
                 # burn-in as the samplers of bsvm.subgradient record it (the dashboard shades it)
                 metrics = {**self._metrics(problem, state, kinds, kept), "burnin": float(sweep <= burn),
                            "n_burnin": float(burn)}
@@ -903,17 +933,24 @@ class MSBPM(BayesianClassifier):
             err = 1.0 - np.trace(state.counts, axis1=1, axis2=2) / n
         return np.stack([engine.log_posterior(problem, state), state.log_lik, err])
 
-    def _store(self, problem, state, store):
-        """Fitted attributes from the draws kept so far, or the current population during burn-in."""
+    def _store(self, problem, state, store, final=False):
+        """Fitted attributes from the draws kept so far, or the current population during burn-in. Views of
+        the store's buffers during the run; at the end (``final``) copies, so a fitted model does not hold
+        the buffers' unused room."""
         if store.n:
             self.samples_ = store.samples()
-            self.log_posterior_, self.log_likelihood_, self.train_error_ = store.traces()
+            traces = store.traces()
+            if final:
+                self.samples_, traces = self.samples_.copy(), traces.copy()
+            self.log_posterior_, self.log_likelihood_, self.train_error_ = traces
+            bayes_point = store.mean()
         else:
             self.samples_ = self._full_beta(np.random.default_rng(0), state.beta).reshape(
                 state.beta.shape[0], 1, -1)
             self.log_posterior_, self.log_likelihood_, self.train_error_ = self._chain_values(problem, state)[
                 :, :, None]
-        self.bayes_point_ = self.samples_.mean(axis=(0, 1)).reshape(len(self.classes_) - 1, -1)
+            bayes_point = self.samples_.mean(axis=(0, 1))
+        self.bayes_point_ = bayes_point.reshape(len(self.classes_) - 1, -1)
         n_rows = self.bayes_point_.shape[1] - 1
         blocks = [""] if len(self.classes_) == 2 else [f"{c}, " for c in self.classes_[1:]]
         self.param_names_ = [f"beta[{b}{part}]" for b in blocks
