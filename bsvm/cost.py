@@ -341,17 +341,34 @@ def _auto_note(est) -> str:
             if est.n_samples == "auto" else "")
 
 
+def _auto_iterations(est, kind: str, typical: float) -> int:
+    """Iterations the run is expected to take when its length is the stopping rule's (``typical``, from
+    the method's measured runs) or fixed (burn-in plus kept draws x thin), capped by max_iter (which
+    counts burn-in too)."""
+    if est.n_samples == "auto":
+        total = int(typical)
+    else:
+        total = _int(est.n_burnin, _BURNIN[kind]) + _int(est.n_samples, 500) * _int(est.thin, 1)
+    return min(total, _int(est.max_iter, total))
+
+
 def _subgradient(est, n, d, k) -> Cost:
     """SubgradientHMC (bsvm/subgradient). The feature matrix (n x p), per-chain scores (chains x n per
     potential evaluation, minibatch rows for sgld/sgnht), the draws buffer, and the Laplace pilot's p x p
-    metric. Time: hmc evaluates the full-data subgradient n_leapfrog times per transition (about 5 with
-    the default adaptive trajectory), each O(chains n p); sgld/sgnht one minibatch per step (O(chains b p)).
-    The per-evaluation coefficients were fitted to default fits' CPU seconds (one thread): hmc 1.3 s at
-    2k x 20, 2.1 s at 20k x 20, 16-17 s at 100k x 50; sgld 12 s and sgnht 2.5 s at 20k x 20. Binary hmc
-    with the laplace metric screens the rows from 2e5 entries in the signed design
-    (``potential.Screen``: a sorted copy of the design, and each gradient reads ~20 % of its rows): its
-    data term is then 0.3x, fitted to 1.4-2.0 s at 20k x 20 and 8.8-9.5 s at 100k x 50 (loaded
-    machine, load 5-7)."""
+    metric. Binary hmc with the laplace metric screens the rows from 2e5 entries in the signed design
+    (``potential.Screen``: a sorted copy of the design, and each gradient reads ~20 % of its rows).
+
+    Time. hmc: per transition, the full-data subgradient about 5 times (the adaptive trajectory), each
+    O(chains n P) for P parameters (P = p + 1 per class block), plus the whitening's O(P^2) and a fixed
+    cost per class block. Runs to the stopping rule take about 400 + 15 P min(1, 1000 / n)^(1/2)
+    transitions (more rows, a more nearly Gaussian posterior). Fitted to default fits (CPU s, one thread,
+    November 2026; transitions): Ripley-like 175 / 2,000 rows 0.18 / 0.16 (425); linear 2k x 20 0.38
+    (538), 20k x 20 0.56 (425, screened); breast cancer 569 x 30 0.50 (707); iris (3 classes, P = 15)
+    1.00 (538); wine (3 classes, P = 42) 3.0 (1235); 28 x 60 1.3 (1342). The model gives 0.2 / 0.2 /
+    0.5 / 0.9 / 0.6 / 1.2 / 2.2 / 1.0 s for these, and 9 s at 100k x 50 (5.3 measured there, November
+    2026). (The earlier model, fitted before the trajectory and the gradient got cheaper, said 1.3 s for
+    every small data set.) sgld/sgnht: one
+    minibatch per step (O(chains b P)); measured 12 s (sgld) and 2.5 s (sgnht) at 20k x 20."""
     p, C = _hinge_params(est, n, d)
     blocks = 1 if k == 2 else k
     P = (p + 1) * blocks
@@ -362,28 +379,42 @@ def _subgradient(est, n, d, k) -> Cost:
     mem = F8 * (3 * n * p + 6 * C * n * blocks + C * n_draws * P * 1.2 + 8 * P * P + 4 * n * d)
     if screened:
         mem += F8 * n * (P + 2.2)  # the sorted copy, its keys and order
-    iters = _iterations(est, est.sampler)
-    evals = iters * (_int(est.n_leapfrog, 5) if hmc else 1)
-    per_eval = (3e-4 + 4e-10 * C * rows * P * (0.3 if screened else 1.0)) if hmc \
-        else (5e-4 + 1e-8 * C * rows * P)
-    secs = evals * per_eval + 1e-8 * n * P * 50 + 0.5
+    if hmc:
+        # the posterior is closer to Gaussian (easier to mix) the more rows there are
+        iters = _auto_iterations(est, "hmc", 400 + 15 * P * math.sqrt(min(1.0, 1000 / max(n, 1))))
+        leap = _int(est.n_leapfrog, 5) / 5  # the coefficients below are for the adaptive ~5 per transition
+        per_iter = leap * (3.5e-4 * blocks**1.5 + 2.1e-9 * C * rows * P * (0.3 if screened else 1.0)
+                           + 1e-7 * P * P)
+        secs = iters * per_iter + 1e-8 * n * P * 50 + 0.05
+        what = f"about {iters:,} transitions of {C} chains on {rows:,} rows"
+    else:
+        iters = _iterations(est, est.sampler)
+        secs = iters * (5e-4 + 1e-8 * C * rows * P) + 1e-8 * n * P * 50 + 0.5
+        what = f"about {iters:,} minibatch steps of {C} chains on {rows:,} rows"
     slow = ("use sampler='sgld' (minibatches) or fewer n_samples/n_burnin" if hmc
             else "lower n_samples/n_burnin, or use SBSVM")
-    return Cost(mem, secs,
-                f"{est.sampler}: about {evals:,} potential evaluations of {C} chains on {rows:,} rows"
-                + _auto_note(est), slow)
+    return Cost(mem, secs, f"{est.sampler}: {what}" + _auto_note(est), slow)
 
 
 def _gibbs(est, n, d, k) -> Cost:
     """GibbsSVM (bsvm/subgradient/gibbs.py). Every sweep draws n latent scales per chain and solves a
-    (p + 1) x (p + 1) system from X^T diag(1/lambda) X (O(n p^2) per chain and sweep); memory: the
-    features, n x p temporaries of the weighted product, the draws buffer. Time per sweep fitted to
-    default fits (one thread): 2.2 ms at 1k x 10, 4.8 ms at 5k x 20, 26 ms at 20k x 20."""
+    (p + 1) x (p + 1) system from X^T diag(1/lambda) X; memory: the features, n x p temporaries of the
+    weighted product, the draws buffer.
+
+    Time per sweep: a fixed 0.4 ms, O(chains n p) for the weighted product and O(chains p^3) for the
+    factorisations. Sweeps to the stopping rule: data augmentation mixes more slowly as the data grow
+    (the latent scales hold more of the information), about max(1000, 800 log2(n / 50)) + 60 min(p, n / 10).
+    Fitted to default fits (CPU s, one thread, November 2026; sweeps): Ripley-like 140 / 175 / 2,000 rows
+    0.69 (1242) / 1.1 (2670) / 3.0 (3955); linear 28 x 60 0.77 (1242), 300 x 5 1.2 (2670), 1k x 10 2.6
+    (3955), 2k x 40 18 (8775), 5k x 20 20 (8775), 20k x 20 48 (5883); breast cancer 569 x 30 5.4 (7329).
+    The model gives 0.6 / 0.7 / 2.1; 0.7, 1.2, 2.8, 12, 15, 62; 3.6 s. (The earlier model, 4,100 sweeps
+    of at least 1.8 ms, said 8 s for every small data set.)"""
     p, C = _hinge_params(est, n, d)
     n_draws = _int(est.n_samples, _AUTO_DRAWS["gibbs"])
     mem = F8 * (4 * n * p + 4 * C * n + C * n_draws * (p + 1) * 1.2 + 4 * (p + 1) ** 2 + 4 * n * d)
-    total = _iterations(est, "gibbs")
-    secs = total * (1.8e-3 + 5e-10 * C * n * (p + 1) * (p + 4)) + 0.5
+    typical = max(1000.0, 800 * math.log2(max(n, 1) / 50)) + 60 * min(p, n / 10)
+    total = _auto_iterations(est, "gibbs", typical)
+    secs = total * (4e-4 + 4.3e-9 * C * n * (p + 1) + 3e-10 * C * (p + 1) ** 3) + 0.05
     return Cost(mem, secs, f"about {total:,} sweeps of {C} chains over {n:,} rows" + _auto_note(est),
                 "use SubgradientHMC(sampler='sgld') (minibatches) or SBSVM")
 

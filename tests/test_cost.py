@@ -152,3 +152,19 @@ def test_sbsvm_time_model_follows_the_fits_stages():
     assert at[20_000] < at[100_000]
     # one kernel instead of the stack's three learned ones: about a third
     assert SBSVM(kernel="rbf").estimate_cost(2000, 20, 2).seconds < 0.5 * at[2000]
+
+
+@pytest.mark.parametrize("name, n, d, k, measured", [
+    # default fits, CPU s with one thread (the figures in bsvm/cost.py's docstrings, November 2026)
+    ("GibbsSVM", 175, 2, 2, 1.1), ("GibbsSVM", 28, 60, 2, 0.77), ("GibbsSVM", 1000, 10, 2, 2.6),
+    ("GibbsSVM", 20000, 20, 2, 48.0), ("GibbsSVM", 569, 30, 2, 5.4),
+    ("SubgradientHMC", 175, 2, 2, 0.18), ("SubgradientHMC", 2000, 20, 2, 0.38),
+    ("SubgradientHMC", 150, 4, 3, 1.0), ("SubgradientHMC", 178, 13, 3, 3.0),
+])
+def test_time_estimates_within_a_factor_two_of_measured_fits(name, n, d, k, measured):
+    # the dashboard shows these next to Start: "about 8 seconds" for GibbsSVM's 1 s fit on 140 rows was
+    # the old model (a fixed 4,100 sweeps of at least 1.8 ms)
+    import bsvm
+
+    est = getattr(bsvm, name)().estimate_cost(n, d, k).seconds
+    assert measured / 2 <= est <= 2 * measured
