@@ -72,7 +72,8 @@ with st.sidebar:
     ui.import_problems()
     st.caption("bsvm: Bayesian SVMs as scikit-learn estimators. Settings are kept in the URL, so the link "
                "in the address bar reopens this demo.")
-state.url_notes()
+if page is not pages[-1]:  # (the /data redirect's run is thrown away: its notes would never be seen)
+    state.url_notes()
 _interrupted = False
 try:
     page.run()

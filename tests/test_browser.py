@@ -288,6 +288,13 @@ def test_the_data_page_answers_at_slash_data_too(server, page):
     assert "sample=moons.csv" in pg.url and "seed=3" in pg.url
     assert pg.get_by_text("does not seem to exist").count() == 0
     _no_exception(pg, "Data (/data)")
+    # a link's notes survive the redirect (they were shown in its thrown-away run: ?sample=upload opened
+    # Ripley without a word)
+    pg.goto(f"{server}/data?sample=upload")
+    pg.wait_for_function("() => !location.pathname.endsWith('/data')")
+    pg.locator('[data-testid="stMetric"]', has_text="training rows").wait_for()  # the page's run has ended
+    pg.wait_for_timeout(1000)
+    assert pg.get_by_text("uploaded CSV, which a new session does not have").count() == 1
 
 
 def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):
