@@ -164,6 +164,8 @@ def test_ard_weights_bars_sorted_largest_on_top_and_many_curves_drop_the_legend(
     assert crowded.layout.showlegend is False and "30 curves" in crowded.layout.title.text
     few = figures.metric_curves(hist, names[:3], "Hyperparameters", log_y=True)
     assert few.layout.showlegend is not False and len(few.data) == 3
+    # few ticks on a log axis: plotly labelled every digit, "0.3 0.4 ... 0.9 1" overlapping under 1
+    assert few.layout.yaxis.type == "log" and few.layout.yaxis.nticks == 3
 
 
 def test_posterior_weights_show_mean_and_interval_and_mark_those_clear_of_zero():
