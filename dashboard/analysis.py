@@ -36,6 +36,7 @@ class Prepared:
     key: str = ""
     meta: dict = field(default_factory=dict)
     truth_kw: dict = field(default_factory=dict)  # the generator's settings its p(y|x) needs (noise)
+    notes: tuple = ()  # what the split left out ("Left out class C (1 row) ...")
 
     @property
     def n_features(self) -> int:
@@ -91,10 +92,26 @@ def truth_applies(loaded: LoadedCSV, features: list[str], truth: str | None) -> 
     return set(np.unique(np.asarray(loaded.y)).tolist()) <= {0, 1}
 
 
+class TooFewRowsError(ValueError):
+    """The table cannot be split; ``rare``: its classes with fewer than :data:`MIN_CLASS_ROWS` rows."""
+
+    def __init__(self, message: str, rare: list):
+        super().__init__(message)
+        self.rare = rare
+
+
+#: rows a class needs for the stratified split: 2 in the training part (bsvm's estimators refuse fewer)
+#: and 1 in the test part
+MIN_CLASS_ROWS = 3
+
+
 def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: bool = True,
             test_size: float = 0.3, seed: int = 0, truth: str | None = None, key: str = "",
-            truth_kw: dict | None = None) -> Prepared:
+            truth_kw: dict | None = None, drop_rare: bool = False) -> Prepared:
     """Split (stratified) and standardise with the training rows' mean and standard deviation.
+
+    ``drop_rare``: leave out the rows of classes with fewer than :data:`MIN_CLASS_ROWS` rows (too few
+    to split) instead of refusing the table; ``notes`` then says which.
 
     ``truth`` is kept only when the axes are the generator's own (:func:`truth_applies`): every original
     feature in its original order, because the true p(y|x) of a generated set is a function of all its
@@ -110,6 +127,17 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
     X = loaded.X[:, cols]
     y = np.asarray(loaded.y)
     classes, counts = np.unique(y, return_counts=True)
+    notes = []
+    rare = counts < MIN_CLASS_ROWS
+    if drop_rare and rare.any() and (~rare).sum() >= 2:
+        keep = ~np.isin(y, classes[rare])
+        said = ", ".join(f"{k} ({n} row{'' if n == 1 else 's'})"
+                         for k, n in zip(classes[rare].tolist(), counts[rare].tolist()))
+        notes.append(f"Left out class{'es' if rare.sum() > 1 else ''} {said}: a class needs at least "
+                     f"{MIN_CLASS_ROWS} rows to be split into training and test rows. {int(keep.sum())} rows "
+                     "remain.")
+        X, y = X[keep], y[keep]
+        classes, counts = classes[~rare], counts[~rare]
     if len(classes) < 2:
         raise ValueError(f"The label column {loaded.label_name!r} has only one class: "
                          "a classifier needs two.")
@@ -120,8 +148,9 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
         # in words, not a Python dict ("{0: 2, 1: 1}")
         table = ", ".join(f"class {k}: {n} row{'' if n == 1 else 's'}"
                           for k, n in zip(classes.tolist(), counts.tolist()))
-        raise ValueError(f"Too few rows to split: every class needs at least 2 rows in the training part "
-                         f"and 1 in the test part ({table}).")
+        raise TooFewRowsError(f"Too few rows to split: every class needs at least 2 rows in the training "
+                              f"part and 1 in the test part ({table}).",
+                              classes[counts < MIN_CLASS_ROWS].tolist())
     train, test = stratified_split(y, n_test, seed)
     X_tr, X_te, y_tr, y_te = X[train], X[test], y[train], y[test]
     if standardize:
@@ -133,7 +162,7 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
     keep_truth = truth if truth_applies(loaded, features, truth) else None
     return Prepared((X_tr - center) / scale, (X_te - center) / scale, y_tr, y_te, features,
                     loaded.label_name, classes, center, scale, keep_truth, key,
-                    truth_kw=dict(truth_kw or {}) if keep_truth else {})
+                    truth_kw=dict(truth_kw or {}) if keep_truth else {}, notes=tuple(notes))
 
 
 def stratified_split(y: np.ndarray, n_test: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

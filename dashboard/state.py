@@ -32,7 +32,7 @@ UPLOAD = "upload"
 PLAYGROUND = "playground"  # generated 2-D points edited by clicks (dashboard/playground.py)
 MAX_UPLOAD_MB = 20
 DEFAULTS = {"sample": "ripley.csv", "label": "label", "features": [], "std": True, "test": 0.3, "seed": 0,
-            "method": "sbsvm", "dropna": False}
+            "method": "sbsvm", "dropna": False, "droprare": False}
 _QP = {"sample": "sample", "label": "label", "features": "features", "std": "std", "test": "test",
        "seed": "seed", "method": "method"}
 
@@ -66,6 +66,8 @@ METHOD_ALIASES = {"hmc": ("subgradient_hmc", "hmc"), "sgld": ("subgradient_hmc",
 
 #: the Data page's option to drop unusable rows of an upload (bsvm.data.load_csv's dropna)
 DROP_LABEL = "Drop rows with missing or unusable values"
+#: ... and the rows of classes too small to split (dashboard.analysis.prepare's drop_rare)
+DROP_RARE_LABEL = "Leave out classes with fewer than 3 rows"
 
 #: session-state key of the sidebar's presentation-mode toggle (``ui.presentation_toggle``); ``?present=1``
 #: in a link turns it on, so a lecture's prepared links open ready for the projector
@@ -373,7 +375,8 @@ def enter_page(page: str) -> None:
 def data_key(c: dict) -> str:
     src = c["sample"]
     if src == UPLOAD and st.session_state.get("upload") is not None:
-        src = "upload:" + st.session_state["upload"]["digest"] + f":na{int(bool(c.get('dropna')))}"
+        src = ("upload:" + st.session_state["upload"]["digest"] + f":na{int(bool(c.get('dropna')))}"
+               f":rare{int(bool(c.get('droprare')))}")
     if src == PLAYGROUND and st.session_state.get("playground") is not None:
         src = "playground:" + st.session_state["playground"].digest
     return f"{src}|{c['label']}|{','.join(c['features'])}|{c['std']}|{c['test']}|{c['seed']}"
@@ -403,7 +406,8 @@ def current_data() -> Prepared | None:
             truth, truth_kw = st.session_state["playground"].truth
         # analysis.prepare keeps the truth only on the generator's own axes (all columns, in order)
         data = prepare(loaded, c["features"] or None, c["std"], float(c["test"]), int(c["seed"]),
-                       truth=truth, key=key, truth_kw=truth_kw)
+                       truth=truth, key=key, truth_kw=truth_kw,
+                       drop_rare=c["sample"] == UPLOAD and bool(c.get("droprare")))
     except ValueError as exc:
         if c["sample"] == PLAYGROUND and (str(exc).startswith("Too few rows") or "one class" in str(exc)):
             # the empty canvas (or one with most points removed): a step to take, not a failure
@@ -426,6 +430,10 @@ def current_data() -> Prepared | None:
             st.error(f"The data could not be used{where}: {exc.what.lower()} in {exc.n_rows} of "
                      f"{exc.n_total} row{s} (columns: {', '.join(exc.columns)}). Tick **{DROP_LABEL}** "
                      "under the upload to leave those rows out, or fix the file.")
+        elif up and getattr(exc, "rare", None) and not c.get("droprare"):
+            # (a one-row class refused the whole file, and only editing the file helped: a crawl)
+            st.error(f"The data could not be used{where}: {exc} Tick **{DROP_RARE_LABEL}** under the upload "
+                     "to fit the other classes, or add rows.")
         else:
             st.error(f"The data could not be used{where}: {exc}")
         return None

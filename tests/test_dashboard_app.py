@@ -367,6 +367,29 @@ def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
     assert not any(c.value.startswith("Constant on the training rows") for c in at.caption)
 
 
+def test_a_class_too_small_to_split_can_be_left_out():
+    """A one-row class refused the whole upload with no way out but editing the file (a crawl): the
+    message names the option, and ticking it fits the other classes and says what was left out."""
+    rng = np.random.default_rng(0)
+    rows = [f"{a:.3f},{b:.3f},{'A' if i % 2 else 'B'}" for i, (a, b) in enumerate(rng.normal(size=(40, 2)))]
+    at = _upload(_app(), ("x1,x2,label\n" + "\n".join(rows) + "\n0.5,0.5,C\n").encode())
+    _ok(at)
+    said = " ".join(e.value for e in at.error)
+    assert "class C: 1 row" in said and "Leave out classes with fewer than 3 rows" in said
+    at.checkbox(key="w:cfg:droprare").check().run()
+    _ok(at)
+    assert not at.error
+    notes = " ".join(i.value for i in at.info)
+    assert "Left out class C (1 row)" in notes and "40 rows remain" in notes
+    assert int({m.label: m.value for m in at.metric}["classes"]) == 2
+    assert list(at.session_state["data"].classes) == ["A", "B"]
+    # too few rows overall (no class below 3 rows) is not the option's to fix: it is not offered
+    at = _app(test="0.5")
+    at = _upload(at, b"x1,x2,label\n1,2,A\n2,3,A\n3,4,A\n4,5,B\n5,6,B\n6,7,B\n7,8,C\n8,9,C\n9,1,C\n")
+    said = " ".join(e.value for e in at.error)
+    assert "Too few rows" in said and "Leave out classes" not in said
+
+
 def test_a_linear_sampler_on_many_inputs_ends_with_its_posterior_weights():
     """No map with 20 inputs: a finished GibbsSVM run shows its weights' posterior (a PNG of it too)
     instead of a placeholder."""

@@ -82,7 +82,8 @@ with left:
                     if parsed is not None:
                         frame, notes = parsed[0], list(parsed[1])
                 if frame is not None:
-                    st.caption(f"Uploaded: {up['name']} ({frame.shape[0]} rows, {frame.shape[1]} columns)")
+                    st.caption(f"Uploaded: {up['name']} ({frame.shape[0]} rows, {frame.shape[1]} columns in "
+                               "the file)")
                 if frame is not None and frame.shape[0] == 0:
                     # (otherwise every column read as non-numeric: "encode the features as numbers")
                     st.error(f"{up['name']} has a header line but no rows of data: upload a file with rows "
@@ -94,6 +95,9 @@ with left:
                    help="Rows with an empty label, or a feature that is empty, not a number (such as '?'), "
                         "infinite or beyond ±1e150 (bsvm cannot square it), are dropped instead of "
                         "refusing the file.")
+        state.bind(st.checkbox, "droprare", state.DROP_RARE_LABEL,
+                   help="A class needs 2 training rows and 1 test row. With this ticked, the rows of "
+                        "smaller classes are left out and the other classes are fitted.")
         # what the drop did ("Dropped 3 rows ..."), beside the option (known once the data are prepared)
         drop_notes = st.container()
     elif c["sample"] == state.PLAYGROUND:
@@ -181,7 +185,8 @@ with left:
 data = state.current_data() if frame is not None else None
 if data is not None and c["sample"] == state.UPLOAD:
     with drop_notes:
-        for note in st.session_state.get("_load_notes", []):  # "Dropped 3 rows with missing values ..."
+        # "Dropped 3 rows with missing values ...", "Left out class C (1 row) ..."
+        for note in [*st.session_state.get("_load_notes", []), *data.notes]:
             st.info(note, icon=":material/filter_alt:")
 
 
