@@ -14,7 +14,7 @@ import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .analysis import SNAPSHOT_TITLES, Grid, feature_label, snapshot_names, thin_index
+from .analysis import _POSITIONAL, SNAPSHOT_TITLES, Grid, feature_label, snapshot_names, thin_index
 
 MAX_CURVE_POINTS = 600
 CLASS_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -254,6 +254,36 @@ def _line_mode(n_points: int) -> str:
 _LOG_AXIS = {"type": "log", "tickformat": "~g", "nticks": 3}
 
 
+#: colours of curves that belong to one input each (an ARD weight, a length scale): the input's position
+#: picks the colour, so the same input has the same colour in every chart of a page (SeegerARD's
+#: w[temperature] was red in its hyperparameter chart and blue in its weight trace)
+SERIES_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                  "#bcbd22", "#17becf"]
+
+
+def _feature_position(name: str) -> int | None:
+    """The input a positional metric name is about (``w[x3]``, ``lengthscales[3]``: 3), else None."""
+    m = _POSITIONAL.search(str(name))
+    return None if m is None else int(m.group(1) if m.group(1) is not None else m.group(2))
+
+
+def _colour_by_input(traces: list[dict], positions: list) -> None:
+    """Colour the traces of one input each by the input's position (:data:`SERIES_COLOURS`), the others
+    with the colours no input of this chart uses; nothing when no trace is about an input."""
+    if all(p is None for p in positions):
+        return
+    used = {p % len(SERIES_COLOURS) for p in positions if p is not None}
+    free = [c for i, c in enumerate(SERIES_COLOURS) if i not in used] or SERIES_COLOURS
+    k = 0
+    for tr, pos in zip(traces, positions):
+        if pos is None:
+            colour, k = free[k % len(free)], k + 1
+        else:
+            colour = SERIES_COLOURS[pos % len(SERIES_COLOURS)]
+        tr["line"] = {**tr.get("line", {}), "color": colour}
+        tr["marker"] = {**tr.get("marker", {}), "color": colour}
+
+
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
                   separate_axes: bool = False, feature_names=None, panel: int = 110, **extra):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
@@ -284,6 +314,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
             axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - share), top], **(_LOG_AXIS if log_y else {}),
                                   "title": {"text": shown, "font": {"size": 11}}}
         traces.append(tr)
+    _colour_by_input(traces, [_feature_position(name) for name in names])
     if stacked:  # the shared iteration axis sits under the bottom panel
         return _fast_figure(traces, title, max(height, panel * n + 90),
                             xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False,
@@ -526,6 +557,8 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     mode = _line_mode(len(rows))
     traces = [{"type": "scatter", "x": it, "y": M[:, j], "mode": mode, "name": names[j],
                "marker": {"size": 5}} for j in range(n_series)]
+    if key == "w" and len(shape) == 1:  # one weight per input, in the inputs' order
+        _colour_by_input(traces, list(range(n_series)))
     title = f"Trace: {title}" if title else f"Trace of '{key}'"
     # a legend below the plot wraps its entries onto as many rows as they need: past LEGEND_SERIES
     # series it took most of the chart's height. Then a legend at the right when its names are short

@@ -1192,3 +1192,25 @@ def test_stacked_panels_get_their_height():
                               "rhat_target": 1.01, "ess_target": 400.0}, {}) for i in range(1, 6)]
     assert figures.statistics_panel(hist, "sampler").layout.height == 4 * 110 + 90
     assert figures.statistics_panel(hist, "sampler", panel=70).layout.height == 4 * 70 + 90
+
+
+def test_an_input_has_one_colour_in_every_chart_of_a_fit():
+    # SeegerARD's w[temperature] was red in its hyperparameter chart and blue in its weight trace (the
+    # charts coloured their lines by their own order)
+    import warnings
+
+    from bsvm import SeegerARD
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(120, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SeegerARD(max_iter=5)
+        hist = list(est.fit_iter(X, y))
+    names = ["temp", "hum"]
+    hyper = figures.metric_curves(hist, figures.split_metrics(figures.metric_names(hist))["hyper"], "H",
+                                  log_y=True, feature_names=names)
+    trace = figures.named_snapshot_traces(hist, "w", est, names)
+    colour = {t.name: t.line.color for t in hyper.data}
+    assert {t.name: t.line.color for t in trace.data} == {n: colour[n] for n in ("w[temp]", "w[hum]")}
+    assert len(set(colour.values())) == len(colour)  # C and v take colours no input uses
