@@ -175,19 +175,25 @@ if table is not None:
     n_const = int((table["flag"] == figures.CONSTANT).sum())
     n_bad = int((~table["flag"].isin(["ok", figures.CONSTANT])).sum())
     checked = shown - n_const
-    fixed = (f" {n_const} {'has' if n_const == 1 else 'have'} the same value in every draw of every chain, "
-             "so R-hat is undefined (flagged 'constant'): a coordinate the model fixes, or chains that "
-             "never moved." if n_const else "")
+    fixed = (f" The other {n_const} {'has' if n_const == 1 else 'have'} the same value in every draw of "
+             "every chain, so R-hat is undefined (flagged 'constant', listed last): a coordinate the model "
+             "fixes, or chains that never moved." if n_const else "")
     rule = f"R-hat > {figures.RHAT_MAX:g}, or bulk or tail ESS < {figures.ESS_MIN:g}"
     # green only when nothing else says otherwise: the rule's own check watches p(y|x), which this table
     # does not have. Flags on parameters a converged run's rule did not check (MS-BPM's kernel weights)
     # are information, not a warning: a green "Converged" over a yellow box read as a contradiction.
     varying = "varying " if n_const else ""
     unchecked = rule_table is not None and not monitors_params and bool(getattr(est, "converged_", False))
+    # (a crawl read "All 82 quantities in this table ..." beside "118 have the same value ..." in a table
+    # of 200, and a green "Converged" above "1 of the 104 quantities miss ..." as two verdicts)
     (st.info if n_bad and unchecked else st.warning if n_bad else st.info if pending_fail else st.success)(
-        f"{n_bad} of the {checked} {varying}quantities miss the stopping rule's thresholds ({rule}); they "
-        f"are listed first.{fixed}" if n_bad else
-        f"All {checked} quantities in this table within the stopping rule's thresholds.{fixed}"
+        (f"{n_bad} of the {checked} {varying}quantities in this table miss the thresholds ({rule}): "
+         "parameters the stopping rule does not check (the run converged on what it checks, above); they "
+         f"are listed first.{fixed}" if unchecked else
+         f"{n_bad} of the {checked} {varying}quantities miss the stopping rule's thresholds ({rule}); they "
+         f"are listed first.{fixed}") if n_bad else
+        (f"The {checked} varying quantities in this table are" if n_const else
+         f"All {checked} quantities in this table are") + f" within the stopping rule's thresholds.{fixed}"
         + (" The rule's own check above is not met yet: it also watches p(y|x), which mixes more slowly "
            "here." if pending_fail and not n_bad else ""))
     if n_bad and rule_table is not None and not monitors_params:
