@@ -52,8 +52,8 @@ def test_vote_fractions_match_manual_count_and_bayes_point():
     np.testing.assert_allclose(m.bayes_point_scores(X[:7])[:, 1:], phi @ bp.T)
     # the names follow that layout: class 1's block (150 rows, bias), then class 2's
     names = m.param_names_
-    assert len(names) == 302 and names[0] == "beta[1, row 0]" and names[150] == "beta[1, bias]"
-    assert names[151] == "beta[2, row 0]" and names[-1] == "beta[2, bias]"
+    assert len(names) == 302 and names[0] == "beta[class 1, row 0]" and names[150] == "beta[class 1, bias]"
+    assert names[151] == "beta[class 2, row 0]" and names[-1] == "beta[class 2, bias]"
     np.testing.assert_allclose(m.decision_function(X[:7]), manual)
     m.set_params(predictor="bayes_point")
     assert np.array_equal(m.predict(X[:7]), m.classes_[np.argmax(np.column_stack(

@@ -394,8 +394,8 @@ class MSBPM(BayesianClassifier):
         bias coefficient. Before burn-in ends (an early stop of ``fit_iter``) it holds the current states.
     bayes_point_ : ((K-1), N+1) mean configuration.
     param_names_ : the names of ``samples_``'s columns: ``beta[row i]`` (the weight of training row i's
-        kernel) and ``beta[bias]``; with 3+ classes ``beta[c, row i]`` and ``beta[c, bias]`` for each class
-        c of ``classes_[1:]`` (``classes_[0]`` is the anchor, f = 0).
+        kernel) and ``beta[bias]``; with 3+ classes ``beta[class c, row i]`` and ``beta[class c, bias]`` for
+        each class c of ``classes_[1:]`` (``classes_[0]`` is the anchor, f = 0, with no parameters).
     log_posterior_, log_likelihood_, train_error_ : (n_chains, n_draws) traces of the kept draws (eq. 4
         plus the log prior of the sampled coordinates, up to a constant; eq. 4; training error of the
         configuration's classifier, without the nugget draws).
@@ -952,9 +952,13 @@ class MSBPM(BayesianClassifier):
             bayes_point = self.samples_.mean(axis=(0, 1))
         self.bayes_point_ = bayes_point.reshape(len(self.classes_) - 1, -1)
         n_rows = self.bayes_point_.shape[1] - 1
-        blocks = [""] if len(self.classes_) == 2 else [f"{c}, " for c in self.classes_[1:]]
-        self.param_names_ = [f"beta[{b}{part}]" for b in blocks
-                             for part in [*(f"row {i}" for i in range(n_rows)), "bias"]]
+        # ("class": a class called "beta" read beta[beta, row 0])
+        blocks = [""] if len(self.classes_) == 2 else [f"class {c}, " for c in self.classes_[1:]]
+        first = f"beta[{blocks[0]}row 0]"
+        names = getattr(self, "param_names_", None)
+        if not names or len(names) != len(blocks) * (n_rows + 1) or names[0] != first:  # (once per run)
+            self.param_names_ = [f"beta[{b}{part}]" for b in blocks
+                                 for part in [*(f"row {i}" for i in range(n_rows)), "bias"]]
 
     def _metrics(self, problem, state, kinds, kept):
         lp, _, err = self._chain_values(problem, state)

@@ -209,7 +209,10 @@ if table is not None:
                    "on f's scale, and the weights of nearby rows trade off against each other, so single "
                    "weights can be large and wander while f, and the predictions its stopping rule checks, "
                    "have settled. Rows whose kernel column the sampler's low-rank factor did not keep have "
-                   "a weight fixed at 0 (constant).")
+                   "a weight fixed at 0 (constant)."
+                   + (f" With {len(est.classes_)} classes each class but the first has its own weights "
+                      f"(beta[class c, ...]); the first, {est.classes_[0]}, is the reference: its score is "
+                      "0, so it has none." if len(getattr(est, "classes_", [])) > 2 else ""))
 
 
 st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} quantities")
