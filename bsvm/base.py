@@ -380,6 +380,13 @@ def check_finite_prediction(estimator, values: np.ndarray, X: np.ndarray, what: 
     raise ValueError(f"{name} produced non-finite {what} for {n_bad} of {len(rows)} rows: {cause}.")
 
 
+def log_odds_scores(proba: np.ndarray) -> np.ndarray:
+    """``decision_function`` scores consistent with ``predict_proba`` (and so with ``predict``): binary,
+    the log-odds log(p1 / p0), positive meaning ``classes_[1]``; multi-class, the log probabilities (n, K)."""
+    proba = np.clip(proba, 1e-300, None)
+    return np.log(proba[:, 1] / proba[:, 0]) if proba.shape[1] == 2 else np.log(proba)
+
+
 def binary_proba(p1: np.ndarray) -> np.ndarray:
     """Stack p(y = classes_[1]) into the two-column ``predict_proba`` layout."""
     p1 = np.clip(np.asarray(p1, dtype=float), 0.0, 1.0)

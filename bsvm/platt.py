@@ -19,7 +19,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
 from ._userwarn import warn_user
-from .base import BayesianClassifier
+from .base import BayesianClassifier, log_odds_scores
 from .data import check_predict_data
 from .params import RANDOM_STATE, Integral, Interval, StrOptions, positive
 
@@ -101,8 +101,7 @@ class PlattSVM(BayesianClassifier):
     def decision_function(self, X):
         """Scores consistent with ``predict_proba`` and ``predict``: binary, the log-odds log(p1 / p0)
         (positive means ``classes_[1]``); multi-class, the log probabilities (n, K)."""
-        proba = np.clip(self.predict_proba(X), 1e-300, None)
-        return np.log(proba[:, 1] / proba[:, 0]) if proba.shape[1] == 2 else np.log(proba)
+        return log_odds_scores(self.predict_proba(X))
 
     def svc_decision_function(self, X):
         """The underlying SVC's margin (see the class docstring for how it relates to ``predict``)."""

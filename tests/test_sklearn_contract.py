@@ -4,7 +4,7 @@ Expected failures are listed per estimator with the reason."""
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from bsvm import MSBPM, SBSVM, GibbsSVM, PlattSVM, SubgradientHMC
+from bsvm import MSBPM, SBSVM, GibbsSVM, PlattSVM, SeegerARD, SubgradientHMC
 
 ESTIMATORS = [
     PlattSVM(random_state=0),
@@ -15,6 +15,7 @@ ESTIMATORS = [
     SubgradientHMC(sampler="hmc", n_samples=20, n_burnin=20, n_chains=2, n_leapfrog=3, record_every=1000,
                    random_state=0),
     GibbsSVM(n_samples=20, n_burnin=5, n_chains=2, record_every=1000, random_state=0),
+    SeegerARD(max_iter=5),  # (deterministic: no random_state)
 ]
 
 EXPECTED_FAILURES = {

@@ -13,7 +13,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
 from .._userwarn import warn_user
-from ..base import BayesianClassifier, binary_proba
+from ..base import BayesianClassifier, binary_proba, log_odds_scores
 from ..data import check_predict_data
 from ..params import Integral, Interval, StrOptions, non_negative, non_negative_int, positive, positive_int
 from . import engine
@@ -321,6 +321,12 @@ class SeegerARD(BayesianClassifier):
         """Latent predictive mean and variance at X under q (mean from the SVM when predict_with="mode")."""
         X = check_predict_data(self, X)
         return self._latent(X)
+
+    def decision_function(self, X):
+        """Scores consistent with ``predict_proba`` and ``predict``: the log-odds log(p1 / p0) of the
+        predictive probability (positive means ``classes_[1]``). The latent mean (``predict_latent``) ranks
+        the rows alike only when the variance is not integrated (``integrate_variance=False``)."""
+        return log_odds_scores(self.predict_proba(X))
 
     def _predict_proba(self, X):
         mean, var = self._latent(X)

@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._userwarn import warn_user
-from ..base import BayesianClassifier
+from ..base import BayesianClassifier, log_odds_scores
 from ..chains import (
     ChainPool,
     ChainRNG,
@@ -500,8 +500,7 @@ class _HingeSampler(BayesianClassifier):
         """Scores consistent with ``predict_proba``: binary, the log-odds log(p1 / p0) of the posterior
         predictive (positive means classes_[1]); multi-class, the log predictive probabilities (n, K).
         (The posterior-mean linear score would not be: the predictive averages nonlinear terms.)"""
-        proba = np.clip(self.predict_proba(X), 1e-300, None)
-        return np.log(proba[:, 1] / proba[:, 0]) if proba.shape[1] == 2 else np.log(proba)
+        return log_odds_scores(self.predict_proba(X))
 
     @property
     def accept_prob_(self):
