@@ -1382,6 +1382,35 @@ def test_a_finished_samplers_final_map_uses_at_most_final_draws_evenly_spaced():
     assert same is model and none is None
 
 
+def test_a_finished_samplers_map_takes_fewer_draws_when_they_would_take_long():
+    """MS-BPM on 5 classes spent 14-24 s on its 1,000-draw final map after "done", longer than its fit:
+    a map's draws are cut to what fits FINAL_MAP_SECONDS (timed on a probe), never below MIN_MAP_DRAWS;
+    a cheap model keeps FINAL_DRAWS; a model without draws is used as it is."""
+    from types import SimpleNamespace
+
+    from dashboard.procrun import FINAL_DRAWS, MIN_MAP_DRAWS, map_model
+
+    class Voter:  # predicting costs CPU in proportion to draws x points, as a sampler's vote does
+        classes_ = np.array([0, 1])
+
+        def __init__(self, draws):
+            self.samples_ = np.linspace(0, 1, 4 * draws).reshape(4, draws, 1)
+
+        def predict_proba(self, X):
+            a = np.tanh(np.outer(self.samples_.ravel(), X[:, 0]))
+            p = 0.5 + 0.4 * a.mean(axis=0)
+            return np.column_stack([1 - p, p])
+
+    X = np.zeros((2000, 2))
+    model = Voter(2000)
+    slow, used, had = map_model(model, X, seconds=1e-9)
+    assert had == 8000 and used == slow.samples_.size and MIN_MAP_DRAWS <= used < 2 * MIN_MAP_DRAWS
+    fast, used, had = map_model(model, X, seconds=1e9)
+    assert had == 8000 and FINAL_DRAWS <= used < 2 * FINAL_DRAWS and model.samples_.size == 8000
+    plain = SimpleNamespace(classes_=np.array([0, 1]))
+    assert map_model(plain, X) == (plain, None, None)
+
+
 def test_diagnostics_offers_continue_only_for_a_run_the_train_page_can_resume():
     """After the data changed, Diagnostics said "Continue on the Train page" while Train had Continue off
     for that run (a crawl): it now says to press Start."""

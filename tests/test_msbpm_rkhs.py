@@ -133,17 +133,18 @@ def test_bad_prior_parameters(params, match):
 
 
 def test_multiclass_win_probabilities_quadrature_is_converged():
-    """P(c wins) by Gauss-Hermite on the nodes the estimator uses, against an 80-node rule written out
-    here with ordered pairs (no symmetry trick): within 1e-8 for score spreads 0.3-30 and 3-5 classes, and
+    """P(c wins) by Gauss-Hermite on the nodes the estimator uses, against a 100-node rule written out
+    here with ordered pairs (no symmetry trick), for score spreads 0.3-30: within 2e-7 for 3-5 classes
+    (24 nodes) and 1e-6 for 8 (32 nodes), far below the Monte Carlo error of a vote averaged over draws;
     the cheaper pair-symmetric evaluation changes nothing."""
     from scipy.special import ndtr as Phi
 
     from bsvm.msbpm.estimator import _GH_NODES_3, _gh_win_probs
     from bsvm.quadrature import gauss_hermite
 
-    x, w = gauss_hermite(80)
+    x, w = gauss_hermite(100)
     rng = np.random.default_rng(3)
-    for K in (3, 4, 5):
+    for K, tol in ((3, 2e-9), (4, 5e-8), (5, 2e-7), (8, 1e-6)):
         for scale in (0.3, 3.0, 30.0):
             t = rng.normal(scale=scale, size=(500, K))
             ref = np.empty_like(t)
@@ -153,5 +154,5 @@ def test_multiclass_win_probabilities_quadrature_is_converged():
                     if c2 != c:
                         f *= Phi((t[:, c] - t[:, c2])[:, None] + x)
                 ref[:, c] = f @ w
-            np.testing.assert_allclose(_gh_win_probs(t), ref, atol=1e-8, rtol=0)
-    assert _GH_NODES_3.size <= 24  # the cost for 3 classes: one ndtr array per pair of classes and node
+            np.testing.assert_allclose(_gh_win_probs(t), ref, atol=tol, rtol=0)
+    assert _GH_NODES_3.size <= 24  # the cost up to 5 classes: one ndtr array per pair of classes and node

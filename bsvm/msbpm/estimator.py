@@ -47,11 +47,14 @@ def _rng(random_state) -> np.random.Generator:
 # probabilists' Gauss-Hermite rules: E[g(Z)], Z ~ N(0, 1), as sum_q w_q g(x_q). The integrand of
 # _gh_win_probs has unit width in Z whatever the scores (they are in units of sd), so the error does not
 # grow with them, but it does with the number of classes (a product of K - 1 factors). Max abs error
-# against 80 nodes over score spreads 0.3-30 (tests/test_msbpm_rkhs.py): 3 classes, 24 nodes 7e-10;
-# 4 classes 24 nodes 2e-8, 40 nodes ~1e-14; 8 classes 24 nodes 2e-6. ndtr calls are the cost, so 3
-# classes (iris, wine) take 24 nodes and more classes 40.
-_GH_NODES, _GH_WEIGHTS = gauss_hermite(40)
+# against 100 nodes over score spreads 0.3-30 (2,000 rows each): 24 nodes 7e-10 / 2e-8 / 1.2e-7 /
+# 2e-6 / 5e-6 for 3 / 4 / 5 / 8 / 10 classes; 32 nodes 2.5e-9 / 1e-7 / 4e-7 for 5 / 8 / 10 classes. A
+# prediction averages these over the draws, whose Monte Carlo error is orders of magnitude larger
+# (0.5 / sqrt(ESS)), so 24 nodes up to 5 classes and 32 beyond. ndtr calls are the cost: 40 nodes above
+# 3 classes (until November 2026) made MS-BPM's map of a 5-class fit cost more than the fit itself.
+_GH_NODES, _GH_WEIGHTS = gauss_hermite(32)
 _GH_NODES_3, _GH_WEIGHTS_3 = gauss_hermite(24)
+_GH_FEW_CLASSES = 5  # up to this many classes: the 24-node rule
 
 
 def _draw_votes(scores, sd):
@@ -66,7 +69,7 @@ def _draw_votes(scores, sd):
     latents taken relative to the anchor). Why (issue 13): with noise on the non-anchor classes only, a point
     the data say little about goes to the anchor with probability P(all e_c < -s_c), 1/4 instead of 1/3 for
     K = 3, and on 60-D blobs the anchor class was predicted for 6-22 of ~100 held-out rows of it. With
-    t = sqrt(2) s / sd and Z ~ N(0, 1) (Gauss-Hermite, 40 nodes):
+    t = sqrt(2) s / sd and Z ~ N(0, 1) (Gauss-Hermite, 24 or 32 nodes, see _GH_NODES):
     P(c wins) = E[prod_{c' != c} Phi(t_c - t_c' + Z)]."""
     n, T, K = scores.shape
     hard = sd <= 0
@@ -94,7 +97,7 @@ def _draw_votes(scores, sd):
 #: ``stop_reason_`` of a one-chain run that met every ESS target (R-hat needs two chains: no longer run helps)
 ONE_CHAIN_STOP = "n_chains=1 (ESS targets met; R-hat needs >= 2 chains)"
 
-#: configurations per block of :func:`_gh_win_probs` (x 40 nodes x 8 bytes: 5 MB per array)
+#: configurations per block of :func:`_gh_win_probs` (x 32 nodes x 8 bytes: 4 MB per array)
 _GH_CHUNK = 16384
 
 
@@ -106,7 +109,7 @@ def _gh_win_probs(t: np.ndarray) -> np.ndarray:
     which were most of the cost of a multi-class prediction (3 classes, 45 rows x 4,864 draws: 0.80 s with
     ordered pairs, 0.53 s with pairs, 0.37 s with pairs on 24 nodes, see _GH_NODES)."""
     B, K = t.shape
-    nodes, weights = (_GH_NODES_3, _GH_WEIGHTS_3) if K <= 3 else (_GH_NODES, _GH_WEIGHTS)
+    nodes, weights = (_GH_NODES_3, _GH_WEIGHTS_3) if K <= _GH_FEW_CLASSES else (_GH_NODES, _GH_WEIGHTS)
     f = [np.ones((B, nodes.size)) for _ in range(K)]
     for c in range(K):
         for c2 in range(c + 1, K):

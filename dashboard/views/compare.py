@@ -6,7 +6,7 @@ from bsvm.cost import format_seconds
 from dashboard import figures, state, ui
 from dashboard.analysis import evaluate, fit_note, metrics_csv
 from dashboard.methods import METHODS
-from dashboard.procrun import FINAL_DRAWS, thinned
+from dashboard.procrun import FINAL_DRAWS, map_model, thinned
 from dashboard.runner import Cancelled, Job
 
 st.title("Compare")
@@ -77,8 +77,8 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
     """Fit every method to the end (in the session's job registry: progress, Cancel), then evaluate, and
     predict each one's map on ``grid`` (2-D data) here, not in the page: the page predicted every map at
     every rerun, in its script run (MS-BPM on 5 classes: minutes, the page greyed out after the table).
-    A sampler's map averages over about ``FINAL_DRAWS`` of its draws, as the Train page's (its metrics
-    over every draw)."""
+    A sampler's map averages over about ``FINAL_DRAWS`` of its draws (fewer if they would take long:
+    ``procrun.map_model``), as the Train page's (its metrics over every draw)."""
     results, errors = {}, {}
     for k, m in enumerate(methods):
         opts = options[m.key]
@@ -97,7 +97,7 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
             proba = None
             if grid is not None:
                 try:
-                    proba = some.predict_proba(grid.points)
+                    proba = map_model(est, grid.points)[0].predict_proba(grid.points)
                 except Exception as exc:  # noqa: BLE001 - the metrics stand; the map is left out, said
                     errors[f"{m.label}'s map"] = f"{type(exc).__name__}: {exc}"
         except Cancelled:

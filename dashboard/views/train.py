@@ -24,7 +24,7 @@ from dashboard.analysis import (
 )
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP, run_method_name
-from dashboard.procrun import FINAL_DRAWS, ProcessRun, prewarm, thinned, yield_to_fits
+from dashboard.procrun import FINAL_DRAWS, ProcessRun, map_model, prewarm, thinned, yield_to_fits
 from dashboard.runner import (
     DONE,
     FAILED,
@@ -608,7 +608,8 @@ with right:
         # while the run goes on, a coarser grid (a sampler's map costs one prediction per draw and
         # point); the finished run's map has the full resolution
         grid, truth = ui.map_grid(data, MAP_GRID if final else LIVE_GRID)
-        model = thinned(r.model, FINAL_DRAWS)[0] if final else r.model
+        # a finished sampler's map: about FINAL_DRAWS draws, fewer if they would take long (map_model)
+        model, map_draws, _ = map_model(r.model, grid.points) if final else (r.model, None, None)
 
         def work():
             yield_to_fits()
@@ -623,7 +624,7 @@ with right:
             t1 = time.perf_counter()
             trace("map", s=f"{t1 - t0:.4f}", final=final)
             box.update(fig=new if new is not None else box.get("fig"), snap=snap, final=final, error=error,
-                       cost=t1 - t0, end=t1, busy=False)
+                       cost=t1 - t0, end=t1, busy=False, draws=map_draws)
 
         if final:
             with st.spinner("Drawing the final map..."):  # (the page sat greyed out without a word)
@@ -650,11 +651,18 @@ with right:
         text = "" if got is None else (
             f"Accuracy: {got[0]:.3f} on the {len(data.y_train):,} training rows"
             + (f", {got[1]:.3f} on the {len(data.y_test):,} test rows" if len(data.y_test) else "")
-            + (f" (the map and these from about {FINAL_DRAWS:,} of the {had:,} posterior draws, evenly "
-               "spaced)" if had else "")
+            + (f" ({_draws_said(r)} of the {had:,} posterior draws, evenly spaced)" if had else "")
             + ". **Calibration** and **Compare** measure more (Brier score, log loss, reliability).")
         st.session_state["_train_accuracy"] = ((r.id, data.key), text)
         return text
+
+    def _draws_said(r: Run) -> str:
+        """How many draws the accuracy and the final map averaged over (the map's may be fewer)."""
+        box = st.session_state.get("_live_map_box") or {}
+        shown = box.get("draws") if box.get("key") == (r.id, data.key) and box.get("final") else None
+        if shown is None or shown >= FINAL_DRAWS:
+            return f"the map and these from about {FINAL_DRAWS:,}"
+        return f"these from about {FINAL_DRAWS:,}, the map (to draw it in seconds) from about {shown:,}"
 
     def _map_rested(box: dict) -> bool:
         """The live map has rested MAP_SHARE x its last computing time, and at least MAP_SECONDS."""
