@@ -278,23 +278,24 @@ def thinned(model, keep: int):
 
 def map_model(model, points, seconds: float = FINAL_MAP_SECONDS):
     """``model`` thinned for a map at ``points`` (the grid's rows): about :data:`FINAL_DRAWS` of a
-    sampler's draws, fewer (at least :data:`MIN_MAP_DRAWS`) when those would take more than ``seconds``
-    of CPU, as timed on a probe (about 20 draws at up to 100 of the points, this thread's CPU).
-    Returns (model, draws it averages over or None, draws it had or None); a model without draws is
-    returned as it is. A vote fraction over D draws is within about 0.5 / sqrt(D) of the average over all
-    (0.05 at 100), smooth across the map: each draw's vote is."""
+    sampler's draws (:func:`thinned`), fewer (at least :data:`MIN_MAP_DRAWS`) when those would take more
+    than ``seconds`` of CPU, as timed on a probe (about 20 draws at up to 100 of the points, this
+    thread's CPU). Returns (model, the number of draws when the budget cut them, else None); a model
+    without draws is returned as it is. A vote fraction over D draws is within about 0.5 / sqrt(D) of the
+    average over all (0.05 at 100), smooth across the map: each draw's vote is."""
     final, had = thinned(model, FINAL_DRAWS)
     if had is None:
-        return model, None, None
+        return model, None
     probe, _ = thinned(model, 20)
     rows = points[:: max(1, len(points) // 100)]
     t0 = time.thread_time()
     probe.predict_proba(rows)
     per = (time.thread_time() - t0) / (_n_draws(probe) * len(rows))  # CPU s per draw and point
     keep = int(seconds / max(per * len(points), 1e-12))
-    if keep < _n_draws(final):
-        final, _ = thinned(model, max(MIN_MAP_DRAWS, keep))
-    return final, _n_draws(final), had
+    if keep >= _n_draws(final):
+        return final, None
+    cut, _ = thinned(model, max(MIN_MAP_DRAWS, keep))
+    return cut, _n_draws(cut)
 
 
 def _n_draws(model) -> int:

@@ -608,13 +608,15 @@ with right:
         # while the run goes on, a coarser grid (a sampler's map costs one prediction per draw and
         # point); the finished run's map has the full resolution
         grid, truth = ui.map_grid(data, MAP_GRID if final else LIVE_GRID)
-        # a finished sampler's map: about FINAL_DRAWS draws, fewer if they would take long (map_model)
-        model, map_draws, _ = map_model(r.model, grid.points) if final else (r.model, None, None)
+        fitted = r.model  # (the snapshot this map is of: the run may bring a newer one meanwhile)
 
         def work():
             yield_to_fits()
             t0 = time.perf_counter()
+            map_draws = None
             try:
+                # a finished sampler's map: about FINAL_DRAWS draws, fewer if they would take long
+                model, map_draws = map_model(fitted, grid.points) if final else (fitted, None)
                 new = figures.model_map(model, data, grid, "Fitted map" if final else "Live map", truth=truth,
                                         max_points=FINAL_POINTS if final else LIVE_POINTS, light=not final)
                 error = ""
@@ -660,7 +662,7 @@ with right:
         """How many draws the accuracy and the final map averaged over (the map's may be fewer)."""
         box = st.session_state.get("_live_map_box") or {}
         shown = box.get("draws") if box.get("key") == (r.id, data.key) and box.get("final") else None
-        if shown is None or shown >= FINAL_DRAWS:
+        if shown is None:
             return f"the map and these from about {FINAL_DRAWS:,}"
         return f"these from about {FINAL_DRAWS:,}, the map (to draw it in seconds) from about {shown:,}"
 
