@@ -47,6 +47,10 @@ LEGEND_RIGHT = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1.0, "yan
 LEGEND_RIGHT_CHARS = 16
 #: trace plots name their series in a legend up to this many series (beyond: on hover)
 LEGEND_SERIES = 4
+#: ... and up to 8 in two columns below the plot when the names are longer than this: at the right,
+#: six "chain 0, w[x1]" took 45 % of a 230 px wide chart at 1280 px (a crawl); "chain 7" stays there
+LEGEND_SHORT_CHARS = 8
+LEGEND_BELOW_2COL = {**LEGEND_BELOW, "entrywidth": 0.5, "entrywidthmode": "fraction", "font": {"size": 10}}
 #: Series shorter than this are drawn with markers too: a single point in "lines" mode is invisible.
 MARKERS_BELOW = 30
 _SAMPLER = re.compile(r"(step_size|acceptance|accept|xi|thermostat|energy|train_error)", re.IGNORECASE)
@@ -565,9 +569,12 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     # ("chain 3"); long ones ("chain 0, w[mean concave points]") squeezed a half-width plot to 50 px, so
     # they are named on hover only, and the title says so
     notes = [f"{n_series} of its {width} series shown"] if width > n_series else []
+    longest = max(len(str(n)) for n in names[:n_series])
     if n_series <= LEGEND_SERIES:
         legend = {"legend": LEGEND_BELOW}
-    elif max(len(str(n)) for n in names[:n_series]) <= LEGEND_RIGHT_CHARS:
+    elif n_series <= 8 and LEGEND_SHORT_CHARS < longest <= LEGEND_RIGHT_CHARS:
+        legend = {"legend": LEGEND_BELOW_2COL}
+    elif longest <= LEGEND_RIGHT_CHARS:
         legend = {"legend": LEGEND_RIGHT}
     else:
         legend = {"showlegend": False}

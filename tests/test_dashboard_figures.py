@@ -209,10 +209,14 @@ def test_snapshot_traces_draw_one_line_per_chain():
     assert "nothing" in figures.snapshot_traces([]).layout.annotations[0].text
     many = figures.snapshot_traces(_history(5, chains=12))          # capped at 8 series, and says so
     assert len(many.data) == 8 and "8 of its 12 series shown" in many.layout.title.text
-    # a legend of 3 names fits below the plot; one of 8 took most of the chart's height below it: at the
-    # right (the series were named on hover only, and "coords[0, 1]" said nothing)
+    # a legend of 3 names fits below the plot; one of 8 took most of the chart's height below it (one
+    # entry per row): short names at the right, longer ones (up to LEGEND_RIGHT_CHARS) below in two
+    # columns (at the right, six "chain 0, w[x1]" took 45 % of a 230 px chart's width at 1280 px)
     assert fig.layout.showlegend is not False and fig.layout.legend.orientation == "h"
-    assert many.layout.showlegend is not False and many.layout.legend.orientation == "v"
+    assert many.layout.showlegend is not False and many.layout.legend.orientation == "h"
+    assert many.layout.legend.entrywidth == 0.5 and many.layout.legend.entrywidthmode == "fraction"
+    short = figures.snapshot_traces(_history(5, chains=12), names=[f"chain {c}" for c in range(12)])
+    assert short.layout.legend.orientation == "v"
 
 
 def test_snapshot_series_are_named_by_chain_and_parameter():
