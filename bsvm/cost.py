@@ -367,8 +367,8 @@ def _subgradient(est, n, d, k) -> Cost:
     1.00 (538); wine (3 classes, P = 42) 3.0 (1235); 28 x 60 1.3 (1342). The model gives 0.2 / 0.2 /
     0.5 / 0.9 / 0.6 / 1.2 / 2.2 / 1.0 s for these, and 9 s at 100k x 50 (5.3 measured there, November
     2026). (The earlier model, fitted before the trajectory and the gradient got cheaper, said 1.3 s for
-    every small data set.) sgld/sgnht: one
-    minibatch per step (O(chains b P)); measured 12 s (sgld) and 2.5 s (sgnht) at 20k x 20."""
+    every small data set.) sgld/sgnht: one minibatch per step (O(chains b P)); measured 12 s (sgld) and
+    2.5 s (sgnht) at 20k x 20."""
     p, C = _hinge_params(est, n, d)
     blocks = 1 if k == 2 else k
     P = (p + 1) * blocks
@@ -407,7 +407,7 @@ def _gibbs(est, n, d, k) -> Cost:
     Fitted to default fits (CPU s, one thread, November 2026; sweeps): Ripley-like 140 / 175 / 2,000 rows
     0.69 (1242) / 1.1 (2670) / 3.0 (3955); linear 28 x 60 0.77 (1242), 300 x 5 1.2 (2670), 1k x 10 2.6
     (3955), 2k x 40 18 (8775), 5k x 20 20 (8775), 20k x 20 48 (5883); breast cancer 569 x 30 5.4 (7329).
-    The model gives 0.6 / 0.7 / 2.1; 0.7, 1.2, 2.8, 12, 15, 62; 3.6 s. (The earlier model, 4,100 sweeps
+    The model gives 0.6 / 0.7 / 2.3; 0.9, 1.1, 2.5, 13, 14, 62; 3.5 s. (The earlier model, 4,100 sweeps
     of at least 1.8 ms, said 8 s for every small data set.)"""
     p, C = _hinge_params(est, n, d)
     n_draws = _int(est.n_samples, _AUTO_DRAWS["gibbs"])
