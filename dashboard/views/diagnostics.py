@@ -268,8 +268,8 @@ if tabs["ESS, energy and pairs"].open:
                     st.caption("When the energy changes between draws (red) are much narrower than the "
                                "energy's spread (blue), HMC explores the posterior's tails slowly: BFMI "
                                "below 0.3.")
-            elif getattr(est, "sampler_", None) == "hmc":  # MS-BPM's two-class sampler (a crawl read
-                # "for HMC samplers: this run has none" beside a run whose sampler is HMC)
+            elif meta.get("method") == "msbpm" and getattr(est, "sampler_", None) == "hmc":  # (a crawl read
+                # "for HMC samplers: this run has none" beside MS-BPM's two-class run, whose sampler is HMC)
                 st.info("The energy plot and BFMI need the Hamiltonian of each draw. MS-BPM's HMC moves "
                         "sample the weights given a confusion matrix drawn afresh before each move, so "
                         "each move has a Hamiltonian of its own, not the posterior's, and none is "
