@@ -220,6 +220,7 @@ def _sbsvm(est, n, d, k) -> Cost:
         AUTO_BATCH,
         AUTO_INDUCING,
         AUTO_INDUCING_FRACTION,
+        AUTO_INDUCING_MIN,
         CV_MAX_ROWS,
         FULL_BATCH_CELLS,
         FULL_BATCH_ROWS,
@@ -233,7 +234,7 @@ def _sbsvm(est, n, d, k) -> Cost:
                     f"variant='linear': {p} x {p} matrices", "standardise features or lower max_iter")
     m = est.n_inducing
     if m == "auto":
-        m = min(AUTO_INDUCING, math.ceil(AUTO_INDUCING_FRACTION * n))
+        m = min(AUTO_INDUCING, max(math.ceil(AUTO_INDUCING_FRACTION * n), AUTO_INDUCING_MIN))
     m = math.ceil(m * n) if isinstance(m, float) else int(m)
     m = max(1, min(m, n))
     r = min(n, 1000)

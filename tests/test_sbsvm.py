@@ -235,3 +235,18 @@ def test_rescaled_features_give_the_same_fit(factor):
         e = SBSVM(random_state=2, **kw).fit(X * factor, y)
         np.testing.assert_allclose(e.predict_proba(Xt * factor), r.predict_proba(Xt), atol=1e-6)
     np.testing.assert_allclose(est.inducing_points_, ref.inducing_points_ * factor, rtol=1e-6)
+
+
+def test_a_handful_of_points_gets_enough_inducing_points_to_separate():
+    # 20 % of the 4 training rows of six points clicked on the dashboard's playground was one inducing
+    # point at their centre: every kernel fitted a flat p = 0.5. The auto rule keeps at least 20 (or
+    # every row), so two columns of points get a boundary between them
+    X = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 0.0]])
+    y = np.array([0, 0, 1, 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = SBSVM(random_state=0).fit(X, y)
+    assert m.defaults_["n_inducing"] == 4
+    p = m.predict_proba([[-1.0, 0.0], [1.0, 0.0]])[:, 1]
+    assert p[0] < 0.2 and p[1] > 0.8
+    assert SBSVM().estimate_cost(50, 2, 2).detail.startswith("20 inducing points")
