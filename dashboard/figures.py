@@ -317,6 +317,9 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
             top = 1.0 - k * (share + gap)
             axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - share), top], **(_LOG_AXIS if log_y else {}),
                                   "title": {"text": shown, "font": {"size": 11}}}
+            if not log_y and np.isfinite(v).any() and np.nanmin(v) >= 0:
+                # a constant step size of 0.3 was drawn on an axis from -0.5 to 1 (a crawl)
+                axes[f"yaxis{ax}"]["rangemode"] = "nonnegative"
         traces.append(tr)
     _colour_by_input(traces, [_feature_position(name) for name in names])
     if stacked:  # the shared iteration axis sits under the bottom panel

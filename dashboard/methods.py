@@ -284,7 +284,8 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         "overlapping; on Diagnostics its draws match the exact GibbsSVM's.",
         (
             Option("sampler", "Sampler", "select", "hmc", "hmc: full batch with Metropolis-Hastings; sgld / "
-                   "sgnht: minibatch samplers (with decaying step size / a thermostat).",
+                   "sgnht: minibatch samplers (Langevin dynamics with a fixed step size / with a "
+                   "thermostat); their step size is chosen from the minibatch noise before the run.",
                    ("hmc", "sgld", "sgnht")),
             Option("features", "Features", "select", None, "None: the raw inputs (a linear SVM); nystroem / "
                    "rff: RBF kernel features for curved boundaries.", (None, "nystroem", "rff")),

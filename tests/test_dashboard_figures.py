@@ -316,6 +316,11 @@ def test_sampler_statistics_on_different_scales_get_one_panel_each():
     d1, d2 = fig.layout.yaxis.domain, fig.layout.yaxis2.domain
     assert d2[1] < d1[0]  # stacked, not overlapping
     assert fig.layout.yaxis.title.text == "step size" and fig.layout.xaxis.anchor == "y2"  # in words
+    # a constant, positive step size on an axis that does not run below 0 (it ran from -0.5 to 1)
+    assert fig.layout.yaxis.rangemode == "nonnegative" and fig.layout.yaxis2.rangemode == "nonnegative"
+    signed = [Progress(i, 0.01 * i, {"step_size": 1e-3, "xi": np.sin(i)}, {}) for i in range(40)]
+    fig = figures.metric_curves(signed, ["step_size", "xi"], "Sampler statistics", separate_axes=True)
+    assert fig.layout.yaxis2.rangemode is None  # a thermostat can be negative
 
 
 def test_bookkeeping_counters_and_index_snapshots_are_not_plotted():
