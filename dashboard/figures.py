@@ -428,8 +428,16 @@ def objective_curve(history, height: int = 300, stages=None):
     marks = stage_changes(history, stages) + [(it, f" {rows:,} rows", f"from here on all {rows:,} rows")
                                               for it, rows in row_changes(history)]
     numbered = any(text.strip().isdigit() for _, text, _ in marks)
+    sub = []
+    if len(label) > 32 and label.endswith(")") and " (" in label:
+        # the reading hint on a second, smaller line: "U = -log posterior (levels off once mixed)" ran
+        # off a half-width chart in presentation mode at 1280 px (a crawl)
+        label, hint = label[:-1].split(" (", 1)
+        sub.append(hint)
     if numbered:
-        label = _subtitled(label, "dotted: the next candidate fit (hover its number)")
+        sub.append("dotted: the next candidate fit (hover its number)")
+    if sub:
+        label = _subtitled(label, "; ".join(sub))
     shapes, notes = [], []
     burn = [rec.iteration for rec in history if rec.metrics.get("burnin") == 1.0]
     if burn:
@@ -464,7 +472,7 @@ def objective_curve(history, height: int = 300, stages=None):
                    # a label over the curve stays readable (it was half hidden behind it)
                    "bgcolor": "rgba(255,255,255,0.75)", "borderpad": 1,
                    "font": {"size": 11, "color": "#666"}} for it, text, hover in labels]
-    extra = {"margin": SUBTITLE_MARGIN} if numbered else {}
+    extra = {"margin": SUBTITLE_MARGIN} if sub else {}
     if shapes:
         extra.update(shapes=shapes, annotations=notes)
     fig = metric_curves(history, [name], label, height=height, **extra)

@@ -333,11 +333,15 @@ def test_bookkeeping_counters_and_index_snapshots_are_not_plotted():
 
 @pytest.mark.parametrize("metric,words", [("potential", "levels off once mixed"),
                                           ("log_posterior", "levels off once mixed"),
-                                          ("free_energy", "lower is better"), ("elbo", "higher is better")])
+                                          ("free_energy", "lower is better"), ("elbo", "higher is better"),
+                                          ("neg_free_energy", "higher is better")])
 def test_objective_titles_say_which_way_is_better(metric, words):
-    """An optimiser's objective has a better direction; a sampler's log posterior settles instead."""
+    """An optimiser's objective has a better direction; a sampler's log posterior settles instead. The
+    title's first line stays short ("U = -log posterior (levels off once mixed)" ran off a half-width
+    chart in presentation mode at 1280 px): a longer hint goes to a second, smaller line."""
     hist = [Progress(i, 0.1, {metric: float(i)}, {}) for i in range(3)]
-    assert words in figures.objective_curve(hist).layout.title.text
+    title = figures.objective_curve(hist).layout.title.text
+    assert words in title and len(title.split("<br>")[0]) <= 32
 
 
 def test_reliability_figure_shows_the_bins_and_their_counts():
