@@ -467,8 +467,12 @@ def objective_curve(history, height: int = 300, stages=None):
         labels = [(g[0][0], _group_label([m[1] for m in g]), "<br>".join(m[2] for m in g)) for g in groups]
         shapes += [{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
                     "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks]
+        start = float(history[0].iteration)
         notes += [{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": text, "hovertext": hover,
-                   "showarrow": False, "xanchor": "left", "yanchor": "top",
+                   # a label near the right end reads leftwards: to its right it ran past the plot and
+                   # stretched the axis (S-BSVM's "4-5, stack" took it from 500 to 650, a crawl)
+                   "showarrow": False, "xanchor": "right" if it - start > 0.85 * span else "left",
+                   "yanchor": "top",
                    # a label over the curve stays readable (it was half hidden behind it)
                    "bgcolor": "rgba(255,255,255,0.75)", "borderpad": 1,
                    "font": {"size": 11, "color": "#666"}} for it, text, hover in labels]
