@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import TYPE_CHECKING
 
@@ -278,7 +279,9 @@ def png_button(make_fig, key: str, name: str | None, label: str = "PNG") -> None
     """A PNG download of ``make_fig()`` (the figure as shown), drawn by kaleido only when it is asked
     for, outside the script run. ``label``: the button's text (a row of buttons under a grid of charts
     says which chart each is for)."""
-    st.download_button(label, data=lambda: _png_or_message(make_fig()), file_name=f"{name or key}.png",
+    # a plain file name: a key with a method's label gave "cal_map_main_Subgradient MCMC.png" (a crawl)
+    plain = re.sub(r"[^A-Za-z0-9_.-]+", "_", name or key).strip("_") or "figure"
+    st.download_button(label, data=lambda: _png_or_message(make_fig()), file_name=f"{plain}.png",
                        mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",
                        type="tertiary", help="Download this figure as a PNG image (drawn by kaleido in a "
                                              "headless Chromium; the first one takes a few seconds).")
