@@ -28,7 +28,7 @@ def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data
     posterior: name -> (n_chains, n_draws, ...); sample_stats: name -> (n_chains, n_draws) (our names are
     renamed to ArviZ's via ``SAMPLE_STATS_NAMES``; entries that are None are dropped); observed_data:
     name -> array; dims/coords as in ``arviz_base.from_dict``; attrs go on the tree's root and on every
-    group (so a NetCDF file keeps them)."""
+    group (so a NetCDF file keeps them), after ``inference_library`` ("bsvm") and its version."""
     from arviz_base import from_dict  # imported on use: xarray is heavy and only needed here
 
     data = {"posterior": {k: np.asarray(v) for k, v in posterior.items()}}
@@ -42,8 +42,13 @@ def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data
         data["sample_stats"] = stats
     if observed_data:
         data["observed_data"] = {k: np.asarray(v) for k, v in observed_data.items()}
+    # ArviZ's attributes for the sampling library (arviz-base adds its own as creation_library: a file
+    # that named only "ArviZ 0.8.2" read as written by a package the user does not have, a crawl)
+    from . import __version__
+
+    attrs = {"inference_library": "bsvm", "inference_library_version": __version__, **(attrs or {})}
     # arviz-base takes attrs per group ("/" = the tree's root); a flat dict was dropped with a warning
-    per_group = {group: dict(attrs) for group in ("/", *data)} if attrs else {}
+    per_group = {group: dict(attrs) for group in ("/", *data)}
     return from_dict(data, dims=dims or {}, coords=coords or {}, attrs=per_group)
 
 

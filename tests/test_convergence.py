@@ -104,6 +104,8 @@ def test_to_datatree_is_read_by_arviz_stats_summary():
     assert set(dt.children) == {"posterior", "sample_stats", "observed_data"}
     assert set(dt["sample_stats"].data_vars) == {"acceptance_rate", "diverging", "n_steps", "lp"}
     assert dt["sample_stats"]["diverging"].dtype == bool
+    # the sampling library is named on every group (a file naming only "ArviZ 0.8.2" read as ArviZ's)
+    assert all(dt[g].attrs["inference_library"] == "bsvm" for g in ("posterior", "sample_stats"))
     table = arviz_stats.summary(dt)
     assert len(table) == 3 and "r_hat" in table.columns
     with warnings.catch_warnings():
