@@ -1412,6 +1412,22 @@ def test_a_finished_samplers_map_takes_fewer_draws_when_they_would_take_long():
     assert map_model(plain, X) == (plain, None)
 
 
+def test_slow_motion_says_its_rate_is_the_methods():
+    """In slow motion the page shows one record per redraw, about 25 iterations a second, while the
+    status line said "1,488 it/s" (a crawl): the line now says that rate is the method's computing."""
+    pytest.importorskip("bsvm.subgradient")
+    at = _app(loop=0.0, sample="ripley.csv", method="subgradient_hmc", **{"o.n_samples": "50000"})
+    at.switch_page("views/train.py").run()
+    at.toggle(key="slow_motion").set_value(True).run()
+    run = _start_and_run(at, records=2)
+    texts = [p.text for p in at.get("progress")]
+    assert run.status == "running" and any("it/s computing (slow motion" in t for t in texts), texts
+    _button(at, "Stop").click().run()
+    _until(lambda: run.status == "stopped" and not run.busy)
+    at.run()
+    assert not any("slow motion" in p.text for p in at.get("progress"))
+
+
 def test_diagnostics_offers_continue_only_for_a_run_the_train_page_can_resume():
     """After the data changed, Diagnostics said "Continue on the Train page" while Train had Continue off
     for that run (a crawl): it now says to press Start."""
