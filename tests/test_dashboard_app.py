@@ -303,6 +303,21 @@ def test_calibration_of_sbsvm_against_platt():
     table = at.dataframe[0].value
     assert len(table) == 2 and "PlattSVM" in table.index
     assert table["error"].max() < 0.3  # both separate the moons far better than chance
+    # S-BSVM has a latent variance: both uncertainty options are offered
+    assert len(at.radio(key="cal_unc_kind_main_1").options) == 2
+
+
+def test_calibration_offers_latent_variance_only_when_a_model_has_one():
+    """A sampler beside PlattSVM: the latent-variance option drew two 'has no latent Gaussian
+    predictive' boxes and no map (a crawl); it is not offered then."""
+    pytest.importorskip("bsvm.subgradient")
+    at, run, _ = _finished_train_run(sample="ripley.csv", method="gibbs", **{"o.n_samples": "100"})
+    at.switch_page("views/calibration.py").run()
+    _until(lambda: len(at.dataframe) and len(at.dataframe[0].value) == 2, at=at)
+    _ok(at)
+    radios = [r for r in at.radio if str(r.key).startswith("cal_unc_kind_main")]
+    assert len(radios) == 1 and radios[0].options == ["predictive entropy (every method, one scale)"]
+    assert not any("no latent Gaussian predictive" in i.value for i in at.info)
 
 
 def _upload(at: AppTest, content: bytes, name="bad.csv") -> AppTest:

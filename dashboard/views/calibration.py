@@ -136,12 +136,16 @@ def maps_for(d: Prepared, fitted: dict, where: str):
                   else "."))
     kinds = {ENTROPY: "predictive entropy (every method, one scale)",
              LATENT_VARIANCE: "latent variance (Gaussian-posterior methods)"}
-    kind = st.radio("Uncertainty", list(kinds), horizontal=True, key=f"cal_unc_kind_{where}",
-                    format_func=kinds.get,
+    # offered only when a model here has one: the option drew two "has no latent Gaussian predictive"
+    # boxes and no map for a sampler beside PlattSVM (a crawl)
+    latent = any(hasattr(est, "predict_latent") for est in fitted.values())
+    kind = st.radio("Uncertainty", list(kinds) if latent else [ENTROPY], horizontal=True,
+                    key=f"cal_unc_kind_{where}_{int(latent)}", format_func=kinds.get,  # (a widget per set)
                     help="Predictive entropy -sum p log p of each model's probabilities, from 0 (certain) "
                          "to log K (a coin toss), on one fixed scale, so the maps compare. The latent "
                          "variance Var q(f(x)) exists only for methods with a Gaussian latent posterior "
-                         "(S-BSVM, Seeger ARD) and has its own scale.")
+                         "(S-BSVM, Seeger ARD) and has its own scale"
+                         + ("." if latent else ": none of these models has one."))
     cols = st.columns(len(fitted))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:
