@@ -162,7 +162,8 @@ def test_tour_with_every_control(server, page):
     _shots(pg, "5_diagnostics")
 
     go(pg, "Train")
-    pg.get_by_text("you left the Train page").wait_for()
+    # (the status line: the toast "Stopped ...: you left the Train page." can still be up)
+    pg.get_by_text("Stopped because you left the Train page").wait_for()
     wait_status(pg, "stopped")
     button(pg, "Reset").click()
     pg.get_by_text("Press **Start**".replace("**", "")).wait_for()
