@@ -327,7 +327,11 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
                             xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False,
                             **{**axes, **extra})
     if separate_axes and n == 1:  # one panel: its axis says what it is (no legend for one line)
-        extra = {"yaxis": {**(_LOG_AXIS if log_y else {}), "title": {"text": traces[0]["name"]}}, **extra}
+        y = np.asarray(traces[0]["y"], dtype=float)
+        floor = ({"rangemode": "nonnegative"} if not log_y and np.isfinite(y).any() and np.nanmin(y) >= 0
+                 else {})
+        extra = {"yaxis": {**(_LOG_AXIS if log_y else {}), "title": {"text": traces[0]["name"]}, **floor},
+                 **extra}
         return _fast_figure(traces, title, height, xaxis=_axis("iteration"), showlegend=False, **extra)
     if n > MAX_LEGEND_ENTRIES:
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;

@@ -321,6 +321,8 @@ def test_sampler_statistics_on_different_scales_get_one_panel_each():
     signed = [Progress(i, 0.01 * i, {"step_size": 1e-3, "xi": np.sin(i)}, {}) for i in range(40)]
     fig = figures.metric_curves(signed, ["step_size", "xi"], "Sampler statistics", separate_axes=True)
     assert fig.layout.yaxis2.rangemode is None  # a thermostat can be negative
+    alone = figures.metric_curves(hist, ["step_size"], "Sampler statistics", separate_axes=True)
+    assert alone.layout.yaxis.rangemode == "nonnegative"  # one panel (before the first R-hat check) too
 
 
 def test_bookkeeping_counters_and_index_snapshots_are_not_plotted():
