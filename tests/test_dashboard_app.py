@@ -163,6 +163,7 @@ def test_a_finished_run_offers_png_downloads_of_its_charts_only():
     # (the page was four placeholders and no figure of merit)
     assert any(p.text.startswith("done: fitted in one go") for p in at.get("progress")), \
         [p.text for p in at.get("progress")]
+    assert not any("Slow motion" in c.value for c in at.caption)  # nothing to watch in a one-shot fit
     data = at.session_state["data"]
     said = [c.value for c in at.caption if c.value.startswith("Accuracy:")]
     want = run.model.score(data.X_test, data.y_test)
@@ -1425,6 +1426,15 @@ def test_a_finished_samplers_map_takes_fewer_draws_when_they_would_take_long():
     assert model.samples_.size == 8000  # the fitted model is untouched
     plain = SimpleNamespace(classes_=np.array([0, 1]))
     assert map_model(plain, X) == (plain, None)
+
+
+def test_a_run_too_quick_to_follow_suggests_slow_motion():
+    """Default runs on the samples end within a few seconds, before Pause or Step can be pressed (a crawl
+    as a teacher): the finished run says how to watch it record by record."""
+    pytest.importorskip("bsvm.subgradient")
+    at, run, _ = _finished_train_run(sample="ripley.csv", method="subgradient_hmc")
+    assert run.history[-1].elapsed < 3.0
+    assert any("Too quick to follow? Turn on **Slow motion**" in c.value for c in at.caption)
 
 
 def test_slow_motion_says_its_rate_is_the_methods():

@@ -42,6 +42,8 @@ PAGE = "train"
 #: MAP_SECONDS: each new map costs the server a prediction and the browser a redraw of its heatmap
 MAP_SHARE = 5.0
 MAP_SECONDS = 2.0
+#: a finished run that computed for less than this many seconds suggests Slow motion
+QUICK_RUN_SECONDS = 3.0
 #: the first live map (and the first statistics and trace charts) of a run come this long after its
 #: start: the start is when the browser is busiest (the page redrawn after the click, the first draws),
 #: and most of the default fits on the sample data end sooner; those draw these charts once, at the end
@@ -680,9 +682,15 @@ with right:
     if run is not None and run.status == DONE and run.finished_at is not None:
         seconds = f"{run.history[-1].elapsed if run.history else 0:.2f} s"
         # (a one-shot fit has no progress records to speak of: "1 progress record" beside "fitted in one go")
-        st.caption(f"Finished: the fit computed for {seconds}." if method.kind == "baseline" else
-                   f"Finished: {run.records} progress record{'' if run.records == 1 else 's'}; the fit "
-                   f"computed for {seconds}.")
+        # a default run on a sample ends within a few seconds, before Pause or Step can be pressed (a
+        # crawl as a teacher): say how to watch it step by step
+        quick = (method.kind != "baseline" and not st.session_state.get("slow_motion")
+                 and run.history and run.history[-1].elapsed < QUICK_RUN_SECONDS)
+        st.caption((f"Finished: the fit computed for {seconds}." if method.kind == "baseline" else
+                    f"Finished: {run.records} progress record{'' if run.records == 1 else 's'}; the fit "
+                    f"computed for {seconds}.")
+                   + (" Too quick to follow? Turn on **Slow motion** and press **Start** to watch it one "
+                      "record at a time, with Pause and Step." if quick else ""))
         if run.meta.get("data_key") == data.key:
             said = accuracy_text(run)
             if said:
