@@ -95,9 +95,10 @@ def truth_applies(loaded: LoadedCSV, features: list[str], truth: str | None) -> 
 class TooFewRowsError(ValueError):
     """The table cannot be split; ``rare``: its classes with fewer than :data:`MIN_CLASS_ROWS` rows."""
 
-    def __init__(self, message: str, rare: list):
+    def __init__(self, message: str, rare: list, classes_left: int = 0):
         super().__init__(message)
         self.rare = rare
+        self.classes_left = classes_left  # classes that would remain without the rare ones
 
 
 #: rows a class needs for the stratified split: 2 in the training part (bsvm's estimators refuse fewer)
@@ -150,7 +151,8 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
                           for k, n in zip(classes.tolist(), counts.tolist()))
         raise TooFewRowsError(f"Too few rows to split: every class needs at least 2 rows in the training "
                               f"part and 1 in the test part ({table}).",
-                              classes[counts < MIN_CLASS_ROWS].tolist())
+                              classes[counts < MIN_CLASS_ROWS].tolist(),
+                              int((counts >= MIN_CLASS_ROWS).sum()))
     train, test = stratified_split(y, n_test, seed)
     X_tr, X_te, y_tr, y_te = X[train], X[test], y[train], y[test]
     if standardize:

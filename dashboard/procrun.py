@@ -283,9 +283,14 @@ def map_model(model, points, seconds: float = FINAL_MAP_SECONDS):
     thread's CPU). Returns (model, the number of draws when the budget cut them, else None); a model
     without draws is returned as it is. A vote fraction over D draws is within about 0.5 / sqrt(D) of the
     average over all (0.05 at 100), smooth across the map: each draw's vote is."""
-    final, had = thinned(model, FINAL_DRAWS)
-    if had is None:
-        return model, None
+    import numpy as np
+
+    s = getattr(model, "__dict__", {}).get("samples_")
+    if not isinstance(s, np.ndarray) or s.ndim < 2 or s.shape[0] * s.shape[1] == 0:
+        return model, None  # no draws: a prediction costs what it costs
+    # (thinned returns the model itself up to FINAL_DRAWS draws: its budget applies to those too, e.g. a
+    # fixed-length or stopped MS-BPM run of 992 draws on 5 classes)
+    final, _ = thinned(model, FINAL_DRAWS)
     probe, _ = thinned(model, 20)
     rows = points[:: max(1, len(points) // 100)]
     t0 = time.thread_time()

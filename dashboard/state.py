@@ -430,7 +430,7 @@ def current_data() -> Prepared | None:
             st.error(f"The data could not be used{where}: {exc.what.lower()} in {exc.n_rows} of "
                      f"{exc.n_total} row{s} (columns: {', '.join(exc.columns)}). Tick **{DROP_LABEL}** "
                      "under the upload to leave those rows out, or fix the file.")
-        elif up and getattr(exc, "rare", None) and not c.get("droprare"):
+        elif up and getattr(exc, "rare", None) and exc.classes_left >= 2 and not c.get("droprare"):
             # (a one-row class refused the whole file, and only editing the file helped: a crawl)
             st.error(f"The data could not be used{where}: {exc} Tick **{DROP_RARE_LABEL}** under the upload "
                      "to fit the other classes, or add rows.")

@@ -400,6 +400,11 @@ def test_a_class_too_small_to_split_can_be_left_out():
     assert int({m.label: m.value for m in at.metric}["classes"]) == 2
     assert list(at.session_state["data"].classes) == ["A", "B"]
     # too few rows overall (no class below 3 rows) is not the option's to fix: it is not offered
+    # a class too small whose removal would leave one class: the option cannot help, so it is not named
+    at = _upload(_app(), ("x1,x2,label\n" + "\n".join(f"{i},{i % 5},A" for i in range(40))
+                          + "\n1,1,B\n").encode())
+    said = " ".join(e.value for e in at.error)
+    assert "Too few rows" in said and "Leave out classes" not in said
     at = _app(test="0.5")
     at = _upload(at, b"x1,x2,label\n1,2,A\n2,3,A\n3,4,A\n4,5,B\n5,6,B\n6,7,B\n7,8,C\n8,9,C\n9,1,C\n")
     said = " ".join(e.value for e in at.error)
@@ -1426,6 +1431,9 @@ def test_a_finished_samplers_map_takes_fewer_draws_when_they_would_take_long():
     assert model.samples_.size == 8000  # the fitted model is untouched
     plain = SimpleNamespace(classes_=np.array([0, 1]))
     assert map_model(plain, X) == (plain, None)
+    # the budget holds for a model with no more than FINAL_DRAWS draws too (thinned keeps it whole)
+    few, used = map_model(Voter(200), X, seconds=1e-9)
+    assert MIN_MAP_DRAWS <= used < 800 and few.samples_.size == used
 
 
 def test_a_run_too_quick_to_follow_suggests_slow_motion():

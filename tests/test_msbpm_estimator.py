@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import load_iris
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, cross_val_score
@@ -54,6 +55,13 @@ def test_vote_fractions_match_manual_count_and_bayes_point():
     names = m.param_names_
     assert len(names) == 302 and names[0] == "beta[class 1, row 0]" and names[150] == "beta[class 1, bias]"
     assert names[151] == "beta[class 2, row 0]" and names[-1] == "beta[class 2, bias]"
+    # a refit on other labels renames (the names were cached by their first entry and count only)
+    m2 = clone(m).set_params(max_iter=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m2.fit(X, y)
+        m2.fit(X, np.where(y == 2, 7, y))
+    assert m2.param_names_[151] == "beta[class 7, row 0]"
     np.testing.assert_allclose(m.decision_function(X[:7]), manual)
     m.set_params(predictor="bayes_point")
     assert np.array_equal(m.predict(X[:7]), m.classes_[np.argmax(np.column_stack(

@@ -957,11 +957,13 @@ class MSBPM(BayesianClassifier):
         n_rows = self.bayes_point_.shape[1] - 1
         # ("class": a class called "beta" read beta[beta, row 0])
         blocks = [""] if len(self.classes_) == 2 else [f"class {c}, " for c in self.classes_[1:]]
-        first = f"beta[{blocks[0]}row 0]"
-        names = getattr(self, "param_names_", None)
-        if not names or len(names) != len(blocks) * (n_rows + 1) or names[0] != first:  # (once per run)
+        key = (tuple(blocks), n_rows)
+        if getattr(self, "_param_names_key", None) != key or not getattr(self, "param_names_", None):
+            # (once per run: the names of every record; the key holds every class, so a refit on other
+            # classes renames)
             self.param_names_ = [f"beta[{b}{part}]" for b in blocks
                                  for part in [*(f"row {i}" for i in range(n_rows)), "bias"]]
+            self._param_names_key = key
 
     def _metrics(self, problem, state, kinds, kept):
         lp, _, err = self._chain_values(problem, state)
