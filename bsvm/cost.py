@@ -326,12 +326,15 @@ _AUTO_DRAWS = {"hmc": 300, "sgld": 12000, "sgnht": 4000, "gibbs": 4000}
 _BURNIN = {"hmc": 200, "sgld": 500, "sgnht": 500, "gibbs": 100}
 
 
-def _iterations(est, kind: str) -> int:
-    """Iterations the run is expected to take: burn-in plus kept draws (x thin), the typical length to
-    the stopping rule when n_samples="auto", capped by max_iter (which counts burn-in too)."""
+def _iterations(est, kind: str, typical: float | None = None) -> int:
+    """Iterations the run is expected to take: burn-in plus kept draws (x thin); when n_samples="auto",
+    the typical length to the stopping rule (``typical``, from the method's measured runs; else burn-in
+    plus ``_AUTO_DRAWS``); capped by max_iter (which counts burn-in too)."""
     burn = _int(est.n_burnin, _BURNIN[kind])
-    draws = _AUTO_DRAWS[kind] if est.n_samples == "auto" else _int(est.n_samples, 500) * _int(est.thin, 1)
-    total = burn + draws
+    if est.n_samples == "auto":
+        total = int(typical) if typical is not None else burn + _AUTO_DRAWS[kind]
+    else:
+        total = burn + _int(est.n_samples, 500) * _int(est.thin, 1)
     return min(total, _int(est.max_iter, total))
 
 
@@ -340,17 +343,6 @@ def _auto_note(est) -> str:
     mixes (GibbsSVM on breast cancer, 569 x 30: about 4,100 sweeps estimated, 8,800-10,900 run)."""
     return ("; a typical run to the convergence rule: a posterior that mixes slowly takes a few times longer"
             if est.n_samples == "auto" else "")
-
-
-def _auto_iterations(est, kind: str, typical: float) -> int:
-    """Iterations the run is expected to take when its length is the stopping rule's (``typical``, from
-    the method's measured runs) or fixed (burn-in plus kept draws x thin), capped by max_iter (which
-    counts burn-in too)."""
-    if est.n_samples == "auto":
-        total = int(typical)
-    else:
-        total = _int(est.n_burnin, _BURNIN[kind]) + _int(est.n_samples, 500) * _int(est.thin, 1)
-    return min(total, _int(est.max_iter, total))
 
 
 def _subgradient(est, n, d, k) -> Cost:
@@ -382,7 +374,7 @@ def _subgradient(est, n, d, k) -> Cost:
         mem += F8 * n * (P + 2.2)  # the sorted copy, its keys and order
     if hmc:
         # the posterior is closer to Gaussian (easier to mix) the more rows there are
-        iters = _auto_iterations(est, "hmc", 400 + 15 * P * math.sqrt(min(1.0, 1000 / max(n, 1))))
+        iters = _iterations(est, "hmc", 400 + 15 * P * math.sqrt(min(1.0, 1000 / max(n, 1))))
         leap = _int(est.n_leapfrog, 5) / 5  # the coefficients below are for the adaptive ~5 per transition
         per_iter = leap * (3.5e-4 * blocks**1.5 + 2.1e-9 * C * rows * P * (0.3 if screened else 1.0)
                            + 1e-7 * P * P)
@@ -414,7 +406,7 @@ def _gibbs(est, n, d, k) -> Cost:
     n_draws = _int(est.n_samples, _AUTO_DRAWS["gibbs"])
     mem = F8 * (4 * n * p + 4 * C * n + C * n_draws * (p + 1) * 1.2 + 4 * (p + 1) ** 2 + 4 * n * d)
     typical = max(1000.0, 800 * math.log2(max(n, 1) / 50)) + 60 * min(p, n / 10)
-    total = _auto_iterations(est, "gibbs", typical)
+    total = _iterations(est, "gibbs", typical)
     secs = total * (4e-4 + 4.3e-9 * C * n * (p + 1) + 3e-10 * C * (p + 1) ** 3) + 0.05
     return Cost(mem, secs, f"about {total:,} sweeps of {C} chains over {n:,} rows" + _auto_note(est),
                 "use SubgradientHMC(sampler='sgld') (minibatches) or SBSVM")

@@ -261,8 +261,7 @@ _LOG_AXIS = {"type": "log", "tickformat": "~g", "nticks": 3}
 #: colours of curves that belong to one input each (an ARD weight, a length scale): the input's position
 #: picks the colour, so the same input has the same colour in every chart of a page (SeegerARD's
 #: w[temperature] was red in its hyperparameter chart and blue in its weight trace)
-SERIES_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-                  "#bcbd22", "#17becf"]
+SERIES_COLOURS = list(pcolors.qualitative.D3)
 
 
 def _feature_position(name: str) -> int | None:
@@ -286,6 +285,13 @@ def _colour_by_input(traces: list[dict], positions: list) -> None:
             colour = SERIES_COLOURS[pos % len(SERIES_COLOURS)]
         tr["line"] = {**tr.get("line", {}), "color": colour}
         tr["marker"] = {**tr.get("marker", {}), "color": colour}
+
+
+def _floor_at_zero(values, log_y: bool) -> dict:
+    """Axis settings that keep a panel of non-negative values at or above 0 (a constant step size of 0.3
+    was drawn on an axis from -0.5 to 1, a crawl)."""
+    v = np.asarray(values, dtype=float)
+    return {"rangemode": "nonnegative"} if not log_y and np.isfinite(v).any() and np.nanmin(v) >= 0 else {}
 
 
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
@@ -317,9 +323,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
             top = 1.0 - k * (share + gap)
             axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - share), top], **(_LOG_AXIS if log_y else {}),
                                   "title": {"text": shown, "font": {"size": 11}}}
-            if not log_y and np.isfinite(v).any() and np.nanmin(v) >= 0:
-                # a constant step size of 0.3 was drawn on an axis from -0.5 to 1 (a crawl)
-                axes[f"yaxis{ax}"]["rangemode"] = "nonnegative"
+            axes[f"yaxis{ax}"].update(_floor_at_zero(v, log_y))
         traces.append(tr)
     _colour_by_input(traces, [_feature_position(name) for name in names])
     if stacked:  # the shared iteration axis sits under the bottom panel
@@ -327,11 +331,8 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
                             xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False,
                             **{**axes, **extra})
     if separate_axes and n == 1:  # one panel: its axis says what it is (no legend for one line)
-        y = np.asarray(traces[0]["y"], dtype=float)
-        floor = ({"rangemode": "nonnegative"} if not log_y and np.isfinite(y).any() and np.nanmin(y) >= 0
-                 else {})
-        extra = {"yaxis": {**(_LOG_AXIS if log_y else {}), "title": {"text": traces[0]["name"]}, **floor},
-                 **extra}
+        extra = {"yaxis": {**(_LOG_AXIS if log_y else {}), "title": {"text": traces[0]["name"]},
+                           **_floor_at_zero(traces[0]["y"], log_y)}, **extra}
         return _fast_figure(traces, title, height, xaxis=_axis("iteration"), showlegend=False, **extra)
     if n > MAX_LEGEND_ENTRIES:
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;

@@ -266,10 +266,8 @@ def thinned(model, keep: int):
     """``model`` (a fitted sampler) as a shallow copy whose per-draw arrays keep about ``keep`` evenly
     spaced draws (see :func:`_live_view`), and the number of draws it had; ``model`` itself when it has
     no more than that (or no draws)."""
-    import numpy as np
-
-    s = getattr(model, "__dict__", {}).get("samples_")
-    if not isinstance(s, np.ndarray) or s.ndim < 2 or _draw_index(s.shape[0], s.shape[1], keep) is None:
+    s = _samples(model)
+    if s is None or _draw_index(s.shape[0], s.shape[1], keep) is None:
         return model, None
     view = copy.copy(model)
     _live_view(view, keep)
@@ -283,10 +281,7 @@ def map_model(model, points, seconds: float = FINAL_MAP_SECONDS):
     thread's CPU). Returns (model, the number of draws when the budget cut them, else None); a model
     without draws is returned as it is. A vote fraction over D draws is within about 0.5 / sqrt(D) of the
     average over all (0.05 at 100), smooth across the map: each draw's vote is."""
-    import numpy as np
-
-    s = getattr(model, "__dict__", {}).get("samples_")
-    if not isinstance(s, np.ndarray) or s.ndim < 2 or s.shape[0] * s.shape[1] == 0:
+    if _samples(model) is None or _n_draws(model) == 0:
         return model, None  # no draws: a prediction costs what it costs
     # (thinned returns the model itself up to FINAL_DRAWS draws: its budget applies to those too, e.g. a
     # fixed-length or stopped MS-BPM run of 992 draws on 5 classes)
@@ -303,9 +298,17 @@ def map_model(model, points, seconds: float = FINAL_MAP_SECONDS):
     return cut, _n_draws(cut)
 
 
+def _samples(model):
+    """A fitted sampler's ``samples_`` (chains, draws, ...), or None for a model without draws."""
+    import numpy as np
+
+    s = getattr(model, "__dict__", {}).get("samples_")
+    return s if isinstance(s, np.ndarray) and s.ndim >= 2 else None
+
+
 def _n_draws(model) -> int:
-    s = model.__dict__["samples_"]
-    return int(s.shape[0] * s.shape[1])
+    s = _samples(model)
+    return 0 if s is None else int(s.shape[0] * s.shape[1])
 
 
 def _live_view(view, keep: int = LIVE_DRAWS) -> None:

@@ -172,7 +172,7 @@ class _DrawStore:
 
     The draws live in preallocated buffers that double when full, and the accessors return views of
     the filled part: the fitted attributes are refreshed at every record, and stacking a list of every
-    draw each time made a run's bookkeeping quadratic in its length (a quarter of a default fit on iris).
+    draw each time made a run's bookkeeping quadratic in its length (a fifth of a default fit on iris).
     A view stays valid: a new draw goes to a slot past every earlier view's end, and growing or halving
     moves the draws to a new buffer."""
 
