@@ -321,7 +321,8 @@ def _hinge_params(est, n, d):
 
 #: Typical kept draws per chain when ``n_samples="auto"`` (the run stops at the convergence rule), from
 #: default fits on linear data (CPU s, one thread; 2k x 20, 20k x 20, 100k x 50): hmc 225-340 draws, sgld
-#: 10,000-13,000 steps, sgnht 1,350-5,650 steps, GibbsSVM 1,700-8,700 sweeps.
+#: 10,000-13,000 steps, sgnht 1,350-5,650 steps, GibbsSVM 1,700-8,700 sweeps. (Run lengths to the rule,
+#: burn-in included, for the time estimates are in the methods' models below.)
 _AUTO_DRAWS = {"hmc": 300, "sgld": 12000, "sgnht": 4000, "gibbs": 4000}
 _BURNIN = {"hmc": 200, "sgld": 500, "sgnht": 500, "gibbs": 100}
 
@@ -340,7 +341,8 @@ def _iterations(est, kind: str, typical: float | None = None) -> int:
 
 def _auto_note(est) -> str:
     """What an estimate of a run that stops at its convergence rule cannot know: how fast the posterior
-    mixes (GibbsSVM on breast cancer, 569 x 30: about 4,100 sweeps estimated, 8,800-10,900 run)."""
+    mixes (GibbsSVM on breast cancer, 569 x 30: 7,329 sweeps run in November 2026, where an earlier model
+    said about 4,100)."""
     return ("; a typical run to the convergence rule: a posterior that mixes slowly takes a few times longer"
             if est.n_samples == "auto" else "")
 
@@ -360,8 +362,13 @@ def _subgradient(est, n, d, k) -> Cost:
     1.00 (538); wine (3 classes, P = 42) 3.0 (1235); 28 x 60 1.3 (1342). The model gives 0.2 / 0.2 /
     0.5 / 0.9 / 0.6 / 1.2 / 2.2 / 1.0 s for these, and 9 s at 100k x 50 (5.3 measured there, November
     2026). (The earlier model, fitted before the trajectory and the gradient got cheaper, said 1.3 s for
-    every small data set.) sgld/sgnht: one minibatch per step (O(chains b P)); measured 12 s (sgld) and
-    2.5 s (sgnht) at 20k x 20."""
+    every small data set.) sgld/sgnht: one minibatch of b rows per step, a fixed cost per class block and
+    O(chains b P); runs to the rule take about 500 + 12,000 blocks^(3/4) steps (sgld) and 3,000 (sgnht).
+    Fitted to default fits (CPU s, one thread, November 2026; steps), sgld / sgnht: Ripley-like 175 rows
+    2.5 (9175) / 0.50 (2213); linear 2k x 20 7.5 (13513) / 2.4 (4355), 20k x 20 6.1 (10780) / 1.2 (1852);
+    breast cancer 569 x 30 5.1 (13513) / 1.2 (3070); iris (3 classes) 17.4 (29780) / 1.6 (3070). The model
+    gives 3.1 / 0.8; 6.8 / 1.7, 6.9 / 1.9; 6.2 / 1.5; 16.2 / 1.8 s. (The earlier model, 0.5 ms + O(chains
+    b P) per step and 4,500 sgnht steps, said 17 s and 6.7 s at 20k x 20.)"""
     p, C = _hinge_params(est, n, d)
     blocks = 1 if k == 2 else k
     P = (p + 1) * blocks
@@ -381,8 +388,9 @@ def _subgradient(est, n, d, k) -> Cost:
         secs = iters * per_iter + 1e-8 * n * P * 50 + 0.05
         what = f"about {iters:,} transitions of {C} chains on {rows:,} rows"
     else:
-        iters = _iterations(est, est.sampler)
-        secs = iters * (5e-4 + 1e-8 * C * rows * P) + 1e-8 * n * P * 50 + 0.5
+        typical = 500 + (12000 * blocks**0.75 if est.sampler == "sgld" else 2500)
+        iters = _iterations(est, est.sampler, typical)
+        secs = iters * (2.4e-4 * blocks**0.75 + 3.5e-9 * C * rows * P) + 1e-8 * n * P * 50 + 0.05
         what = f"about {iters:,} minibatch steps of {C} chains on {rows:,} rows"
     slow = ("use sampler='sgld' (minibatches) or fewer n_samples/n_burnin" if hmc
             else "lower n_samples/n_burnin, or use SBSVM")

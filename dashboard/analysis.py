@@ -101,9 +101,10 @@ class TooFewRowsError(ValueError):
         self.classes_left = classes_left  # classes that would remain without the rare ones
 
 
-#: rows a class needs for the stratified split: 2 in the training part (bsvm's estimators refuse fewer)
-#: and 1 in the test part
-MIN_CLASS_ROWS = 3
+#: rows a class needs for the stratified split: 2 in the training part (bsvm's estimators refuse fewer).
+#: A class of exactly 2 rows is kept whole for training (the page says so); from 3 rows on, at least one
+#: row goes to the test part.
+MIN_CLASS_ROWS = 2
 
 
 def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: bool = True,
@@ -112,7 +113,8 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
     """Split (stratified) and standardise with the training rows' mean and standard deviation.
 
     ``drop_rare``: leave out the rows of classes with fewer than :data:`MIN_CLASS_ROWS` rows (too few
-    to split) instead of refusing the table; ``notes`` then says which.
+    to fit) instead of refusing the table; ``notes`` then says which. A class of exactly
+    :data:`MIN_CLASS_ROWS` rows has no test rows, and ``notes`` says that too.
 
     ``truth`` is kept only when the axes are the generator's own (:func:`truth_applies`): every original
     feature in its original order, because the true p(y|x) of a generated set is a function of all its
@@ -135,8 +137,7 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
         said = ", ".join(f"{k} ({n} row{'' if n == 1 else 's'})"
                          for k, n in zip(classes[rare].tolist(), counts[rare].tolist()))
         notes.append(f"Left out class{'es' if rare.sum() > 1 else ''} {said}: a class needs at least "
-                     f"{MIN_CLASS_ROWS} rows to be split into training and test rows. {int(keep.sum())} rows "
-                     "remain.")
+                     f"{MIN_CLASS_ROWS} training rows to be fitted. {int(keep.sum())} rows remain.")
         X, y = X[keep], y[keep]
         classes, counts = classes[~rare], counts[~rare]
     if len(classes) < 2:
@@ -149,10 +150,17 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
         # in words, not a Python dict ("{0: 2, 1: 1}")
         table = ", ".join(f"class {k}: {n} row{'' if n == 1 else 's'}"
                           for k, n in zip(classes.tolist(), counts.tolist()))
-        raise TooFewRowsError(f"Too few rows to split: every class needs at least 2 rows in the training "
-                              f"part and 1 in the test part ({table}).",
+        raise TooFewRowsError(f"Too few rows to split: every class needs at least {MIN_CLASS_ROWS} rows in "
+                              f"the training part, and the test part at least 1 row of each class with 3 "
+                              f"or more ({table}).",
                               classes[counts < MIN_CLASS_ROWS].tolist(),
                               int((counts >= MIN_CLASS_ROWS).sum()))
+    whole = classes[counts == MIN_CLASS_ROWS]
+    if len(whole):
+        many = len(whole) > 1
+        notes.append(f"Class{'es' if many else ''} {', '.join(map(str, whole.tolist()))} "
+                     f"ha{'ve' if many else 's'} only {MIN_CLASS_ROWS} rows: all of them are training rows, "
+                     f"so the test rows (and the test metrics) have none of {'them' if many else 'it'}.")
     train, test = stratified_split(y, n_test, seed)
     X_tr, X_te, y_tr, y_te = X[train], X[test], y[train], y[test]
     if standardize:
@@ -179,7 +187,9 @@ def stratified_split(y: np.ndarray, n_test: int, seed: int) -> tuple[np.ndarray,
     share = n_test * counts / counts.sum()
     take = np.floor(share).astype(int)
     take[np.argsort(take - share)[: n_test - take.sum()]] += 1  # largest remainders first
-    take = np.clip(take, 1, counts - 2)
+    # at least one test row per class, but never fewer than two training rows: a two-row class (which
+    # prepare accepts, and says so) gets no test row
+    take = np.minimum(np.maximum(take, 1), counts - 2)
     test = np.concatenate([rng.permutation(np.flatnonzero(y_idx == k))[:take[k]]
                            for k in range(len(classes))])
     test = np.sort(test)

@@ -260,8 +260,12 @@ _LOG_AXIS = {"type": "log", "tickformat": "~g", "nticks": 3}
 
 #: colours of curves that belong to one input each (an ARD weight, a length scale): the input's position
 #: picks the colour, so the same input has the same colour in every chart of a page (SeegerARD's
-#: w[temperature] was red in its hyperparameter chart and blue in its weight trace)
-SERIES_COLOURS = list(pcolors.qualitative.D3)
+#: w[temperature] was red in its hyperparameter chart and blue in its weight trace). Plotly's D3 palette
+#: and eight darker ones from its Dark24 that D3 does not come close to: more colours than a legend has
+#: entries (MAX_LEGEND_ENTRIES), so no two entries of a legend look the same (with D3 alone, w[x0] and
+#: w[x10] did)
+SERIES_COLOURS = list(pcolors.qualitative.D3) + ["#222A2A", "#B68100", "#00A08B", "#750D86", "#FC0080",
+                                                   "#0D2A63", "#6C7C32", "#862A16"]
 
 
 def _feature_position(name: str) -> int | None:

@@ -294,7 +294,9 @@ def map_model(model, points, seconds: float = FINAL_MAP_SECONDS):
     keep = int(seconds / max(per * len(points), 1e-12))
     if keep >= _n_draws(final):
         return final, None
-    cut, _ = thinned(model, max(MIN_MAP_DRAWS, keep))
+    chains = _samples(model).shape[0]
+    # whole draws per chain, rounded up: rounded down, the floor of MIN_MAP_DRAWS was 96 with 8 chains
+    cut, _ = thinned(model, -(-max(MIN_MAP_DRAWS, keep) // chains) * chains)
     return cut, _n_draws(cut)
 
 

@@ -67,7 +67,7 @@ METHOD_ALIASES = {"hmc": ("subgradient_hmc", "hmc"), "sgld": ("subgradient_hmc",
 #: the Data page's option to drop unusable rows of an upload (bsvm.data.load_csv's dropna)
 DROP_LABEL = "Drop rows with missing or unusable values"
 #: ... and the rows of classes too small to split (dashboard.analysis.prepare's drop_rare)
-DROP_RARE_LABEL = "Leave out classes with fewer than 3 rows"
+DROP_RARE_LABEL = "Leave out classes with a single row"
 
 #: session-state key of the sidebar's presentation-mode toggle (``ui.presentation_toggle``); ``?present=1``
 #: in a link turns it on, so a lecture's prepared links open ready for the projector

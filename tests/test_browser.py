@@ -294,8 +294,9 @@ def test_the_data_page_answers_at_slash_data_too(server, page):
     pg.goto(f"{server}/data?sample=upload")
     pg.wait_for_function("() => !location.pathname.endsWith('/data')")
     pg.locator('[data-testid="stMetric"]', has_text="training rows").wait_for()  # the page's run has ended
-    pg.wait_for_timeout(1000)
-    assert pg.get_by_text("uploaded CSV, which a new session does not have").count() == 1
+    note = pg.get_by_text("uploaded CSV, which a new session does not have")
+    note.first.wait_for(timeout=10_000)  # fails when the note never shows
+    assert note.count() == 1
 
 
 def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):

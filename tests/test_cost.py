@@ -160,11 +160,17 @@ def test_sbsvm_time_model_follows_the_fits_stages():
     ("GibbsSVM", 20000, 20, 2, 48.0), ("GibbsSVM", 569, 30, 2, 5.4),
     ("SubgradientHMC", 175, 2, 2, 0.18), ("SubgradientHMC", 2000, 20, 2, 0.38),
     ("SubgradientHMC", 150, 4, 3, 1.0), ("SubgradientHMC", 178, 13, 3, 3.0),
+    # sgld / sgnht (the old model said 17 s / 6.7 s at 20k x 20)
+    ("SubgradientHMC:sgld", 175, 2, 2, 2.5), ("SubgradientHMC:sgld", 20000, 20, 2, 6.1),
+    ("SubgradientHMC:sgld", 150, 4, 3, 17.4), ("SubgradientHMC:sgnht", 175, 2, 2, 0.50),
+    ("SubgradientHMC:sgnht", 2000, 20, 2, 2.4), ("SubgradientHMC:sgnht", 20000, 20, 2, 1.2),
+    ("SubgradientHMC:sgnht", 569, 30, 2, 1.2),
 ])
 def test_time_estimates_within_a_factor_two_of_measured_fits(name, n, d, k, measured):
     # the dashboard shows these next to Start: "about 8 seconds" for GibbsSVM's 1 s fit on 140 rows was
     # the old model (a fixed 4,100 sweeps of at least 1.8 ms)
     import bsvm
 
-    est = getattr(bsvm, name)().estimate_cost(n, d, k).seconds
+    name, _, sampler = name.partition(":")
+    est = getattr(bsvm, name)(**({"sampler": sampler} if sampler else {})).estimate_cost(n, d, k).seconds
     assert measured / 2 <= est <= 2 * measured

@@ -391,7 +391,7 @@ def test_a_class_too_small_to_split_can_be_left_out():
     at = _upload(_app(), ("x1,x2,label\n" + "\n".join(rows) + "\n0.5,0.5,C\n").encode())
     _ok(at)
     said = " ".join(e.value for e in at.error)
-    assert "class C: 1 row" in said and "Leave out classes with fewer than 3 rows" in said
+    assert "class C: 1 row" in said and "Leave out classes with a single row" in said
     at.checkbox(key="w:cfg:droprare").check().run()
     _ok(at)
     assert not at.error
@@ -1414,8 +1414,8 @@ def test_a_finished_samplers_map_takes_fewer_draws_when_they_would_take_long():
     class Voter:  # predicting costs CPU in proportion to draws x points, as a sampler's vote does
         classes_ = np.array([0, 1])
 
-        def __init__(self, draws):
-            self.samples_ = np.linspace(0, 1, 4 * draws).reshape(4, draws, 1)
+        def __init__(self, draws, chains=4):
+            self.samples_ = np.linspace(0, 1, chains * draws).reshape(chains, draws, 1)
 
         def predict_proba(self, X):
             a = np.tanh(np.outer(self.samples_.ravel(), X[:, 0]))
@@ -1434,6 +1434,10 @@ def test_a_finished_samplers_map_takes_fewer_draws_when_they_would_take_long():
     # the budget holds for a model with no more than FINAL_DRAWS draws too (thinned keeps it whole)
     few, used = map_model(Voter(200), X, seconds=1e-9)
     assert MIN_MAP_DRAWS <= used < 800 and few.samples_.size == used
+    # whole draws per chain, never below the floor (8 chains kept 8 x 12 = 96 draws, a review)
+    for chains in (3, 8, 32):
+        _, used = map_model(Voter(500, chains), X, seconds=1e-9)
+        assert MIN_MAP_DRAWS <= used < MIN_MAP_DRAWS + chains, (chains, used)
 
 
 def test_a_run_too_quick_to_follow_suggests_slow_motion():
@@ -1441,7 +1445,8 @@ def test_a_run_too_quick_to_follow_suggests_slow_motion():
     as a teacher): the finished run says how to watch it record by record."""
     pytest.importorskip("bsvm.subgradient")
     at, run, _ = _finished_train_run(sample="ripley.csv", method="subgradient_hmc")
-    assert run.history[-1].elapsed < 3.0
+    if run.history[-1].elapsed >= 3.0:  # a loaded machine: the page rightly says nothing (a review)
+        pytest.skip(f"the run took {run.history[-1].elapsed:.1f} s here, not a quick run")
     assert any("Too quick to follow? Turn on **Slow motion**" in c.value for c in at.caption)
 
 

@@ -1194,6 +1194,27 @@ def test_too_few_rows_to_split_are_counted_in_words():
         prepare(loaded, None, True, 0.3, 0)
 
 
+def test_a_two_row_class_is_kept_whole_for_training_and_the_page_says_so():
+    """The split accepted a two-row class (both rows to training) while the page's rule said three rows
+    (a review): the rule is now two, the note says the test rows lack that class, and the option to leave
+    out small classes drops only the one-row ones."""
+    from bsvm.data import load_csv
+
+    rng = np.random.default_rng(0)
+    body = "".join(f"{a:.3f},{b:.3f},{'A' if i % 2 else 'B'}\n"
+                   for i, (a, b) in enumerate(rng.normal(size=(30, 2))))
+    loaded = load_csv(("x1,x2,label\n" + body + "0,0,C\n1,1,C\n").encode())
+    prep = prepare(loaded, None, True, 0.3, 0)
+    assert list(prep.y_train).count("C") == 2 and "C" not in list(prep.y_test)
+    assert any("C has only 2 rows" in n and "none of it" in n for n in prep.notes), prep.notes
+    loaded = load_csv(("x1,x2,label\n" + body + "0,0,C\n1,1,C\n2,2,D\n").encode())
+    with pytest.raises(ValueError, match="class D: 1 row"):
+        prepare(loaded, None, True, 0.3, 0)
+    prep = prepare(loaded, None, True, 0.3, 0, drop_rare=True)
+    assert list(prep.classes) == ["A", "B", "C"]
+    assert any("Left out class D (1 row)" in n for n in prep.notes), prep.notes
+
+
 def test_rhat_is_written_so_that_its_flag_can_be_read_from_it():
     """1.01004 showed as "1.0100" beside its flag "R-hat > 1.01"."""
     assert figures.rhat_text(1.0098) == "1.0098" and figures.rhat_text(1.0234) == "1.0234"
@@ -1229,3 +1250,8 @@ def test_an_input_has_one_colour_in_every_chart_of_a_fit():
     colour = {t.name: t.line.color for t in hyper.data}
     assert {t.name: t.line.color for t in trace.data} == {n: colour[n] for n in ("w[temp]", "w[hum]")}
     assert len(set(colour.values())) == len(colour)  # C and v take colours no input uses
+    # a legend's entries never share a colour: 11 inputs and one other curve (D3's ten colours repeated)
+    assert len(figures.SERIES_COLOURS) > figures.MAX_LEGEND_ENTRIES
+    traces = [{"name": f"w[x{i}]"} for i in range(11)] + [{"name": "C"}]
+    figures._colour_by_input(traces, [*range(11), None])
+    assert len({t["line"]["color"] for t in traces}) == 12

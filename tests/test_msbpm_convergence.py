@@ -148,3 +148,26 @@ def test_draw_store_keeps_every_other_draw_and_its_views_stay_valid():
     assert len(views) > 30
     for view, copy in views:
         np.testing.assert_array_equal(view, copy)
+
+
+def test_draws_are_read_only_during_a_run_and_compact_after_a_stop():
+    # during a run the fitted attributes are views of the store's buffers: a consumer writing into one
+    # would change the later records and the final draws, so they are read-only. A run stopped by its
+    # consumer (the dashboard's Stop, a break) keeps copies, not buffers with spare room (a review)
+    X, y = make_ripley(60, random_state=0)
+    m = MSBPM(random_state=0, n_chains=8, n_samples=2000, burn_in=20)
+    run = m.fit_iter(X, y)
+    for _ in range(10):  # past burn-in (a record every 10 sweeps): draws are kept
+        next(run)
+    assert m.samples_.shape[1] > 1
+    with pytest.raises(ValueError, match="read-only"):
+        m.samples_[0, 0, 0] = 1.0
+    with pytest.raises(ValueError, match="read-only"):
+        m.log_posterior_[0, 0] = 1.0
+    kept = m.samples_.copy()
+    run.close()
+    assert m.samples_.flags.owndata and m.samples_.flags.writeable
+    # (the three traces share one compact copy: no spare room past the kept draws)
+    assert m.log_posterior_.flags.writeable and m.log_posterior_.base.shape[-1] == m.samples_.shape[1]
+    np.testing.assert_array_equal(m.samples_, kept)
+    assert m.predict_proba(X[:5]).shape == (5, 2)

@@ -213,15 +213,22 @@ class _DrawStore:
         self._mon = np.empty((mon.shape[0], size, mon.shape[2]))
         self._beta[:, :self.n], self._traces[..., :self.n], self._mon[:, :self.n] = beta, traces, mon
 
+    @staticmethod
+    def _view(a):
+        # read-only: the fitted attributes are these views during a run, and a consumer writing into one
+        # would change later records and the final draws (a review)
+        a.flags.writeable = False
+        return a
+
     def samples(self):
-        return self._beta[:, :self.n]  # (chains, draws, params)
+        return self._view(self._beta[:, :self.n])  # (chains, draws, params)
 
     def traces(self):
-        return self._traces[..., :self.n]  # (3, chains, draws)
+        return self._view(self._traces[..., :self.n])  # (3, chains, draws)
 
     def monitored(self):
         """(chains, draws, 1 + rows): the log posterior, then p(y_i | x_i) at the monitored rows."""
-        return self._mon[:, :self.n]
+        return self._view(self._mon[:, :self.n])
 
     def mean(self):
         """The kept draws' mean over chains and draws (params,)."""
@@ -824,7 +831,13 @@ class MSBPM(BayesianClassifier):
                 metrics["bias_scale"] = float(self.bias_scale_)
                 busy += time.process_time() - clock
                 last = (metrics, self._snapshot(problem, state))
-                yield sweep + offset, *last
+                try:
+                    yield sweep + offset, *last
+                except GeneratorExit:
+                    # stopped by the consumer (the dashboard's Stop, a break): keep compact copies, not
+                    # views of buffers with up to as much spare room as draws
+                    self._store(problem, state, store, final=True)
+                    raise
                 clock = time.process_time()
                 kinds = []
             if done:
@@ -937,9 +950,9 @@ class MSBPM(BayesianClassifier):
         return np.stack([engine.log_posterior(problem, state), state.log_lik, err])
 
     def _store(self, problem, state, store, final=False):
-        """Fitted attributes from the draws kept so far, or the current population during burn-in. Views of
-        the store's buffers during the run; at the end (``final``) copies, so a fitted model does not hold
-        the buffers' unused room."""
+        """Fitted attributes from the draws kept so far, or the current population during burn-in. Read-only
+        views of the store's buffers during the run; at the end or a stop (``final``) copies, so a fitted
+        model does not hold the buffers' unused room."""
         if store.n:
             self.samples_ = store.samples()
             traces = store.traces()
