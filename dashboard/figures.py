@@ -298,8 +298,17 @@ def _floor_at_zero(values, log_y: bool) -> dict:
     return {"rangemode": "nonnegative"} if not log_y and np.isfinite(v).any() and np.nanmin(v) >= 0 else {}
 
 
+def _gapped(it: np.ndarray, v: np.ndarray, breaks) -> tuple[np.ndarray, np.ndarray]:
+    """The series with a gap (a NaN point, which Plotly does not join) before the first point at or past
+    each of ``breaks``: where a fit moves on to another model, its curve is not one trajectory."""
+    cut = sorted({int(i) for b in breaks for i in np.flatnonzero((it[1:] >= b) & (it[:-1] < b)) + 1})
+    if not cut:
+        return it, v
+    return (np.insert(it, cut, (it[np.array(cut) - 1] + it[cut]) / 2), np.insert(v, cut, np.nan))
+
+
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
-                  separate_axes: bool = False, feature_names=None, panel: int = 110, **extra):
+                  separate_axes: bool = False, feature_names=None, panel: int = 110, breaks=(), **extra):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
     ``extra``: more layout (shapes, annotations, margin), set as the figure is made (go.Figure's setters
     validate: eight times the cost of the whole figure, on every live redraw).
@@ -307,6 +316,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     separate_axes: one stacked panel per metric (sharing the iteration axis), for quantities on
     different scales such as a step size next to an acceptance rate; ``panel`` px each.
     feature_names: the data's columns, put in place of positional names (``w[x0]`` -> ``w[radius]``).
+    breaks: iterations where the curves are not joined (a new candidate fit starts there).
     """
     if not history or not names:
         return empty_figure(f"{title}: nothing recorded yet", height)
@@ -318,7 +328,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     n, gap = len(names), 0.1
     share = (1.0 - gap * (n - 1)) / n  # each panel's fraction of the plot's height
     for k, name in enumerate(names):
-        it, v = _series(history, name, idx)
+        it, v = _gapped(*_series(history, name, idx), breaks)
         shown = CURVE_LABELS.get(name) or feature_label(name, feature_names)
         tr = {"type": "scatter", "x": it, "y": v, "mode": mode, "name": shown, "marker": {"size": 5}}
         if stacked:  # panel 0 on top; each panel's y axis is titled with its metric
@@ -488,8 +498,8 @@ def objective_curve(history, height: int = 300, stages=None):
     extra = {"margin": SUBTITLE_MARGIN} if sub else {}
     if shapes:
         extra.update(shapes=shapes, annotations=notes)
-    fig = metric_curves(history, [name], label, height=height, **extra)
-    return fig
+    # (each candidate's ELBO is its own objective: joined, the five fits read as one climbing run, a crawl)
+    return metric_curves(history, [name], label, height=height, breaks=[m[0] for m in marks], **extra)
 
 
 def _group_label(texts: list[str]) -> str:

@@ -906,7 +906,11 @@ def test_the_objective_curve_marks_where_a_fit_moves_to_more_rows():
     fig = figures.objective_curve(hist)
     assert [sh.x0 for sh in fig.layout.shapes] == [8.0]
     assert [a.text.strip() for a in fig.layout.annotations] == ["700 rows"]
+    # the curve breaks there (one gap, between iterations 7 and 8) instead of joining the two fits
+    x, y = np.asarray(fig.data[0].x, dtype=float), np.asarray(fig.data[0].y, dtype=float)
+    assert np.isnan(y).sum() == 1 and x[np.isnan(y)][0] == 7.5 and len(x) == 13
     assert not figures.objective_curve(_history(10)).layout.shapes
+    assert not np.isnan(np.asarray(figures.objective_curve(_history(10)).data[0].y, dtype=float)).any()
     many = figures.metric_curves(hist, [f"w[{j}]" for j in range(30)], "Hyperparameters")
     assert many.layout.title.text.startswith("Hyperparameters<br>") and "30 curves" in many.layout.title.text
 
@@ -935,6 +939,8 @@ def test_the_objective_curve_numbers_sbsvms_candidate_fits():
     hover = "<br>".join(a.hovertext for a in fig.layout.annotations).split("<br>")
     assert hover[0] == "2: one length scale per feature" and hover[-1] == "the candidates stacked"
     assert "candidate fit" in fig.layout.title.text
+    # each candidate's ELBO is a curve of its own: a gap at every mark (they were joined into one line)
+    assert np.isnan(np.asarray(fig.data[0].y, dtype=float)).sum() == len(stages)
     assert "stage" not in sum(figures.split_metrics(figures.metric_names(est.history_)).values(), [])
     # one kernel, one fit: no marks
     assert not figures.objective_curve(SBSVM(kernel="rbf", random_state=0).fit(X, y).history_).layout.shapes
