@@ -548,7 +548,7 @@ def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():
     (w,) = [w.value for w in at.warning if "last check" in w.value]
     assert "was stopped before a final verdict" in w and "ESS bulk 272" in w and "R-hat 1.0203" in w
     assert not [s.value for s in at.success]
-    assert any(i.value.startswith("All 4 quantities in this table") and "not met yet" in i.value
+    assert any(i.value.startswith("All 4 quantities in this table") and "check above is not met" in i.value
                for i in at.info)
     assert at.selectbox(key="diag_param").options[0] == "potential"  # not the attribute, potential_
     # the same check passed: said, and the table's message is green again
@@ -565,7 +565,36 @@ def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():
     said = [i.value for i in at.info if "stopping rule was checked" in i.value]
     assert said and "was paused before its stopping rule was checked" in said[0]
     assert not any("too few draws" in t.value or "reach its rule" in t.value for t in [*at.info, *at.warning])
-    assert at.success and not any("not met yet" in i.value for i in at.info)  # the table's own verdict
+    assert at.success and not any("not met" in i.value for i in at.info)  # the table's own verdict
+
+
+def test_a_stopped_runs_failed_verdict_is_not_followed_by_a_green_all_clear():
+    """MS-BPM stopped before its rule passed keeps its last check as ``convergence_`` (not converged):
+    the page said "Not converged" in yellow and, right under it, "The 17 varying quantities in this table
+    are within the stopping rule's thresholds" in green (a crawl)."""
+    from bsvm.convergence import StoppingRule, assess
+
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(8, 300, 3))  # the table's parameters: well mixed
+    fake = _FakeSampler(S)
+    q = rng.normal(size=(8, 40, 3))
+    q[:4, :, 1] += 1.0  # p(y|x) at a row: chains disagree
+    fake.convergence_ = assess(q, names=["log_posterior", "p(y|x)[0]", "p(y|x)[9]"])
+    fake.stopping_rule_ = StoppingRule().describe(2)
+    fake.converged_ = False
+    assert not fake.convergence_.converged
+    at = _app(sample="ripley.csv")
+    run = Run.from_fitted(fake)
+    run.status = "stopped"
+    at.session_state["run"] = run
+    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
+                                    "data_key": at.session_state["data"].key}
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    assert any(w.value.startswith("Not converged: ") for w in at.warning)
+    assert not [s.value for s in at.success]
+    assert any("within the stopping rule's thresholds" in i.value and "check above is not met" in i.value
+               for i in at.info)
 
 
 def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags():

@@ -186,7 +186,11 @@ if table is not None:
     unchecked = rule_table is not None and not monitors_params and bool(getattr(est, "converged_", False))
     # (a crawl read "All 82 quantities in this table ..." beside "118 have the same value ..." in a table
     # of 200, and a green "Converged" above "1 of the 104 quantities miss ..." as two verdicts)
-    (st.info if n_bad and unchecked else st.warning if n_bad else st.info if pending_fail else st.success)(
+    # the rule's own check failed: at a stop or pause (no verdict yet, pending_fail), or as the verdict of
+    # a run stopped with its convergence_ set (a green "within the thresholds" sat under a yellow "Not
+    # converged" after Stop, a crawl)
+    rule_failed = pending_fail or (rule_table is not None and not bool(getattr(est, "converged_", False)))
+    (st.info if n_bad and unchecked else st.warning if n_bad else st.info if rule_failed else st.success)(
         (f"{n_bad} of the {checked} {varying}quantities in this table miss the thresholds ({rule}): "
          "parameters the stopping rule does not check (the run converged on what it checks, above); they "
          f"are listed first.{fixed}" if unchecked else
@@ -194,8 +198,8 @@ if table is not None:
          f"are listed first.{fixed}") if n_bad else
         (f"The {checked} varying quantities in this table are" if n_const else
          f"All {checked} quantities in this table are") + f" within the stopping rule's thresholds.{fixed}"
-        + (" The rule's own check above is not met yet: it also watches p(y|x), which mixes more slowly "
-           "here." if pending_fail and not n_bad else ""))
+        + (" The rule's own check above is not met: it also watches p(y|x) at training rows, which this "
+           "table does not have." if rule_failed and not n_bad else ""))
     if n_bad and rule_table is not None and not monitors_params:
         st.caption(f"{run_method_name(meta, type(est).__name__)}'s stopping rule does not "
                    "check its parameters "
