@@ -36,6 +36,7 @@ import os
 import pickle
 import threading
 import time
+import warnings
 from contextlib import contextmanager
 
 from .runner import (
@@ -403,6 +404,21 @@ def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma:
     ("done", bytes of the final estimator without history_, records, wall), ("failed", message).
     From the parent: ("go", steps, seq), ("halt", seq), ("interval", seconds), ("snap",)."""
     out = _Outbox(conn)
+    # The fit's warnings (DataScaleWarning, ConvergenceWarning...) went to the server's log only, never
+    # to the page (a crawl): recorded here (this process runs nothing else) and sent to the parent
+    caught = warnings.catch_warnings(record=True).__enter__()
+    warnings.simplefilter("always")
+    sent: list[str] = []
+
+    def forward() -> None:
+        new = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+        new = [m for m in dict.fromkeys(new) if m not in sent]  # (in order, once each)
+        caught.clear()
+        if new:
+            sent.extend(new)
+            out.put([], count, wall, tail=("warnings", new))
+
+    count, wall = 0, 0.0
     try:
         gen = estimator.fit_iter(X, y)
     except Exception as exc:  # noqa: BLE001 - a refused fit ends the run with its message
@@ -442,18 +458,22 @@ def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma:
             rec = next(gen)
         except StopIteration:
             wall += time.perf_counter() - t0
+            forward()
             final = copy.copy(estimator)
             final.__dict__.pop("history_", None)
             flush(False, ("done", pickle.dumps(final, protocol=pickle.HIGHEST_PROTOCOL), count, wall))
             out.close()
             return
         except Exception as exc:  # noqa: BLE001 - a failed fit ends the run, not the page
+            forward()
             flush(False, ("failed", _message(exc)))
             out.close()
             return
         wall += time.perf_counter() - t0
         count += 1
         pending.append(rec)
+        if caught:
+            forward()
         now = time.perf_counter()
         if steps is not None and not initial_record(rec, count):
             steps -= 1
@@ -667,6 +687,10 @@ class ProcessRun(Run):
                 if est is not None and self.status != CANCELLED:
                     self.estimator = self.view = est
                     self._snapshots += 1
+            return False
+        if kind == "warnings":
+            with self._lock:
+                self.warnings.extend(m for m in msg[1] if m not in self.warnings)
             return False
         if kind == "halted":
             with self._lock:

@@ -126,6 +126,7 @@ class Run(_Worker):
         self.status = IDLE
         self.error = ""
         self.note = ""  # why the run was stopped or cancelled by the app (not the user), shown by pages
+        self.warnings: list[str] = []  # the fit's own warnings (UserWarning and subclasses), once each
         self.min_interval = 0.0
         self.records = 0
         self.wall = 0.0  # seconds the worker spent pulling records

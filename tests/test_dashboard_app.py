@@ -151,6 +151,23 @@ def _finished_train_run(**query):
     return at, run, [b.key for b in at.get("download_button") if str(b.key).startswith("png:train_")]
 
 
+def test_the_fits_own_warnings_and_verdict_reach_the_train_page():
+    """A fixed-length SubgradientHMC run of 20 draws ended "done: iteration 30 / 30" with accuracy and no
+    word of its ConvergenceWarning (R-hat 1.146), which went to the server's log only (a crawl)."""
+    pytest.importorskip("bsvm.subgradient")
+    at, run, _ = _finished_train_run(sample="ripley.csv", method="subgradient_hmc",
+                                     **{"o.n_samples": "20", "o.n_burnin": "10"})
+    said = [w.value for w in at.warning if w.value.startswith("The method warned: ")]
+    assert any("stopped without meeting its stopping rule" in w for w in said), said
+    assert run.warnings and len(said) == len(set(said))
+    assert any(p.text.startswith("done: iteration 30 / 30 (stopping rule not met)")
+               for p in at.get("progress")), [p.text for p in at.get("progress")]
+    # a default run converges: said so, with no warning
+    at, run, _ = _finished_train_run(sample="ripley.csv", method="subgradient_hmc")
+    assert not run.warnings and not [w for w in at.warning if w.value.startswith("The method warned")]
+    assert any("(converged) - " in p.text for p in at.get("progress")), [p.text for p in at.get("progress")]
+
+
 def test_a_finished_run_offers_png_downloads_of_its_charts_only():
     """PlattSVM has no curves: its Train page showed four PNG buttons, three under placeholder messages."""
     at, run, pngs = _finished_train_run(sample="ripley.csv", method="platt")

@@ -357,6 +357,15 @@ with right:
             note = ui.fit_note_once(r.model, data)
             if note:
                 st.warning(note, icon=":material/lightbulb:")
+        if r.warnings and not other_data:
+            # the fit's own warnings (unstandardised scales, a stopping rule not met...): they went to the
+            # server's log only, and the page said "done" beside an unconverged fixed-length run (a crawl)
+            said = list(r.warnings)  # (a copy: the reader thread appends)
+            for text in said[:3]:
+                st.warning(f"The method warned: {text}", icon=":material/warning:")
+            if len(said) > 3:
+                more = len(said) - 3
+                st.caption(f"... and {more} more warning{'s' if more > 1 else ''} from the method.")
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
         elif r.note and r.status in (STOPPED, PAUSED):
@@ -446,6 +455,12 @@ with right:
                 and getattr(r.model, "converged_", False)):
             # SeegerARD's "done: iteration 9 / 50" read as cut short: it stopped by its own rule
             total = f" (converged; at most {r.max_iter})"
+        model = r.model if r.status == DONE else None
+        verdict = getattr(model, "converged_", None) if hasattr(model, "samples_") else None
+        if staged is None and verdict is not None:
+            # a sampler's run ended "done: iteration 2374" after a failing check was last shown (a crawl):
+            # say which way its stopping rule went (the warning above says why, when it was not met)
+            total += " (converged)" if verdict else " (stopping rule not met)"
         checked = last_check(r.history[-200:]) if not r.max_iter and r.status != DONE else None
         if checked:  # what the bar counts (progress_fraction)
             total = f" ({check_text(checked)})"
