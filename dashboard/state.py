@@ -93,9 +93,10 @@ def _parse(params: dict) -> dict:
     elif sample:
         notes.append(f"The link's data set {sample!r} is not one of the shipped samples "
                      f"({', '.join(SAMPLES)}): the first sample is shown.")
-    if "label" in params:
+    # an upload's label and feature columns are the file's: not those of the sample shown instead
+    if "label" in params and sample != UPLOAD:
         out["label"] = str(params["label"])
-    if params.get("features"):
+    if params.get("features") and sample != UPLOAD:
         out["features"] = [f for f in str(params["features"]).split(",") if f]
     if "std" in params:
         out["std"] = str(params["std"]) not in ("0", "false", "False")
@@ -247,8 +248,10 @@ def url_params() -> dict:
     """The settings as query-string values (method options only where they differ from the default)."""
     c = cfg()
     out = {}
-    if c["sample"] != UPLOAD:
-        out["sample"] = c["sample"]
+    # (an upload too: its link then says, in a new session, that the file must be uploaded again; without
+    # it the link opened the first sample with the upload's label column, "Label column 'klasse' not
+    # found", a crawl)
+    out["sample"] = c["sample"]
     if c["sample"] == PLAYGROUND:
         out.update(_playground_params())
     for k in ("label", "std", "test", "seed", "method"):
@@ -420,6 +423,17 @@ def current_data() -> Prepared | None:
                     icon=":material/touch_app:")
             st.session_state["_data_said"] = "playground"  # what to do is said: require_data adds nothing
             return None
+        if str(exc).startswith("Label column") and "not found" in str(exc) and c.get("label"):
+            # a link's label column that this data set does not have (a hand-made or old link): the likely
+            # one instead, and say so (it read "... Pass label= one of them", the library's words)
+            st.warning(f"The label column {c['label']!r} (from the link) is not a column of this data set: "
+                       "the likely one is used instead; choose another on the Data page.",
+                       icon=":material/link_off:")
+            c["label"] = None  # load_csv guesses it; then the setting (and the link) names the guess
+            data = current_data()
+            if data is not None:
+                c["label"] = data.label_name
+            return data
         st.session_state["_data_said"] = "refused"  # require_data does not say "choose one": they did
         up = st.session_state.get("upload") if c["sample"] == UPLOAD else None
         where = f" ({up['name']})" if up else ""

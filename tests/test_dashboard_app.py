@@ -1106,6 +1106,30 @@ def test_a_link_with_a_mistyped_sample_or_method_says_what_it_shows_instead():
     at = _app(sample="upload")
     _ok(at)
     assert any("uploaded CSV, which a new session does not have" in w.value for w in at.warning)
+    # the link of an upload names it (it had no sample=, so a new session opened the first sample) and its
+    # label column is the file's: "Label column 'klasse' not found" on the sample shown instead (a crawl)
+    at = _app(sample="upload", label="klasse", features="a,b")
+    _ok(at)
+    assert any("uploaded CSV, which a new session does not have" in w.value for w in at.warning)
+    assert not at.error and at.session_state["data"].label_name == "label"
+    at = _upload(_app(), b"x1,x2,klasse\n" + b"".join(b"%d,%d,%s\n" % (i, i % 7, b"ab"[i % 2:i % 2 + 1])
+                                                      for i in range(30)))
+    _ok(at)
+    assert at.query_params["sample"] in ("upload", ["upload"]), dict(at.query_params)
+    # a link straight to another page with a label column the sample does not have: the likely one, said
+    # in the page's words (it read "Label column 'klasse' not found ... Pass label= one of them")
+    from _apptest import APP
+    from streamlit.testing.v1 import AppTest
+
+    for query in ({"sample": "upload", "label": "klasse"}, {"label": "klasse"}):
+        at = AppTest.from_file(APP, default_timeout=60)
+        for k, v in query.items():
+            at.query_params[k] = v
+        at.switch_page("views/calibration.py").run()
+        _ok(at)
+        assert not at.error, [e.value for e in at.error]
+        assert at.session_state["cfg"]["label"] == "label"
+    assert any("(from the link) is not a column of this data set" in w.value for w in at.warning)
 
 
 def test_a_live_snapshot_thins_a_samplers_draws_consistently():
