@@ -269,9 +269,12 @@ def _msbpm(est, n, d, k) -> Cost:
     (more directions to mix: ~200 kept draws at r / N ~ 0.05, ~900 at r = N). r is known only once the
     pivoted Cholesky has run; before the fit it is guessed as min(N, 20 d^2 + 50) (RBF kernel, measured
     rank at the default tolerance: 2-D Ripley-like data 70-90, 20-D twonorm/ringnorm all N up to 2000).
-    Measured default fits (CPU s, one thread) against this model: Ripley-like 175 / 500 / 1000 / 2000
-    rows 0.55 / 1.32 / 1.81 / 3.65 (model 1.2 / 1.8 / 2.7 / 4.6); twonorm 500 / 1000 / 2000 rows 5.8 /
-    31 / 166, ringnorm 7.1 / 20 / 191 (model 12 / 48 / 192). (The model of the line sampler, below,
+    Measured default fits (CPU s, one thread) against this model, with 8 chains: Ripley-like 175 / 500 /
+    1000 / 2000 rows 0.55 / 1.32 / 1.81 / 3.65 (model 1.2 / 1.8 / 2.7 / 4.6); twonorm 500 / 1000 / 2000
+    rows 5.8 / 31 / 166, ringnorm 7.1 / 20 / 191 (model 12 / 48 / 192). With the default 4 chains since
+    November 2026: Ripley-like 0.51 / 1.04 / 0.80 / 3.61, twonorm 500 / 1000 2.6 / 33 (model 0.75 / 1.05
+    / 1.5 / 2.5, 6.3 / 24); 2-D data of 2,100 rows with 5 % flipped labels 8.6 (model 2.5: it mixes
+    slowly, which no model of the size alone can know). (The model of the line sampler, below,
     had given 5-40 s for all of them.) The line sampler ("lines", or more classes): O(N^3) set-up, then
     every sweep moves all chains through O(N r) scores."""
     lines = not (k == 2 and est.sampler in ("auto", "hmc") and est.prior == "rkhs"
@@ -281,14 +284,18 @@ def _msbpm(est, n, d, k) -> Cost:
         sweeps = _int(est.burn_in, 300) + D * _int(est.thin, 8)
         secs = 3e-10 * n**3 + 1e-6 * sweeps * S * n * (k - 1) + 2.0
     else:
-        S = _int(est.n_chains, 8)
+        S = _int(est.n_chains, 4)  # (4 chains since November 2026: MSBPM's n_chains)
         r = min(n, 20 * d * d + 50)
         D = _int(est.n_samples, int(200 + 700 * r / n))
         sweeps = _int(est.burn_in, 100) + D * _int(est.thin, 1)
         secs = 6e-9 * sweeps * S * n * r * _int(est.n_leapfrog, 4) / 4 + 0.3
     draws = S * min(D, 1000) * (k - 1) * (n + 1)
     mem = F8 * (4.5 * n * n + draws + 4 * n * d + 50 * S * n * (k - 1))
-    return Cost(mem, secs, "N^2 kernel: about 4 N x N matrices",
+    # (the run length to the stopping rule depends on how fast the posterior mixes, as for the other
+    # samplers: 2-D data of 2,100 rows with 5 % flipped labels took 1,580 sweeps, the model's guess 360)
+    slow = ("; a typical run to the convergence rule: a posterior that mixes slowly takes a few times longer"
+            if est.n_samples is None else "")
+    return Cost(mem, secs, "N^2 kernel: about 4 N x N matrices" + slow,
                 "use SBSVM (inducing points, memory independent of N) or SubgradientHMC(features='nystroem')")
 
 

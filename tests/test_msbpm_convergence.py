@@ -50,7 +50,7 @@ def test_fixed_length_run_is_checked_once():
     X, y = make_ripley(40, random_state=2)
     with pytest.warns(ConvergenceWarning, match="n_samples=15"):
         m = MSBPM(random_state=0, n_samples=15, burn_in=10).fit(X, y)
-    assert m.samples_.shape[:2] == (8, 15) and m.convergence_.draws == 15
+    assert m.samples_.shape[:2] == (4, 15) and m.convergence_.draws == 15  # 4 chains for "hmc"
 
 
 def test_draws_out_match_predict_proba_and_arviz_schema():
@@ -60,11 +60,11 @@ def test_draws_out_match_predict_proba_and_arviz_schema():
         warnings.simplefilter("ignore", ConvergenceWarning)
         m.fit(X, y)
     D = m.predict_proba_draws(X[:7])
-    assert D.shape == (8, 12, 7, 2)
+    assert D.shape == (4, 12, 7, 2)
     np.testing.assert_allclose(D.mean(axis=(0, 1)), m.predict_proba(X[:7]))
     dt = m.to_arviz()
     assert {"posterior", "sample_stats", "observed_data"} <= set(dt.children)
-    assert dt["posterior"]["beta"].shape == (8, 12, 1, 51)
+    assert dt["posterior"]["beta"].shape == (4, 12, 1, 51)
     np.testing.assert_allclose(dt["sample_stats"]["lp"].values, m.log_posterior_)
     from arviz_stats import summary
     assert len(summary(dt, var_names=["beta"])) == 51
