@@ -249,8 +249,9 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         "The log posterior of every chain rises during burn-in, then fluctuates around one level; on "
         "Diagnostics the chains' traces overlap and R-hat is at most 1.01.",
         (
-            Option("n_chains", "Chains", "int", 16, "Size of the chain population (ADS moves one chain along "
-                   "the difference of two others; at least 4).", min=4, max=1000),
+            Option("n_chains", "Chains", "int", 16, "Size of the chain population; automatic: 4 for the "
+                   "two-class HMC move, 16 for the line moves (ADS moves one chain along the difference of "
+                   "two others; at least 4).", min=4, max=1000),
             Option("n_samples", "Draws per chain", "int", 100, "Draws kept per chain after burn-in.", min=1,
                    max=100000),
             Option("burn_in", "Burn-in sweeps", "int", 300, "Sweeps discarded before keeping draws.", min=0,

@@ -529,6 +529,27 @@ class _FakeSampler:
         return np.full((len(X), 2), 0.5)
 
 
+def test_posterior_draws_of_a_multi_class_fit_say_why_none_are_drawn():
+    """A 4-class SubgradientHMC run got a slider and two notes in this tab: "no `predict_proba_draws`" (a
+    method's attribute, and it has one) and "for SubgradientHMC ... with features = None" (which it was,
+    a crawl). Now one note with the real reason, and no slider."""
+    rng = np.random.default_rng(0)
+    rows = "".join(f"{a:.3f},{b:.3f},{'ABC'[i % 3]}\n" for i, (a, b) in enumerate(rng.normal(size=(60, 2))))
+    at = _upload(_app(), ("x1,x2,label\n" + rows).encode())
+    _ok(at)
+    assert len(at.session_state["data"].classes) == 3
+    at.session_state["run"] = Run.from_fitted(_FakeSampler(rng.normal(size=(4, 100, 6))))
+    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
+                                    "data_key": at.session_state["data"].key}
+    at.switch_page("views/diagnostics.py").run()
+    at.session_state["diag_tab"] = "Posterior draws"
+    at.run()
+    _ok(at)
+    said = [i.value for i in at.info if "drawn one by one for two classes" in i.value]
+    assert said and "this fit has 3" in said[0]
+    assert not at.slider and not any("predict_proba_draws" in i.value for i in at.info)
+
+
 def test_diagnostics_page_tables_and_flags_chains():
     at = _app(sample="ripley.csv")
     S = np.random.default_rng(0).normal(size=(4, 300, 3))

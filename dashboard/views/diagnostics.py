@@ -298,7 +298,14 @@ if tabs["ESS, energy and pairs"].open:
             ui.chart(figp.pair_plot(pair_data(S, pair), [names[j] for j in pair]), key="diag_pair_plot")
 
 
-if "Posterior draws" in tabs and tabs["Posterior draws"].open:
+if "Posterior draws" in tabs and tabs["Posterior draws"].open and len(data.classes) > 2:
+    with tabs["Posterior draws"]:
+        # (a slider and two notes, one naming a method attribute and one wrong, were all a 4-class run got:
+        # a crawl)
+        st.info(f"Posterior draws are drawn one by one for two classes: this fit has {len(data.classes)}, so "
+                "each draw has one boundary per pair of classes and one weight vector per class. The class "
+                "map on the Train page shows where the draws disagree (opacity = confidence).")
+elif "Posterior draws" in tabs and tabs["Posterior draws"].open:
     with tabs["Posterior draws"]:
         n_show = st.slider("Draws to show", 20, 50, 30, 5, key="diag_n_draws")
         grid, _ = ui.map_grid(data, 50)
@@ -316,7 +323,7 @@ if "Posterior draws" in tabs and tabs["Posterior draws"].open:
                               "there are where one draw's f crosses 0, not a boundary the data support."
                               if meta.get("method") == "msbpm" else ""))
             else:
-                st.info("This model's draws cannot be evaluated one by one (no `predict_proba_draws`).")
+                st.info("This model's draws cannot be evaluated one by one.")
         with d2:
             cloud = weight_cloud(est, data.feature_names)
             if cloud is not None:
@@ -327,8 +334,11 @@ if "Posterior draws" in tabs and tabs["Posterior draws"].open:
                               "chain 0 (start: open circle, end: star)." if paths else
                               ". (HMC runs also draw the leapfrog path of their last transitions.)"))
             else:
+                fmap = getattr(est, "feature_map_", "none")
+                what = ("its draws are kernel expansions, one weight per training row" if fmap == "none"
+                        else f"its weights are those of features = {getattr(est, 'features', None)!r}")
                 st.info("The weight-space cloud is for linear models on the two raw inputs "
-                        "(SubgradientHMC or GibbsSVM with features = None).")
+                        f"(SubgradientHMC or GibbsSVM with features = None): {what}.")
 
 
 if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].open:
