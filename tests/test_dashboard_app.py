@@ -916,6 +916,17 @@ def test_train_page_shows_the_cost_and_refuses_a_run_that_cannot_fit():
         _ok(at)
         assert any("cannot fit in memory" in e.value for e in at.error), [e.value for e in at.error]
         assert _button(at, "Start").disabled and _button(at, "Step").disabled
+        # no "Press Start" under the refusal, and its words are the page's (a crawl)
+        assert not any("Press **Start**" in i.value for i in at.info)
+    at = _app(sample="ripley.csv", method="msbpm")
+    at.switch_page("views/train.py").run()
+    with cost.limits(max_memory=3_000_000):  # room for some rows, not all
+        at.run()
+        _ok(at)
+        (said,) = [e.value for e in at.error if "cannot fit in memory" in e.value]
+        assert said.split(": ", 1)[1].startswith("MS-BPM needs") and "use S-BSVM" in said, said
+        assert "training rows (now 175: a larger Test fraction on the Data page" in said, said
+        assert "subsample" not in said and "MSBPM" not in said
 
 
 def test_a_long_run_keeps_a_bounded_history(monkeypatch):

@@ -162,6 +162,20 @@ def cost_estimate():
         return None, "", f"No cost estimate: {type(exc).__name__}: {exc}"
 
 
+def page_words(refused: str) -> str:
+    """A memory refusal (bsvm.cost.CostError) in this page's words: method labels instead of class names,
+    and the page's way to fewer training rows (it said "subsample", which the dashboard has no control
+    for, a crawl)."""
+    import re
+
+    said = refused.replace("SubgradientHMC(features='nystroem')", "Subgradient MCMC with Features: nystroem")
+    said = re.sub(r"\buse SBSVM\b", "use S-BSVM", said)
+    said = re.sub(r"^\w+ needs", f"{method.short_name} needs", said)
+    return re.sub(r"subsample to ([\d,]+) rows",
+                  rf"use at most \1 training rows (now {len(data.y_train):,}: a larger Test fraction on the "
+                  "Data page leaves fewer)", said)
+
+
 # -- controls: callbacks run before the script, so the buttons are drawn with the new state ------------
 
 def _safe(fn):
@@ -262,7 +276,8 @@ with right:
         st.session_state.pop("_train_cost_caption", None)
     fits = not refused
     if refused:
-        cost_slot.error(f"This run cannot fit in memory, so Start is off: {refused}", icon=":material/block:")
+        cost_slot.error(f"This run cannot fit in memory, so Start is off: {page_words(refused)}",
+                        icon=":material/block:")
     elif cost is not None:
         describe = cost.describe() if hasattr(cost, "describe") else \
             f"about {float(cost.memory_bytes) / 2**20:,.0f} MB and {float(cost.seconds):,.1f} s"
@@ -330,8 +345,9 @@ with right:
         r: Run | None = reg.get(PAGE)
         trace("fragment", status=r.status if r else None, busy=busy)
         if r is None:
-            st.info("Press **Start** to fit." if method.kind == "baseline" else
-                    "Press **Start** to fit, or **Step** to advance one record at a time.")
+            if fits:  # (it said "Press Start" under a memory refusal, with Start and Step off: a crawl)
+                st.info("Press **Start** to fit." if method.kind == "baseline" else
+                        "Press **Start** to fit, or **Step** to advance one record at a time.")
             return
         other_data = r.meta.get("data_key") != data.key
         other_method = r.meta.get("method") != method.key
