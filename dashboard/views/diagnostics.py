@@ -133,10 +133,19 @@ if rule_table is not None:
     (st.success if ok else st.warning)(
         ("Converged: " if ok else "Not converged: ") + (said[0].upper() + said[1:] if said else "") +
         ("." if said else "") + ("" if ok else f" Failed: {status.explain()}."))
-    st.dataframe(_styled(rule_table), height=min(400, 38 + 35 * len(rule_table)))
+    # narrow number columns: at 1280 px the flag column ("R-hat > 1.01; bulk-ESS < 400; tail-ESS ...") was
+    # cut off past the table's edge (a crawl)
+    st.dataframe(_styled(rule_table), height=min(400, 38 + 35 * len(rule_table)),
+                 column_config={c: st.column_config.NumberColumn(width="small") for c in rule_table.columns
+                                if c != "flag"})
+    since = "" if status.draws == n_draws else (
+        f" The tables below use the {n_draws} draws per chain the run keeps now"
+        + (" (it thins its draws to every other one past its memory cap, so they can be fewer)"
+           if n_draws < status.draws else "") + ": their numbers differ a little from these.")
+    # (a crawl read "on 929 draws per chain" above "8 chains x 520 draws" as a contradiction)
     st.caption(f"The numbers the sampler computed at its last check, on {status.draws} draws per chain "
                f"({status.n_chains} chains): the quantities its run length was decided on. Failing rows "
-               "come first.")
+               f"come first.{since}")
 # A run stopped or paused before its end has no final verdict (convergence_ is set by the end of the fit),
 # but its progress records carry every check it made: the last one is the verdict so far. Without it the
 # table below, which has the parameters only, said "All 32 quantities within the thresholds" for a Gibbs
