@@ -634,8 +634,8 @@ def test_a_stopped_runs_failed_verdict_is_not_followed_by_a_green_all_clear():
     assert any("within the stopping rule's thresholds" in i.value and "check above is not met" in i.value
                for i in at.info)
     # the check's draws and the tables' draws differ: said (a crawl read 929 against 520 as a contradiction)
-    assert any("on 40 draws per chain" in c.value and "The tables below use the 300 draws per chain" in c.value
-               for c in at.caption)
+    assert any("on 40 draws per chain" in c.value
+               and "The tables below use the 300 draws per chain" in c.value for c in at.caption)
 
 
 def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags():
