@@ -321,7 +321,6 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     if not history or not names:
         return empty_figure(f"{title}: nothing recorded yet", height)
     idx = thin_index(len(history), MAX_CURVE_POINTS)
-    mode = _line_mode(len(idx))
     names = list(names)
     stacked = separate_axes and len(names) > 1
     traces, axes = [], {}
@@ -330,7 +329,10 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     for k, name in enumerate(names):
         it, v = _gapped(*_series(history, name, idx), breaks)
         shown = CURVE_LABELS.get(name) or feature_label(name, feature_names)
-        tr = {"type": "scatter", "x": it, "y": v, "mode": mode, "name": shown, "marker": {"size": 5}}
+        # markers where a series has few values among many records: a fixed-length run's R-hat, checked
+        # once at its end, was a lone point drawn as a line of one point, i.e. nothing (a crawl)
+        tr = {"type": "scatter", "x": it, "y": v, "mode": _line_mode(int(np.isfinite(v).sum())),
+              "name": shown, "marker": {"size": 5}}
         if stacked:  # panel 0 on top; each panel's y axis is titled with its metric
             ax = "" if k == 0 else str(k + 1)
             tr["yaxis"] = f"y{ax}"

@@ -1227,6 +1227,17 @@ def test_rhat_is_written_so_that_its_flag_can_be_read_from_it():
     assert figures.rhat_text(1.01004) == "1.010040" and figures.rhat_text(1.01) == "1.0100"
 
 
+def test_a_lone_check_is_drawn_as_a_marker():
+    """A fixed-length run checks its rule once, at its end: that R-hat was one value among 30 records,
+    drawn as a line of one point, i.e. nothing (a crawl saw empty R-hat and ESS panels)."""
+    hist = [Progress(i, 0.1 * i, {"step_size": 0.5, "rhat": np.nan if i < 40 else 1.15,
+                                  "ess_bulk": np.nan if i < 40 else 27.0, "rhat_target": 1.01,
+                                  "ess_target": 400.0}, {}) for i in range(1, 41)]
+    fig = figures.sampler_statistics(hist)
+    modes = {t.name: t.mode for t in fig.data}
+    assert modes["R-hat"] == modes["bulk ESS"] == "lines+markers" and modes["step size"] == "lines"
+
+
 def test_stacked_panels_get_their_height():
     """Four stacked statistics get ``panel`` px each (a local variable named like the argument once
     overwrote it, and four panels were squeezed into 300 px)."""
