@@ -136,8 +136,9 @@ if rule_table is not None:
     # narrow number columns: at 1280 px the flag column ("R-hat > 1.01; bulk-ESS < 400; tail-ESS ...") was
     # cut off past the table's edge (a crawl)
     st.dataframe(_styled(rule_table), height=min(400, 38 + 35 * len(rule_table)),
-                 column_config={c: st.column_config.NumberColumn(width="small") for c in rule_table.columns
-                                if c != "flag"})
+                 column_config={"flag": st.column_config.TextColumn(width="large"),
+                                **{c: st.column_config.NumberColumn(width=90) for c in rule_table.columns
+                                   if c != "flag"}})
     since = "" if status.draws == n_draws else (
         f" The tables below use the {n_draws} draws per chain the run keeps now"
         + (" (it thins its draws to every other one past its memory cap, so they can be fewer)"
