@@ -1227,6 +1227,19 @@ def test_rhat_is_written_so_that_its_flag_can_be_read_from_it():
     assert figures.rhat_text(1.01004) == "1.010040" and figures.rhat_text(1.01) == "1.0100"
 
 
+def test_a_minibatch_potential_is_named_as_one():
+    """SGLD's per-draw potential is a minibatch estimate (its ESS 16,580 beside the rule's 2,577 on the
+    full-data log posterior): named so on Diagnostics; the exact samplers' is plain "potential"."""
+    from types import SimpleNamespace
+
+    from dashboard.analysis import chain_arrays
+
+    S = np.zeros((2, 5, 3))
+    for sampler, want in (("sgld", "potential (minibatch estimate)"), ("hmc", "potential")):
+        model = SimpleNamespace(samples_=S, potential_=np.zeros((2, 5)), sampler=sampler)
+        assert chain_arrays(model)[1] == [want]
+
+
 def test_a_lone_check_is_drawn_as_a_marker():
     """A fixed-length run checks its rule once, at its end: that R-hat was one value among 30 records,
     drawn as a line of one point, i.e. nothing (a crawl saw empty R-hat and ESS panels)."""
