@@ -1058,14 +1058,18 @@ class MSBPM(BayesianClassifier):
         K = len(self.classes_)
         beta = self.samples_.reshape(S, D, K - 1, -1)
         n_coef = beta.shape[-1]
-        coef = [f"k{i}" for i in range(n_coef - 1)] + ["bias"]
+        # coefficient and row names as in ``param_names_`` and the other samplers' trees ("k0", dim "obs"
+        # and no stopping rule made MS-BPM's file the odd one out, a crawl)
+        coef = [f"row {i}" for i in range(n_coef - 1)] + ["bias"]
         return to_datatree(
             {"beta": beta},
             {"log_posterior": self.log_posterior_, "log_likelihood": self.log_likelihood_,
              "train_error": self.train_error_},
             {"y": self.classes_[self._y_fit_index]},
-            dims={"beta": ["class", "coef"], "y": ["obs"]},
-            coords={"class": [str(c) for c in self.classes_[1:]], "coef": coef})
+            dims={"beta": ["class", "coef"], "y": ["row"]},
+            coords={"class": [str(c) for c in self.classes_[1:]], "coef": coef},
+            attrs={"sampler": self.sampler_, "stopping_rule": self.stopping_rule_,
+                   "converged": int(bool(self.converged_))})
 
     def bayes_point_scores(self, X) -> np.ndarray:
         """Class scores f_c(x) of the Bayes point (the mean configuration), shape (n_samples, n_classes);
