@@ -169,6 +169,8 @@ def test_sbsvm_time_model_follows_the_fits_stages():
     ("SubgradientHMC:sgnht", 569, 30, 2, 1.2),
     # MS-BPM's two-class sampler with its default 4 chains
     ("MSBPM", 175, 2, 2, 0.51), ("MSBPM", 2000, 2, 2, 3.61), ("MSBPM", 1000, 20, 2, 33.0),
+    # and its line sampler (more classes)
+    ("MSBPM", 150, 4, 3, 5.9), ("MSBPM", 178, 13, 3, 3.8),
 ])
 def test_time_estimates_within_a_factor_two_of_measured_fits(name, n, d, k, measured):
     # the dashboard shows these next to Start: "about 8 seconds" for GibbsSVM's 1 s fit on 140 rows was
