@@ -162,6 +162,12 @@ def test_the_fits_own_warnings_and_verdict_reach_the_train_page():
     assert run.warnings and len(said) == len(set(said))
     assert any(p.text.startswith("done: iteration 30 / 30 (stopping rule not met)")
                for p in at.get("progress")), [p.text for p in at.get("progress")]
+    # Diagnostics states the rule in the option boxes' words ("n_samples=20" read as code, a crawl)
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    (verdict,) = [w.value for w in at.warning if w.value.startswith("Not converged: ")]
+    assert "Draws per chain = 20" in verdict and "Burn-in = 10" in verdict and "n_samples" not in verdict
+    at.switch_page("views/train.py").run()
     # a default run converges: said so, with no warning
     at, run, _ = _finished_train_run(sample="ripley.csv", method="subgradient_hmc")
     assert not run.warnings and not [w for w in at.warning if w.value.startswith("The method warned")]

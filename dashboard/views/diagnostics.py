@@ -129,6 +129,10 @@ monitors_params = rule_table is not None and any(
 if rule_table is not None:
     st.subheader("The stopping rule's last check")
     said = getattr(est, "stopping_rule_", "")
+    m = METHODS.get(meta.get("method"))
+    for opt in m.options if m is not None else ():
+        # the option boxes' words ("Draws per chain = 20"), not the parameters' ("n_samples=20", a crawl)
+        said = said.replace(f"{opt.name}=", f"{opt.label} = ")
     ok = bool(getattr(est, "converged_", False))
     (st.success if ok else st.warning)(
         ("Converged: " if ok else "Not converged: ") + (said[0].upper() + said[1:] if said else "") +
