@@ -398,6 +398,19 @@ class _Outbox:
                 return
 
 
+def page_warnings(caught) -> list[str]:
+    """The messages of recorded warnings a user of the page should see, in order, once each: the fit's
+    UserWarnings (DataScaleWarning, ConvergenceWarning...), not its CostWarning (the page shows the
+    estimate beside Start, and the warning's advice, ``fit(progress=True)``, is for scripts)."""
+    try:
+        from bsvm.cost import CostWarning
+    except ImportError:  # pragma: no cover - a library without cost guards
+        CostWarning = ()  # noqa: N806
+    said = [str(w.message) for w in caught
+            if issubclass(w.category, UserWarning) and not issubclass(w.category, CostWarning)]
+    return list(dict.fromkeys(said))
+
+
 def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma: no cover - runs in a child
     """The child's loop (see the module docstring). Messages to the parent:
     ("records", [Progress...], records_so_far, wall, snapshot bytes or None), ("halted", seq),
@@ -411,8 +424,7 @@ def _child_main(conn, estimator, X, y, steps, interval, seq) -> None:  # pragma:
     sent: list[str] = []
 
     def forward() -> None:
-        new = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
-        new = [m for m in dict.fromkeys(new) if m not in sent]  # (in order, once each)
+        new = [m for m in page_warnings(caught) if m not in sent]
         caught.clear()
         if new:
             sent.extend(new)

@@ -174,6 +174,25 @@ def test_the_fits_own_warnings_and_verdict_reach_the_train_page():
     assert any("(converged) - " in p.text for p in at.get("progress")), [p.text for p in at.get("progress")]
 
 
+def test_the_page_gets_the_fits_user_warnings_once_each_but_not_its_cost_warning():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from bsvm.cost import CostWarning
+    from bsvm.data import DataScaleWarning
+    from dashboard.procrun import page_warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.warn("scales differ", DataScaleWarning, stacklevel=1)
+        warnings.warn("will take roughly 6 minutes", CostWarning, stacklevel=1)
+        warnings.warn("overflow", RuntimeWarning, stacklevel=1)
+        warnings.warn("scales differ", DataScaleWarning, stacklevel=1)
+        warnings.warn("not converged", ConvergenceWarning, stacklevel=1)
+    assert page_warnings(caught) == ["scales differ", "not converged"]
+
+
 def test_a_finished_run_offers_png_downloads_of_its_charts_only():
     """PlattSVM has no curves: its Train page showed four PNG buttons, three under placeholder messages."""
     at, run, pngs = _finished_train_run(sample="ripley.csv", method="platt")
