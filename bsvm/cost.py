@@ -300,7 +300,7 @@ def _msbpm(est, n, d, k) -> Cost:
     draws = S * min(D, 1000) * (k - 1) * (n + 1)
     mem = F8 * (4.5 * n * n + draws + 4 * n * d + 50 * S * n * (k - 1))
     # (the run length to the stopping rule depends on how fast the posterior mixes, as for the other
-    # samplers: 2-D data of 2,100 rows with 5 % flipped labels took 1,580 sweeps, the model's guess 360)
+    # samplers: 2-D data of 2,100 rows with 5 % flipped labels took 1,580 sweeps, the model's guess about 340)
     slow = ("; a typical run to the convergence rule: a posterior that mixes slowly takes a few times longer"
             if est.n_samples is None else "")
     return Cost(mem, secs, "N^2 kernel: about 4 N x N matrices" + slow,
