@@ -149,7 +149,10 @@ def check_cost(estimator, n: int, d: int, k: int) -> Cost:
     if math.isfinite(cost.seconds) and cost.seconds > _LIMITS["warn_seconds"]:
         warn_user(
             f"{name} on {n:,} rows x {d:,} features will take roughly {format_seconds(cost.seconds)} of "
-            f"CPU ({cost.detail}): {cost.hint}. fit(X, y, progress=True) shows a progress bar.",
+            f"CPU ({cost.detail}): {cost.hint}."
+            # (not for a fit in one call, PlattSVM's: it has no steps to show, and the advice was false)
+            + (" fit(X, y, progress=True) shows a progress bar." if getattr(estimator, "_stepwise", True)
+               else ""),
             CostWarning)
     return cost
 

@@ -32,6 +32,11 @@ def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data
     from arviz_base import from_dict  # imported on use: xarray is heavy and only needed here
 
     data = {"posterior": {k: np.asarray(v) for k, v in posterior.items()}}
+    if any(v.ndim >= 2 and v.shape[1] == 0 for v in data["posterior"].values()):
+        # (an empty posterior made arviz_stats.summary fail with "IndexError: index -1 is out of bounds",
+        # a library user's review)
+        raise ValueError("No draws kept yet: the run's budget (max_iter / max_time) ended during burn-in. "
+                         "Fit with a larger budget, or fewer burn-in iterations, to export draws.")
     if sample_stats:
         stats = {}
         for k, v in sample_stats.items():

@@ -69,8 +69,13 @@ def test_subsample_suggestion_fits():
 
 def test_long_runs_warn_with_the_estimate():
     X, y = make_ripley(60, random_state=0)
-    with limits(warn_seconds=1e-3), pytest.warns(CostWarning, match=r"will take roughly .* of CPU"):
+    with limits(warn_seconds=1e-3), pytest.warns(CostWarning, match=r"will take roughly .* of CPU") as got:
         GibbsSVM(n_samples=5, n_burnin=5, n_chains=2, random_state=0).fit(X, y)
+    assert "progress=True" in str(got[0].message)
+    # a fit in one call has no progress bar to offer (PlattSVM's warning promised one)
+    with limits(warn_seconds=1e-3), pytest.warns(CostWarning, match=r"will take roughly") as got:
+        PlattSVM(random_state=0).fit(X, y)
+    assert "progress" not in str(got[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CostWarning)
         GibbsSVM(n_samples=5, n_burnin=5, n_chains=2, random_state=0).fit(X, y)

@@ -70,3 +70,21 @@ def test_gibbs_rejects_multiclass_and_zero_cost():
         GibbsSVM(n_samples=5, n_burnin=0).fit(X, np.arange(30) % 3)
     with pytest.raises(ValueError, match="c > 0"):
         GibbsSVM(c=0.0, n_samples=5, n_burnin=0).fit(X, np.arange(30) % 2)
+
+
+def test_a_run_without_kept_draws_says_so_when_exported():
+    # a budget spent in burn-in exported an empty posterior, and arviz_stats.summary failed with an
+    # IndexError (a library user's review)
+    import warnings
+
+    import pytest
+
+    from bsvm import GibbsSVM
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(60, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = GibbsSVM(random_state=0, max_iter=5).fit(X, y)
+    with pytest.raises(ValueError, match="No draws kept yet: the run's budget"):
+        m.to_arviz()

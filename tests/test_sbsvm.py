@@ -250,3 +250,20 @@ def test_a_handful_of_points_gets_enough_inducing_points_to_separate():
     p = m.predict_proba([[-1.0, 0.0], [1.0, 0.0]])[:, 1]
     assert p[0] < 0.2 and p[1] > 0.8
     assert SBSVM().estimate_cost(50, 2, 2).detail.startswith("20 inducing points")
+
+
+def test_a_fit_stopped_by_its_consumer_is_not_converged():
+    # breaking out of fit_iter left converged_ = True with no stage finished (a library user's review)
+    import warnings
+
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(200, random_state=0)
+    m = SBSVM(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for rec in m.fit_iter(X, y):
+            if rec.iteration >= 30:
+                break
+    assert m.converged_ is False and m.stages_ == []
+    assert SBSVM(random_state=0).fit(X, y).converged_  # a whole fit still converges

@@ -217,6 +217,18 @@ def test_dask_minibatch_fit_agrees_with_numpy_fit(monkeypatch):
     np.testing.assert_array_equal(b.predict_proba(Xt), c.predict_proba(Xt))   # same seed, same result
 
 
+def test_dask_fit_of_a_small_array_with_the_default_inducing_points():
+    # up to 20 x n_inducing rows k-means++ takes every row: it was handed the Dask row source itself and
+    # failed ("'DaskRows' object has no attribute 'T'") on every default Dask fit of <= 2,000 rows (a
+    # library user's review)
+    from bsvm.datasets import make_ripley
+
+    Xs, ys = make_ripley(300, random_state=0)
+    m = SBSVM(random_state=0, max_iter=30).fit(da.from_array(Xs, chunks=(100, 2)),
+                                               da.from_array(ys, chunks=100))
+    assert m.inducing_points_.shape[1] == 2 and (m.predict(Xs) == ys).mean() > 0.8
+
+
 def test_dask_unknown_chunk_sizes_say_what_to_do():
     Xd = da.from_array(X, chunks=(500, 20))
     Xd = Xd[Xd[:, 0] > -100]                          # boolean indexing: row counts unknown

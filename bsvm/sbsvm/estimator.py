@@ -73,7 +73,12 @@ def kmeans_inducing(X, m, rng, n_lloyd=5, max_rows_per_centre=20):
     (scikit-learn's, with its thread pool) would dominate the fit time of small problems.
     """
     n = X.shape[0]
-    sub = X if n <= max_rows_per_centre * m else X[rng.choice(n, max_rows_per_centre * m, replace=False)]
+    if n <= max_rows_per_centre * m:
+        # all rows; gathered from a row source (a Dask array's ``DaskRows``), which k-means++ cannot read
+        # (it failed with "'DaskRows' object has no attribute 'T'" on every Dask fit of <= 2,000 rows)
+        sub = X if isinstance(X, np.ndarray) else np.asarray(X[np.arange(n)])
+    else:
+        sub = X[rng.choice(n, max_rows_per_centre * m, replace=False)]
     centres, _ = kmeans_plusplus(sub, m, random_state=int(rng.integers(2**31 - 1)))
     for _ in range(n_lloyd):
         assign = np.argmin(sq_dist(sub, centres), axis=1)
@@ -893,7 +898,13 @@ class SBSVM(BayesianClassifier):
                     converged = self.tol > 0 and gain <= tol_nats and drift <= HYPER_TOL
             if k % self.progress_every == 0 or converged or k == steps:
                 self._store(state, elbo)
-                yield it0 + k, self._metrics(state, elbo, info.rho), self._snapshot()
+                try:
+                    yield it0 + k, self._metrics(state, elbo, info.rho), self._snapshot()
+                except GeneratorExit:
+                    # the consumer stopped the fit (a break, the dashboard's Reset): not converged; it said
+                    # converged_ = True with no stage finished (a library user's review)
+                    self.converged_ = False
+                    raise
             if converged:
                 break
         budgeted = not converged and budget is not None and k == budget < self.max_iter
