@@ -316,6 +316,15 @@ def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):
         # and the previous file's message is gone (a rerun shows the old elements until it replaces them)
         pg.wait_for_function(NOT_STALE, arg=[name, [n for n in ODD_CSVS if n != name]])
         _no_exception(pg, f"Data with {name}")
+        # the outcome can be drawn a moment after the file's caption (once, in CI, neither was there yet
+        # when read): wait for the rows counted or a message, at most 20 s; the assertion below decides
+        try:
+            pg.wait_for_function("""() => [...document.querySelectorAll('[data-testid="stMetric"]')]
+                                    .some(m => m.textContent.includes('training rows')) ||
+                                  [...document.querySelectorAll('[data-testid="stAlert"]')]
+                                    .some(a => a.textContent.trim().length > 20)""", timeout=20_000)
+        except Exception:  # noqa: BLE001 - playwright's TimeoutError: the assertion says what was seen
+            pass
         alerts = [a.inner_text().strip() for a in pg.locator('[data-testid="stAlert"]').all()]
         loaded = pg.locator('[data-testid="stMetric"]', has_text="training rows").count() > 0
         seen[name] = (loaded, alerts)
