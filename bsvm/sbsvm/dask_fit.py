@@ -1,20 +1,30 @@
-"""``SBSVM.fit`` on a Dask array: the same fit (``SBSVM._iterate``, its set-up rules, schedule and stopping
-test), with the data reached block by block, so the whole array is never in memory at once.
+"""``SBSVM.fit`` on a Dask array: the same fit (``SBSVM._iterate``, its set-up rules, stages, schedule and
+stopping test), with the data reached block by block, so the whole array is never in memory at once.
 
 The estimator receives a :class:`DaskRows` proxy in place of the array (and the labels in memory: one
 integer per row). Its set-up rules (column statistics as reductions, median length scale, k-means
 inducing points) gather only the rows they sample, with the same random draws as
 for a NumPy array (they look at every row only when n <= 20,000, for the duplicate count, and then
-gather that small array once). The proxy then supplies the engine:
+gather that small array once). Then, with the defaults (``batch_size="auto"``):
 
-* a step that sees all the data (``batch_size >= n``) runs on ``distributed.DaskReduceEngine``: each sum
-  over rows is a Dask reduction over the blocks, in parallel on a ``dask.distributed`` cluster if a
-  Client is active. This is the in-memory full-batch fit up to the order of additions.
-* minibatch steps run on :class:`DaskStreamEngine`: the blocks are visited in a random order each epoch,
-  one block in memory at a time, and each is cut into minibatches of a random permutation of its rows
-  (s = n / |S| with the array's n). The ELBO for the stopping test is computed on a fixed random subset
-  of ``elbo_batch_size`` rows gathered once, as in memory. The random path differs from the in-memory
-  minibatch fit (which samples rows from the whole array), so the two agree statistically, not exactly.
+* up to 2000 rows (one full-batch stage with the kernel="auto" stack) the array is gathered and fitted
+  in memory: the very same fit;
+* above, stage 1 (hyperparameters, the kernel="auto" candidates, their stacking weights and the
+  calibrated link) runs in memory on the gathered subset of 2000 rows, drawn as in memory; stage 2 (q(u)
+  on all rows, hyperparameters frozen) follows the in-memory rule: up to 30,000 rows, exact SQUAREM
+  cycles whose every sum over rows is a Dask reduction over the blocks (``distributed.DaskReduceEngine``,
+  in parallel on a ``dask.distributed`` cluster if a Client is active): the in-memory fit up to rounding
+  (probabilities within 1e-6, tests/test_sbsvm_stream.py); beyond, minibatch SVI over the blocks
+  (:class:`DaskStreamEngine`): the blocks are visited in a random order each epoch, one in memory at a
+  time, each cut into minibatches of a random permutation of its rows (s = n / |S| with the array's n).
+  That random path differs from the in-memory minibatches (drawn from the whole array), so the two agree
+  statistically, not exactly.
+
+With a ``batch_size`` given there is one stage (joint SVI in q(u) and the kernel, as in the paper):
+``batch_size >= n`` runs every step as reductions, smaller batches stream the blocks. Its kernel="auto"
+is the isotropic RBF and its link the plain probit: the stack's candidates and weighting read rows in
+memory. The ELBO for the stopping test is computed on a fixed random subset of ``elbo_batch_size`` rows
+gathered once, as in memory.
 
 ``variant="batch"`` (n <= 4000 rows by its own limit) simply computes the array and fits in memory.
 """
@@ -32,6 +42,7 @@ from ..params import validate_params
 from . import elbo as E
 from .distributed import DaskReduceEngine, tree_sum
 from .engine import SVIEngine
+from .estimator import AUTO_BATCH
 from .geometry import features
 
 #: the set-up rules may gather the whole array only below this size (bytes)
@@ -206,8 +217,15 @@ def dask_fit_iter(est, X, y):
     validate_params(est)
     probe = copy.copy(est)  # the checks set classes_ etc.; the fit copies them over when it starts
     X, y_pm, y_index = check_dask_fit_data(probe, X, y)
-    if est.variant == "batch":
-        est._check_params(X.shape[0])  # its own n <= 4000 limit, before anything is computed
+    n, d = X.shape
+    # Up to AUTO_BATCH rows a default fit is one full-batch stage with the kernel="auto" stack, whose
+    # candidates and weighting read rows in memory: such an array (at most 2000 rows) is gathered and
+    # fitted in memory, the very same fit. Above it, stage 1 gathers its subset and stage 2 reduces.
+    small = (est.variant == "svi" and est.batch_size == "auto" and n <= AUTO_BATCH
+             and n * d * 8 <= MAX_GATHER_BYTES)
+    if est.variant == "batch" or small:
+        if est.variant == "batch":
+            est._check_params(n)  # its own n <= 4000 limit, before anything is computed
         import dask
 
         Xc, yc = dask.compute(X, y)

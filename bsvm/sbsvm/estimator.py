@@ -203,7 +203,8 @@ class SBSVM(BayesianClassifier):
       p(y = 1 | f) = Phi(A f + B), integrated over q(f*): Phi((A m* + B) / sqrt(1 + A^2 v*)), with A, B
       fitted by maximum leave-one-out likelihood of (up to 2000) training rows (cavity predictives,
       weak N(0, 1) priors on log A and B; ``bsvm.sbsvm.loo``; ``link_`` = (A, B)). A = 1, B = 0 is
-      ``predictive="probit"``. Dask input and ``partial_fit`` from scratch keep (1, 0).
+      ``predictive="probit"``. ``partial_fit`` from scratch, and a Dask input fitted in one stage
+      (a ``batch_size`` given), keep (1, 0).
 
     Parameters
     ----------
@@ -212,7 +213,8 @@ class SBSVM(BayesianClassifier):
         weights and bias, O(d^3) per step).
     kernel : "auto" (rule above), "rbf", "ard" (one length scale per feature), "linear" (s2 x.x' + b2), or a
         ``bsvm.kernels.Kernel`` (used as given, on the standardised features if ``standardize``).
-        With a Dask input or ``partial_fit``, "auto" is "rbf".
+        With ``partial_fit``, or a Dask input fitted in one stage (a ``batch_size`` given), "auto" is
+        "rbf".
     bias : add a learned constant kernel (a random offset with prior variance 1 to start) to "rbf" and
         "ard" kernels.
     lengthscale : initial length scale; None: the median heuristic above.
@@ -249,8 +251,9 @@ class SBSVM(BayesianClassifier):
     stream_size : ``partial_fit`` only: n in the minibatch scale n / |S|, the rows of the whole stream;
         None uses the running count of rows seen (right for one pass; see ``bsvm.sbsvm.stream``).
 
-    ``fit`` also takes a Dask array and streams its blocks (``bsvm.sbsvm.dask_fit``; one stage, no
-    hyperparameter subset); ``partial_fit`` takes a stream of in-memory chunks (``bsvm.sbsvm.stream``).
+    ``fit`` also takes a Dask array (``bsvm.sbsvm.dask_fit``): with the defaults it is the same fit as in
+    memory (stage 1 and the stack on the gathered subset, stage 2 as Dask reductions or streamed
+    blocks); ``partial_fit`` takes a stream of in-memory chunks (``bsvm.sbsvm.stream``).
     Input scale (:func:`bsvm.data.check_input_scale`): "standardizes" when ``standardize`` (the
     default), else "adaptive" (the length scale follows the median distance; bounds are relative to the
     starting values) or, with a fixed ``lengthscale`` or a kernel object, "unit". A hyperparameter that
@@ -550,15 +553,15 @@ class SBSVM(BayesianClassifier):
         b = cfg.batch_size
         # kernel="auto": after the isotropic fit, an ARD fit and a linear-kernel fit; the one that predicts
         # held-out rows best (leave-one-out check, Akaike's charge) is kept (_choose_kernel)
-        auto = (self.kernel == "auto" and cfg.optimize_hyper and make_engine is SVIEngine
-                and Xs.shape[1] > 1)
-        if (b < n and cfg.optimize_hyper and self.variant == "svi" and self.batch_size == "auto"
-                and make_engine is SVIEngine):
+        auto = self.kernel == "auto" and cfg.optimize_hyper and Xs.shape[1] > 1
+        if b < n and cfg.optimize_hyper and self.variant == "svi" and self.batch_size == "auto":
             # Stage 1: hyperparameters by full-batch steps on a random subset of b rows (exact coordinate
-            # ascent in q, so the hyperparameter gradient is not minibatch noise).
+            # ascent in q, so the hyperparameter gradient is not minibatch noise). A Dask input gathers
+            # these b rows (the same draw), so stage 1 and the stack are the in-memory fit's.
             sub = np.sort(rng.choice(n, b, replace=False))
+            Xsub = Xs[sub]
             cfg1 = replace(cfg, batch_size=b, schedule="constant", rho0=1.0)
-            eng1 = SVIEngine(Xs[sub], y[sub], geom, cfg1, rng)
+            eng1 = SVIEngine(Xsub, y[sub], geom, cfg1, rng)
             state, it = yield from self._run(eng1, eng1.init(rng), 0, f"hyperparameters on {b} rows", rng,
                                              budget=HYPER_STAGE_STEPS)
             if auto:
@@ -569,16 +572,19 @@ class SBSVM(BayesianClassifier):
             # largest-weight fit of the stack; the others stay as fitted on the subset (the fits their
             # stacking weights were computed for), so a stack costs one stage 2 as a single fit does.
             state, it = yield from self._stage2(Xs, y, state, cfg, s=n / b, it=it, rng=rng,
-                                                label="q(u) on all rows")
+                                                label="q(u) on all rows", make_engine=make_engine)
             if auto:
                 # only the stage-2 fit's link is new: the others keep the one of their weighting step
                 name = self.defaults_["kernel"]
-                score, link = self._loo_score(state, Xs[sub], y[sub])
+                score, link = self._loo_score(state, Xsub, y[sub])
                 trials[name] = trials[name]._replace(state=state, link=link, loo=score)
                 self._set_components(trials)
             else:
-                self._fit_link(state, Xs[sub], y[sub])
+                self._fit_link(state, Xsub, y[sub])
             return
+        # (a one-stage fit on a Dask input learns the isotropic kernel only: the stack's candidates and
+        # their weighting read rows in memory)
+        auto = auto and make_engine is SVIEngine
         engine = make_engine(Xs, y, geom, cfg, rng)
         first = "rbf kernel" if auto else "all rows"  # (auto: the first of its candidates)
         state, it = yield from self._run(engine, engine.init(rng), 0, first, rng)
@@ -592,15 +598,16 @@ class SBSVM(BayesianClassifier):
             rows = self._loo_rows(n, rng)
             self._fit_link(state, Xs[rows], y[rows])
 
-    def _stage2(self, Xs, y, state, cfg, s, it, rng, label):
-        """Stage 2 of a fit on a hyperparameter subset (rule in the class docstring)."""
+    def _stage2(self, Xs, y, state, cfg, s, it, rng, label, make_engine=SVIEngine):
+        """Stage 2 of a fit on a hyperparameter subset (rule in the class docstring). ``make_engine``: a
+        Dask input's (its exact cycles are Dask reductions, its SVI steps stream the blocks)."""
         n = Xs.shape[0]
         P = np.eye(state.P.shape[0]) + s * (state.P - np.eye(state.P.shape[0]))
         cfg2 = replace(cfg, optimize_hyper=False)
         if n <= FULL_BATCH_ROWS and n * state.geom.size <= FULL_BATCH_CELLS:
             # exact coordinate ascent on all rows (features computed once), accelerated by SQUAREM
             cfg2 = replace(cfg2, batch_size=n, schedule="constant", rho0=1.0, accelerate=True)
-        eng2 = SVIEngine(Xs, y, state.geom, cfg2, rng)
+        eng2 = make_engine(Xs, y, state.geom, cfg2, rng)
         start = eng2.init(rng)._replace(eta1=s * state.eta1, P=P, geom=state.geom)
         return (yield from self._run(eng2, start, it, label, rng))
 
