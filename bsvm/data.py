@@ -46,14 +46,14 @@ def _reject_non_numeric(X, what: str = "X", fitting: bool = True) -> None:
                 ) from None
 
 
+def nonfinite_message(n_nan: int, n_inf: int, what: str = "X", fitting: bool = True) -> str:
+    return (f"{what} contains {n_nan} NaN and {n_inf} infinite values: drop or impute those rows "
+            f"(e.g. sklearn.impute.SimpleImputer) {'before fitting' if fitting else 'before predicting'}.")
+
+
 def _reject_nonfinite(X: np.ndarray, what: str = "X", fitting: bool = True) -> None:
     if not np.all(np.isfinite(X)):
-        n_nan = int(np.isnan(X).sum())
-        n_inf = int(np.isinf(X).sum())
-        raise ValueError(
-            f"{what} contains {n_nan} NaN and {n_inf} infinite values: drop or impute those rows "
-            f"(e.g. sklearn.impute.SimpleImputer) {'before fitting' if fitting else 'before predicting'}."
-        )
+        raise ValueError(nonfinite_message(int(np.isnan(X).sum()), int(np.isinf(X).sum()), what, fitting))
 
 
 #: feature magnitudes bsvm accepts: squares and sums of squares (distances, variances) of larger or
@@ -141,6 +141,20 @@ def _label_kind(v) -> str:
     return type(v).__name__
 
 
+def missing_labels_message(y) -> str:
+    """What to say of labels that are NaN or infinite (missing labels, as a CSV reader leaves them)."""
+    try:
+        bad = np.flatnonzero(~np.isfinite(np.asarray(y, dtype=np.float64).ravel()))
+    except (TypeError, ValueError):
+        bad = np.zeros(0, dtype=np.intp)
+    where = ""
+    if bad.size:
+        rows = ", ".join(str(int(i)) for i in bad[:5]) + (", ..." if bad.size > 5 else "")
+        where = f" in {bad.size} row{'s' if bad.size > 1 else ''} ({'row' if bad.size == 1 else 'rows'} {rows})"
+    return (f"y has missing labels (NaN or infinite){where}: drop those rows from X and y, or fill in "
+            "their labels, before fitting.")
+
+
 def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class: int = 2):
     """Validate training data for a classifier and set ``classes_`` and ``n_features_in_``.
 
@@ -165,6 +179,8 @@ def check_fit_data(estimator, X, y, *, binary_only: bool = False, min_per_class:
         if "inconsistent numbers of samples" in msg:
             raise ValueError(f"X and y have different numbers of rows ({msg}): "
                              "pass one label per row of X.") from None
+        if msg.startswith("Input y contains"):  # scikit-learn's "Input y contains NaN." says no more
+            raise ValueError(missing_labels_message(y)) from None
         raise
     _reject_nonfinite(X)
     _reject_extreme(X)

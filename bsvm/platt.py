@@ -79,7 +79,11 @@ class PlattSVM(BayesianClassifier):
             warn_user(f"PlattSVM: class(es) {few} have a single training row, so the sigmoid cannot be "
                       "cross-validated; it is fitted on the SVC's own training scores (in-sample, "
                       "overconfident).", UserWarning)
-            model = CalibratedClassifierCV(FrozenEstimator(svc.fit(X, y_index)), method="sigmoid")
+            # one "fold" of all rows: scikit-learn >= 1.8 cross-validates a frozen SVC with its default
+            # 5 folds (no-op fits), which fails below 5 rows ("Cannot have number of splits n_splits=5")
+            every = np.arange(len(y_index))
+            model = CalibratedClassifierCV(FrozenEstimator(svc.fit(X, y_index)), method="sigmoid",
+                                           cv=[(every, every)])
         else:
             n_splits = int(max(2, min(self.cv, smallest)))
             folds = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=self.random_state)

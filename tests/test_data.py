@@ -27,8 +27,9 @@ ESTIMATORS = [PlattSVM(), SBSVM(max_iter=3)]
         (X, np.array([0] * 19 + [1]), "at least 2 examples per class"),
         (X, y[:15], "one label per row"),
         (pd.DataFrame({"a": X[:, 0], "colour": ["red"] * 20}), y, "encode them as numbers"),
+        (X, np.where(np.arange(20) == 4, np.nan, y), r"missing labels .* in 1 row \(row 4\): drop those rows"),
     ],
-    ids=["nan", "inf", "one-class", "one-row-class", "length-mismatch", "non-numeric"],
+    ids=["nan", "inf", "one-class", "one-row-class", "length-mismatch", "non-numeric", "nan-label"],
 )
 def test_bad_training_input(est, Xb, yb, advice):
     if isinstance(est, PlattSVM) and advice.startswith("at least 2 examples"):
@@ -38,6 +39,16 @@ def test_bad_training_input(est, Xb, yb, advice):
         return
     with pytest.raises(ValueError, match=advice):
         est.fit(Xb, yb)
+
+
+@pytest.mark.parametrize("rows", [[0, 2, 1], [0, 2, 4, 6, 1], [0, 1]])
+def test_platt_fits_a_handful_of_rows(rows):
+    # a one-row class below 5 rows hit scikit-learn's "Cannot have number of splits n_splits=5 greater
+    # than the number of samples: n_samples=3" (its frozen-estimator calibration cross-validates)
+    with pytest.warns(UserWarning, match="single training row"):
+        m = PlattSVM().fit(X[rows], y[rows])
+    p = m.predict_proba(X)
+    assert p.shape == (20, 2) and np.all(np.isfinite(p)) and np.allclose(p.sum(axis=1), 1)
 
 
 def test_binary_only_method_given_three_classes_points_to_multiclass_options():

@@ -64,10 +64,23 @@ def test_draws_out_match_predict_proba_and_arviz_schema():
     np.testing.assert_allclose(D.mean(axis=(0, 1)), m.predict_proba(X[:7]))
     dt = m.to_arviz()
     assert {"posterior", "sample_stats", "observed_data"} <= set(dt.children)
-    assert dt["posterior"]["beta"].shape == (4, 12, 1, 51)
+    # prior="rkhs": the pivot rows' weights and the bias; every other row's weight is 0 in every draw
+    pivots = np.flatnonzero(np.any(m.coef_map_ != 0, axis=1))
+    assert 0 < len(pivots) <= 50 and np.all(m.samples_[..., np.setdiff1d(np.arange(50), pivots)] == 0)
+    beta = dt["posterior"]["beta"]
+    assert beta.shape == (4, 12, 1, len(pivots) + 1)
+    assert list(beta["coef"].values) == [f"row {i}" for i in pivots] + ["bias"]
+    np.testing.assert_array_equal(beta.values[:, :, 0], m.samples_[..., np.append(pivots, 50)])
     np.testing.assert_allclose(dt["sample_stats"]["lp"].values, m.log_posterior_)
     from arviz_stats import summary
-    assert len(summary(dt, var_names=["beta"])) == 51
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # constant columns: "invalid value encountered"
+        table = summary(dt, var_names=["beta"])
+    assert len(table) == len(pivots) + 1 and table["r_hat"].notna().all()
+    coef = MSBPM(random_state=0, n_samples=12, burn_in=10, prior="coefficients")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        assert coef.fit(X, y).to_arviz()["posterior"]["beta"].shape[1:] == (12, 1, 51)
 
 
 def test_one_row_classes_fit_with_a_warning():

@@ -7,6 +7,7 @@ to a relative 1e-9 and the same probabilities to 1e-8; for stochastic fits over 
 """
 
 import copy
+import warnings
 import subprocess
 import sys
 
@@ -103,6 +104,24 @@ def test_feature_scales_differing_by_1e6_are_handled():
     plain = stream_fit(SBSVM(n_inducing=20, random_state=0), X, y)
     scaled = stream_fit(SBSVM(n_inducing=20, random_state=0), X * scale, y)
     np.testing.assert_allclose(scaled.predict_proba(Xt * scale), plain.predict_proba(Xt), atol=1e-6)
+
+
+def test_small_first_chunk_takes_the_streams_inducing_points_or_warns():
+    # the rule is taken at the stream's n (stream_size, or at least 500 rows): a first chunk of 100 rows
+    # gave 20 inducing points for the whole stream (ringnorm 30k in chunks of 100: error .017-.021
+    # against .0145 with 100); one of 3 rows gave 3, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        est = SBSVM(random_state=0).partial_fit(X[:100], y[:100], classes=[0, 1])
+    assert len(est.inducing_points_) == 100
+    assert len(SBSVM(random_state=0, stream_size=300).partial_fit(X[:100], y[:100], classes=[0, 1])
+               .inducing_points_) == 60
+    tiny = SBSVM(random_state=0)
+    with pytest.warns(UserWarning, match=r"has 3 rows.*3 of the 100 that n_inducing='auto'.*at least 100 rows"):
+        tiny.partial_fit(X[:3], y[:3], classes=[0, 1])
+    assert len(tiny.inducing_points_) == 3
+    with pytest.warns(UserWarning, match=r"3 of the 40 that n_inducing=40"):
+        SBSVM(n_inducing=40).partial_fit(X[:3], y[:3], classes=[0, 1])
 
 
 def test_first_call_without_classes_says_what_to_do():
@@ -275,6 +294,16 @@ def test_dask_unknown_chunk_sizes_say_what_to_do():
         SBSVM().fit(Xd, y)
     est = SBSVM(n_inducing=20, max_iter=20).fit(Xd.compute_chunk_sizes(), y)
     assert est.predict(Xt).shape == (len(Xt),)
+
+
+def test_dask_non_finite_values_are_named_at_any_size():
+    # above 2,000 rows a NaN reached k-means++ and came back as scikit-learn's bare "Input contains NaN."
+    for n in (500, 2400):
+        Xn = X[:n].copy()
+        Xn[7, 3] = np.nan
+        Xn[n - 1, 0] = np.inf
+        with pytest.raises(ValueError, match="1 NaN and 1 infinite values: drop or impute"):
+            SBSVM(random_state=0).fit(da.from_array(Xn, chunks=(400, 20)), y[:n])
 
 
 def test_dask_bad_labels():

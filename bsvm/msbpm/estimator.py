@@ -1049,7 +1049,8 @@ class MSBPM(BayesianClassifier):
     def to_arviz(self):
         """The kept draws as an ArviZ DataTree (:func:`bsvm.draws.to_datatree`): ``posterior`` holds beta
         as (chain, draw, class, coef) (class = the non-anchor classes ``classes_[1:]``, coef = the N
-        kernel weights then the bias), ``sample_stats`` the log posterior (``lp``), eq. 4's log likelihood
+        kernel weights then the bias; with ``prior="rkhs"`` only the weights of the pivot rows, the others
+        being 0 in every draw), ``sample_stats`` the log posterior (``lp``), eq. 4's log likelihood
         and each configuration's training error, ``observed_data`` the training labels."""
         from sklearn.utils.validation import check_is_fitted
 
@@ -1057,10 +1058,19 @@ class MSBPM(BayesianClassifier):
         S, D, _ = self.samples_.shape
         K = len(self.classes_)
         beta = self.samples_.reshape(S, D, K - 1, -1)
-        n_coef = beta.shape[-1]
+        rows = np.arange(beta.shape[-1] - 1)
+        extra = {}
+        if getattr(self, "coef_map_", None) is not None:
+            # prior="rkhs": only the pivot rows of K's factor carry weights; every other row's is 0 in
+            # every draw, which gave arviz_stats.summary 231 "invalid value" warnings and NaN R-hats for
+            # a 150-row fit (a review)
+            rows = np.flatnonzero(np.any(self.coef_map_ != 0, axis=1))
+            beta = beta[..., np.append(rows, beta.shape[-1] - 1)]
+            extra = {"coef_rows": "the pivot rows of K's pivoted Cholesky factor; every other training "
+                                  "row's kernel weight is 0 by construction"}
         # coefficient and row names as in ``param_names_`` and the other samplers' trees ("k0", dim "obs"
         # and no stopping rule made MS-BPM's file the odd one out, a crawl)
-        coef = [f"row {i}" for i in range(n_coef - 1)] + ["bias"]
+        coef = [f"row {i}" for i in rows] + ["bias"]
         return to_datatree(
             {"beta": beta},
             {"log_posterior": self.log_posterior_, "log_likelihood": self.log_likelihood_,
@@ -1069,7 +1079,7 @@ class MSBPM(BayesianClassifier):
             dims={"beta": ["class", "coef"], "y": ["row"]},
             coords={"class": [str(c) for c in self.classes_[1:]], "coef": coef},
             attrs={"sampler": self.sampler_, "stopping_rule": self.stopping_rule_,
-                   "converged": int(bool(self.converged_))})
+                   "converged": int(bool(self.converged_)), **extra})
 
     def bayes_point_scores(self, X) -> np.ndarray:
         """Class scores f_c(x) of the Bayes point (the mean configuration), shape (n_samples, n_classes);

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..base import _DATA_ATTRS, _MISSING, BayesianClassifier
 from ..cost import check_cost
-from ..data import MULTICLASS_HINT, _reject_nonfinite
+from ..data import MULTICLASS_HINT, _reject_nonfinite, nonfinite_message
 from ..params import validate_params
 from . import elbo as E
 from .distributed import DaskReduceEngine, tree_sum
@@ -130,7 +130,15 @@ class DaskRows:
     # column statistics (np.mean/np.std/np.max call these), |X| and the affine standardisation the
     # estimator or an error message may apply: Dask reductions and lazy maps, never a gathered array
     def mean(self, axis=None, dtype=None, out=None, **kwargs):
-        return np.asarray(self.X.mean(axis=axis).compute(), dtype=np.float64)
+        m = np.asarray(self.X.mean(axis=axis).compute(), dtype=np.float64)
+        if not np.all(np.isfinite(m)):  # (the column means are the fit's first pass: NaN shows there)
+            import dask
+            import dask.array as da
+
+            n_nan, n_inf = dask.compute(da.isnan(self.X).sum(), da.isinf(self.X).sum())
+            if n_nan or n_inf:
+                raise ValueError(nonfinite_message(int(n_nan), int(n_inf)))
+        return m
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, **kwargs):
         return np.asarray(self.X.std(axis=axis, ddof=ddof).compute(), dtype=np.float64)

@@ -426,24 +426,28 @@ class SBSVM(BayesianClassifier):
             kern = kern + Constant(1.0)
         return kern
 
-    def _n_inducing(self, X):
-        n = X.shape[0]
+    def _inducing_target(self, n):
+        """The number of inducing points the rule asks for at n rows (before the cap by distinct rows)."""
         m = self.n_inducing
-        n_unique = len(np.unique(X, axis=0)) if n <= 20000 else n
         if m == "auto":
             m = min(AUTO_INDUCING, max(int(np.ceil(AUTO_INDUCING_FRACTION * n)), AUTO_INDUCING_MIN))
-        m = int(np.ceil(m * n)) if isinstance(m, float) and 0 < m <= 1 else int(m)
-        return max(1, min(m, n_unique))
+        return int(np.ceil(m * n)) if isinstance(m, float) and 0 < m <= 1 else int(m)
 
-    def _select_inducing(self, X, rng):
-        n = X.shape[0]
+    def _n_inducing(self, X, n=None):
+        """The rule at n rows (default: X's), capped by X's distinct rows (the points are placed on X)."""
+        rows = X.shape[0]
+        n_unique = len(np.unique(X, axis=0)) if rows <= 20000 else rows
+        return max(1, min(self._inducing_target(rows if n is None else n), n_unique))
+
+    def _select_inducing(self, X, rng, n=None):
+        """Inducing inputs placed on X's rows, as many as the rule asks for at n rows (default: X's)."""
         if self.variant == "batch":
             return X.copy()
         if not isinstance(self.inducing, str):
             return self._scaled(self._given_inducing(X.shape[1]))
-        m = self._n_inducing(X)
+        m = self._n_inducing(X, n)
         if self.inducing == "random":
-            return X[np.sort(rng.choice(n, m, replace=False))].copy()
+            return X[np.sort(rng.choice(X.shape[0], m, replace=False))].copy()
         if self.inducing != "kmeans":
             raise ValueError(f"inducing={self.inducing!r}: use 'kmeans', 'random' or an array.")
         return kmeans_inducing(X, m, rng)

@@ -18,7 +18,10 @@ posterior too narrow: set ``stream_size`` then.
 in a stream), the number of features, the per-feature standardisation (mean and standard deviation of
 the first chunk's columns, so features whose scales differ by 1e6 get one length scale that fits them
 all), the initial kernel (the estimator's rule, on the standardised chunk) and the inducing points
-(the estimator's rule, k-means on the first chunk; give it at least a few times ``n_inducing`` rows).
+(k-means on the first chunk; as many as the estimator's rule asks for at n = ``stream_size``, or at
+n = max(first chunk, 500) rows when it is None: "auto" gives 100 from a first chunk of 100 rows or
+more. A first chunk with fewer distinct rows than that caps them and warns; give it at least a few
+times ``n_inducing`` rows).
 When the estimator standardises its inputs itself (``_fit_scaling``/``_scaled``), its rule is applied
 to the first chunk; otherwise the standardisation is carried by the kernel (:class:`Standardized`), so
 prediction needs no extra step and the inducing points stay in the data's units.
@@ -269,6 +272,11 @@ def check_chunk(est, X, y, first: bool):
 
 
 # ----------------------------------------------------------------------------- partial_fit
+#: with n_inducing="auto" and no stream_size, the first chunk takes the inducing-point rule at no fewer
+#: rows than this (the rule's 100 points at 20 %), however small the chunk
+RULE_ROWS = 500
+
+
 def first_state(est, X, y, rng):
     """Standardisation, kernel and inducing points from the first chunk (module docstring). Returns the
     initial SVI state and the initial kernel (None for the linear variant)."""
@@ -278,20 +286,29 @@ def first_state(est, X, y, rng):
     if est.variant == "linear":
         geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(est.prior_variance))))
     else:
-        if isinstance(est.n_inducing, (int, np.integer)) and X.shape[0] < est.n_inducing:
-            warn_user(f"The first partial_fit chunk has {X.shape[0]} rows, fewer than n_inducing="
-                      f"{est.n_inducing}: the inducing points come from the first chunk, so pass a "
-                      "larger first chunk for the full number.", UserWarning)
+        # the inducing-point rule at the stream's n: stream_size, or at least RULE_ROWS (a stream is
+        # longer than its first chunk: a first chunk of 3 rows gave a model of 3 inducing points)
+        n_rule = int(est.stream_size) if est.stream_size else max(X.shape[0], RULE_ROWS)
         if own_scaling(est):
             Xs = est._scaled(X)
             kernel0 = est._initial_kernel(Xs, rng)
-            geom = sparse_geometry(kernel0, est._select_inducing(Xs, rng))
+            Z = est._select_inducing(Xs, rng, n_rule)
         else:
             shift, scale = standardizer(X)
             Xs = (X - shift) / scale
             inner = est._initial_kernel(Xs, rng)
             kernel0 = inner if isinstance(inner, Standardized) else Standardized(inner, shift, scale)
-            geom = sparse_geometry(kernel0, est._select_inducing(Xs, rng) * scale + shift)
+            Z = est._select_inducing(Xs, rng, n_rule) * scale + shift
+        geom = sparse_geometry(kernel0, Z)
+        target = est._inducing_target(n_rule) if isinstance(est.inducing, str) else len(Z)
+        if len(Z) < target:
+            rule = (f"n_inducing={est.n_inducing!r}" if est.n_inducing != "auto" else
+                    f"n_inducing='auto' at n = {n_rule:,} rows ("
+                    + ("stream_size" if est.stream_size else f"at least {RULE_ROWS} in a stream") + ")")
+            warn_user(f"The first partial_fit chunk has {X.shape[0]} rows: the inducing points are placed "
+                      f"on it, so this stream's model has {len(Z)} of the {target} that {rule} asks for, "
+                      f"for the whole stream. Pass a first chunk of at least {target} rows (a few times "
+                      "that places them better), or give inducing= an array of points.", UserWarning)
     # (the adaptive learning rate's init draws a few minibatches of this chunk; n is only a scale there)
     engine = ChunkEngine(engine_input(est, X), y, geom, stream_config(est, kernel0),
                          float(est.stream_size or X.shape[0]), rng.permutation(X.shape[0]))

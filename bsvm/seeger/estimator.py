@@ -70,7 +70,9 @@ class SeegerARD(BayesianClassifier):
         better still, doubling it worse): q's latent variance (about 12 at test points, the learned C is
         15-20) is larger than this misspecified loss's probabilities can carry, so integrating it makes
         the predictions under-confident. Errors are the same either way.
-    max_iter : outer (kernel-parameter) quasi-Newton steps at most.
+    max_iter : outer (kernel-parameter) quasi-Newton steps at most. 0 takes none: q is fitted at the
+        initial kernel parameters (no relevance determination), without a warning (``converged_`` is
+        False, as nothing was tested).
     tol : stop when two outer steps in a row lower F by less than tol * max(1, |F|) each. 1e-3 is 0.03
         nats per step at n = 100 (a Bayes factor of 1.03) and ~0.3 at n = 1000; on twonorm it stops after
         8-9 steps instead of 17-20, with F within 0.4 % and test error within 0.3 points (n = 100 and
