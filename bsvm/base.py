@@ -117,7 +117,7 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
     _stepwise = True
     #: the parameter table (bsvm/params.py); every estimator overrides it with one entry per parameter
     _parameter_constraints: dict = {}
-    #: how the method treats the scale of its inputs: "adaptive", "unit" or "standardizes"
+    #: how the method treats the scale of its inputs: "adaptive", "unit", "weights" or "standardizes"
     #: (bsvm.data.check_input_scale says what each means and when fit warns); see _input_scale_rule
     _input_scale = "adaptive"
 
@@ -346,11 +346,24 @@ def _interactive() -> bool:
     return bool(stream is not None and hasattr(stream, "isatty") and stream.isatty())
 
 
+def _finite(v) -> bool:
+    return isinstance(v, (int, float, np.floating)) and bool(np.isfinite(v))
+
+
 def _update_bar(bar, record: Progress) -> None:
     bar.update(max(0, record.iteration - bar.n))
-    values = {k: record.metrics.get(k) for k in _BAR_METRICS}
-    shown = {k: f"{v:.4g}" for k, v in values.items()
-             if isinstance(v, (int, float, np.floating)) and np.isfinite(v)}
+    m = record.metrics
+    if _finite(m.get("rhat_target")):
+        # a sampler's stopping rule: the draws so far and where R-hat and ESS stand against the rule's
+        # targets (a bare "rhat=1.01, ess_bulk=672.6" said neither the target nor the tail ESS)
+        shown = {"draws": f"{m['draws']:.0f}"} if _finite(m.get("draws")) else {}
+        if _finite(m.get("rhat")):
+            shown["R-hat"] = f"{m['rhat']:.3f} (<= {m['rhat_target']:g})"
+        ess = min(m.get("ess_bulk", np.nan), m.get("ess_tail", np.nan))
+        if _finite(ess) and _finite(m.get("ess_target")):
+            shown["ESS"] = f"{ess:.0f}/{m['ess_target']:.0f}"
+    else:
+        shown = {k: f"{m[k]:.4g}" for k in _BAR_METRICS if _finite(m.get(k))}
     if shown:
         bar.set_postfix(shown, refresh=False)
 

@@ -43,15 +43,18 @@ class Cost:
     """memory_bytes: peak memory the fit allocates (the data passed in not counted); seconds: rough
     single-thread CPU time of the full budget (max_iter, or every sweep; a tolerance test may stop
     sooner; for samplers with n_samples="auto", the typical run to the stopping rule); detail: what
-    dominates; hint: what to use instead when it is too much."""
+    dominates; hint: what to use instead when it is too much; time_note: what the time cannot know (said
+    with the time, not in a memory refusal)."""
 
     memory_bytes: float
     seconds: float
     detail: str = ""
     hint: str = ""
+    time_note: str = ""
 
     def describe(self) -> str:
-        return f"about {format_bytes(self.memory_bytes)} and {format_seconds(self.seconds)} ({self.detail})"
+        return (f"about {format_bytes(self.memory_bytes)} and {format_seconds(self.seconds)} "
+                f"({self.detail}{self.time_note})")
 
 
 _LIMITS = {"max_memory": None, "warn_seconds": 300.0}
@@ -149,7 +152,7 @@ def check_cost(estimator, n: int, d: int, k: int) -> Cost:
     if math.isfinite(cost.seconds) and cost.seconds > _LIMITS["warn_seconds"]:
         warn_user(
             f"{name} on {n:,} rows x {d:,} features will take roughly {format_seconds(cost.seconds)} of "
-            f"CPU ({cost.detail}): {cost.hint}."
+            f"CPU ({cost.detail}{cost.time_note}): {cost.hint}."
             # (not for a fit in one call, PlattSVM's: it has no steps to show, and the advice was false)
             + (" fit(X, y, progress=True) shows a progress bar." if getattr(estimator, "_stepwise", True)
                else ""),
@@ -304,10 +307,10 @@ def _msbpm(est, n, d, k) -> Cost:
     mem = F8 * (4.5 * n * n + draws + 4 * n * d + 50 * S * n * (k - 1))
     # (the run length to the stopping rule depends on how fast the posterior mixes, as for the other
     # samplers: 2-D data of 2,100 rows with 5 % flipped labels took 1,580 sweeps, the model's guess about 340)
-    slow = ("; a typical run to the convergence rule: a posterior that mixes slowly takes a few times longer"
-            if est.n_samples is None else "")
-    return Cost(mem, secs, "N^2 kernel: about 4 N x N matrices" + slow,
-                "use SBSVM (inducing points, memory independent of N) or SubgradientHMC(features='nystroem')")
+    slow = SLOW_NOTE if est.n_samples is None else ""
+    return Cost(mem, secs, "N^2 kernel: about 4 N x N matrices",
+                "use SBSVM (inducing points, memory independent of N) or SubgradientHMC(features='nystroem')",
+                slow)
 
 
 def _seeger(est, n, d, k) -> Cost:
@@ -357,12 +360,14 @@ def _iterations(est, kind: str, typical: float | None = None) -> int:
     return min(total, _int(est.max_iter, total))
 
 
+SLOW_NOTE = "; a typical run to the convergence rule: a posterior that mixes slowly takes a few times longer"
+
+
 def _auto_note(est) -> str:
     """What an estimate of a run that stops at its convergence rule cannot know: how fast the posterior
     mixes (GibbsSVM on breast cancer, 569 x 30: 7,329 sweeps run in November 2026, where an earlier model
     said about 4,100)."""
-    return ("; a typical run to the convergence rule: a posterior that mixes slowly takes a few times longer"
-            if est.n_samples == "auto" else "")
+    return SLOW_NOTE if est.n_samples == "auto" else ""
 
 
 def _subgradient(est, n, d, k) -> Cost:
@@ -412,7 +417,7 @@ def _subgradient(est, n, d, k) -> Cost:
         what = f"about {iters:,} minibatch steps of {C} chains on {rows:,} rows"
     slow = ("use sampler='sgld' (minibatches) or fewer n_samples/n_burnin" if hmc
             else "lower n_samples/n_burnin, or use SBSVM")
-    return Cost(mem, secs, f"{est.sampler}: {what}" + _auto_note(est), slow)
+    return Cost(mem, secs, f"{est.sampler}: {what}", slow, _auto_note(est))
 
 
 def _gibbs(est, n, d, k) -> Cost:
@@ -434,8 +439,8 @@ def _gibbs(est, n, d, k) -> Cost:
     typical = max(1000.0, 800 * math.log2(max(n, 1) / 50)) + 60 * min(p, n / 10)
     total = _iterations(est, "gibbs", typical)
     secs = total * (4e-4 + 4.3e-9 * C * n * (p + 1) + 3e-10 * C * (p + 1) ** 3) + 0.05
-    return Cost(mem, secs, f"about {total:,} sweeps of {C} chains over {n:,} rows" + _auto_note(est),
-                "use SubgradientHMC(sampler='sgld') (minibatches) or SBSVM")
+    return Cost(mem, secs, f"about {total:,} sweeps of {C} chains over {n:,} rows",
+                "use SubgradientHMC(sampler='sgld') (minibatches) or SBSVM", _auto_note(est))
 
 
 def _platt(est, n, d, k) -> Cost:

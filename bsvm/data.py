@@ -259,9 +259,12 @@ def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
     * ``"adaptive"``: the method adapts to the overall scale (a length scale or ``gamma`` from the data),
       but one scale serves every column, so columns whose standard deviations differ by more than
       ``SCALE_SPREAD`` (1e3) are flagged: the widest columns would decide alone.
-    * ``"unit"``: the prior assumes inputs of order 1 (e.g. N(0, I) on the weights of raw features), so
-      besides the spread, any column with a standard deviation outside ``UNIT_RANGE`` (1e-3..1e3) is
-      flagged: there the prior dominates the data (tiny scales) or vanishes (huge ones).
+    * ``"unit"``: the prior assumes inputs of order 1 (e.g. a fixed kernel width), so besides the spread,
+      any column with a standard deviation outside ``UNIT_RANGE`` (1e-3..1e3) is flagged: there the
+      prior dominates the data (tiny scales) or vanishes (huge ones).
+    * ``"weights"``: as "unit", for N(0, I) on the weights of the raw features (a linear model): the
+      spread is then flagged for what it does there, one prior holding the narrow columns' effects
+      tighter than the wide ones' (not "the widest decide alone", which is a shared distance's fault).
 
     Constant columns are ignored. The remedy is the same in every case: standardise the features
     (``sklearn.preprocessing.StandardScaler``, or the dashboard's standardise option).
@@ -280,10 +283,14 @@ def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
     lo, hi = live[np.argmin(sd[live])], live[np.argmax(sd[live])]
     problems = []
     if sd[hi] / sd[lo] > SCALE_SPREAD:
-        problems.append(f"column scales differ by a factor of {sd[hi] / sd[lo]:.3g} (standard deviation "
-                        f"{sd[lo]:.3g} in {col(lo)}, {sd[hi]:.3g} in {col(hi)}), and one scale serves "
-                        "all columns, so the widest decide alone")
-    if rule == "unit":
+        spread = f"column scales differ by a factor of {sd[hi] / sd[lo]:.3g} (standard deviation " \
+                 f"{sd[lo]:.3g} in {col(lo)}, {sd[hi]:.3g} in {col(hi)})"
+        if rule == "weights":  # (a linear model: one prior per weight, not one distance for all columns)
+            problems.append(f"{spread}, and the same N(0, 1) prior on every weight holds {col(lo)}'s effect "
+                            f"{sd[hi] / sd[lo]:.3g} times tighter than {col(hi)}'s")
+        else:
+            problems.append(f"{spread}, and one scale serves all columns, so the widest decide alone")
+    if rule in ("unit", "weights"):
         off = [j for j in live if not UNIT_RANGE[0] <= sd[j] <= UNIT_RANGE[1]]
         if off:
             shown = ", ".join(f"{col(j)} (sd {sd[j]:.3g})" for j in off[:3])

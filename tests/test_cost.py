@@ -55,6 +55,8 @@ def test_refuses_before_allocating_with_a_useful_message():
     assert isinstance(info.value, ValueError)
     assert "MSBPM needs about" in msg and "2,000 rows" in msg and "N^2" in msg
     assert "use SBSVM" in msg and "subsample to" in msg
+    # the run-length caveat belongs to the time, not to a memory refusal (a library review)
+    assert "mixes slowly" not in msg and "mixes slowly" in MSBPM().estimate_cost(2000, 2, 2).describe()
     assert not hasattr(MSBPM(), "classes_")
 
 

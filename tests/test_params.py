@@ -189,6 +189,11 @@ def test_progress_bar(data, monkeypatch, capsys):
     assert bars[-1].total is None and 0 < bars[-1].n < 1000
     PlattSVM().fit(X, y, progress=True)  # fitted in one go: no bar ("0it [00:00, ?it/s]")
     assert len(bars) == 2
+    # a sampler's rule: draws so far, R-hat and the worse ESS against the rule's targets
+    GibbsSVM(random_state=0).fit(X, y, progress=True)
+    last = bars[-1].postfixes[-1]
+    assert set(last) == {"draws", "R-hat", "ESS"} and last["R-hat"].endswith("(<= 1.01)")
+    assert last["ESS"].endswith("/400") and int(last["draws"]) > 0
     with pytest.raises(ValueError, match="progress='yes'"):
         PlattSVM().fit(X, y, progress="yes")
 

@@ -63,6 +63,9 @@ def test_scale_rules(ripley):
     (msg,) = _scale_warnings(GibbsSVM(n_samples=5, n_burnin=5, n_chains=1), X * 1e-6, y)
     assert "prior assumes inputs of order 1" in msg and "sd 4" in msg
     assert _scale_warnings(GibbsSVM(n_samples=5, n_burnin=5, n_chains=1), X, y) == []
+    # ... whose spread is a prior's fault, not a shared distance's ("the widest decide alone" was wrong)
+    (msg,) = _scale_warnings(GibbsSVM(n_samples=5, n_burnin=5, n_chains=1), X * np.array([1.0, 1e4]), y)
+    assert "N(0, 1) prior on every weight holds column 0's effect" in msg and "widest" not in msg
     # SeegerARD and SBSVM (by default) standardise: never warn
     assert _scale_warnings(SeegerARD(max_iter=1, inner_maxiter=3), spread, y) == []
     assert _scale_warnings(SBSVM(n_inducing=10, max_iter=20), spread, y) == []

@@ -126,7 +126,9 @@ class _HingeSampler(BayesianClassifier):
     def _input_scale_rule(self):
         # the N(0, I) prior is on the weights of the raw features (features=None) or of a feature map
         # whose RBF width follows the data (gamma=None, scikit-learn's "scale")
-        return "adaptive" if self.features is not None and self.gamma is None else "unit"
+        if self.features is None:
+            return "weights"
+        return "adaptive" if self.gamma is None else "unit"
 
     def _validate_common(self):
         self._c = _check_pos("c", self.c, allow_zero=True)
@@ -628,12 +630,13 @@ class SubgradientHMC(_HingeSampler):
     model_ (HingeModel), feature_map_, trace_index_. Records of hmc with n_params <= 3 carry
     ``snapshot["leapfrog_path"]`` (n_leapfrog + 1, n_params): the last transition of chain 0.
 
-    Input scale (:func:`bsvm.data.check_input_scale`): "unit" with ``features=None``. The N(0, I) prior is
+    Input scale (:func:`bsvm.data.check_input_scale`): "weights" with ``features=None``. The N(0, I) prior is
     on the raw features' weights, so the model itself depends on the units: fit warns
     (``DataScaleWarning``) when a column's standard deviation lies outside 1e-3..1e3 (the prior swamps the
     data, e.g. accuracy 0.5 on Ripley scaled by 1e-6, or vanishes) or column scales differ by more than
-    1e3. It does not standardise for you: the posterior is the one of the features given, which is what
-    the comparisons with exact samplers need. With a feature map and ``gamma=None``: "adaptive".
+    1e3 (one prior then holds the narrow columns' effects that much tighter). It does not standardise for
+    you: the posterior is the one of the features given, which is what the comparisons with exact
+    samplers need. With a feature map: "adaptive" with ``gamma=None``, else "unit".
     """
 
     # parameter table (bsvm/params.py), checked before the data
@@ -858,7 +861,7 @@ class GibbsSVM(_HingeSampler):
     """ + _RUN_DOC.format(max_iter="50,000 sweeps") + """
     Fitted: samples_, param_names_, potential_ (full data), theta_, model_, feature_map_, mode_ (laplace
     init), converged_, convergence_, stopping_rule_.
-    Input scale: "unit", as ``SubgradientHMC`` (fit warns; see there).
+    Input scale: as ``SubgradientHMC`` ("weights" with ``features=None``; fit warns; see there).
     """
 
     _binary_only = True
