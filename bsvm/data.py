@@ -150,7 +150,8 @@ def missing_labels_message(y) -> str:
     where = ""
     if bad.size:
         rows = ", ".join(str(int(i)) for i in bad[:5]) + (", ..." if bad.size > 5 else "")
-        where = f" in {bad.size} row{'s' if bad.size > 1 else ''} ({'row' if bad.size == 1 else 'rows'} {rows})"
+        plural = "s" if bad.size > 1 else ""
+        where = f" in {bad.size} row{plural} (row{plural} {rows})"
     return (f"y has missing labels (NaN or infinite){where}: drop those rows from X and y, or fill in "
             "their labels, before fitting.")
 

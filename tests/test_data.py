@@ -27,7 +27,7 @@ ESTIMATORS = [PlattSVM(), SBSVM(max_iter=3)]
         (X, np.array([0] * 19 + [1]), "at least 2 examples per class"),
         (X, y[:15], "one label per row"),
         (pd.DataFrame({"a": X[:, 0], "colour": ["red"] * 20}), y, "encode them as numbers"),
-        (X, np.where(np.arange(20) == 4, np.nan, y), r"missing labels .* in 1 row \(row 4\): drop those rows"),
+        (X, np.where(np.arange(20) == 4, np.nan, y), r"missing labels .* 1 row \(row 4\): drop those rows"),
     ],
     ids=["nan", "inf", "one-class", "one-row-class", "length-mismatch", "non-numeric", "nan-label"],
 )

@@ -7,9 +7,9 @@ to a relative 1e-9 and the same probabilities to 1e-8; for stochastic fits over 
 """
 
 import copy
-import warnings
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -117,7 +117,7 @@ def test_small_first_chunk_takes_the_streams_inducing_points_or_warns():
     assert len(SBSVM(random_state=0, stream_size=300).partial_fit(X[:100], y[:100], classes=[0, 1])
                .inducing_points_) == 60
     tiny = SBSVM(random_state=0)
-    with pytest.warns(UserWarning, match=r"has 3 rows.*3 of the 100 that n_inducing='auto'.*at least 100 rows"):
+    with pytest.warns(UserWarning, match=r"has 3 rows.*3 of the 100 that n_inducing='auto'.*least 100 rows"):
         tiny.partial_fit(X[:3], y[:3], classes=[0, 1])
     assert len(tiny.inducing_points_) == 3
     with pytest.warns(UserWarning, match=r"3 of the 40 that n_inducing=40"):
