@@ -19,8 +19,10 @@ in-memory full-batch fit, up to the order of floating-point additions.
 30,000 rows (SQUAREM cycles, five reductions each: the weights w stay on the workers, each block
 recomputing them from the m-dimensional q's) and for one-stage fits with ``batch_size >= n``. Beyond
 30,000 rows the default stage 2 streams the blocks through minibatch steps on the client instead
-(``dask_fit.DaskStreamEngine``): fewer passes, but one machine's CPU; a ``batch_size`` of at least n
-keeps every step a reduction (one stage, hyperparameters learned jointly). On a cluster, call
+(``dask_fit.DaskStreamEngine``): one machine's CPU, but far less work even against a cluster: SVI reaches
+the tolerance in about 150 minibatches of 2000 rows (a third of an epoch at 1M rows, the blocks it
+visits sent to the client), where exact cycles take 7-15 x 5 passes over every row. A ``batch_size`` of
+at least n keeps every step a reduction (one stage, hyperparameters learned jointly). On a cluster, call
 ``X.persist()`` first if the workers' memory holds X, so the passes do not re-read it.
 """
 
