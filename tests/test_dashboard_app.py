@@ -590,6 +590,32 @@ def test_diagnostics_page_tables_and_flags_chains():
     assert any("1 of the 3 quantities miss the stopping rule" in w.value for w in at.warning)
 
 
+def test_diagnostics_leaves_out_parameters_that_never_move():
+    # MS-BPM's kernel weights off the pivot rows are 0 in every draw: 1,895 of 2,001 columns on 2,000
+    # rows filled the table, the Quantity list and the CSV with rows that have no diagnostics
+    from dashboard.analysis import drop_constant_params
+
+    S = np.random.default_rng(0).normal(size=(4, 300, 5))
+    S[:, :, 2] = 0.0
+    S[:, :, 4] = 0.0
+    fake = _FakeSampler(S)
+    fake.potential_ = S[:, :, 0] ** 2
+    at = _app(sample="ripley.csv")
+    at.session_state["run"] = Run.from_fitted(fake)
+    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
+                                    "data_key": at.session_state["data"].key}
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    assert len(at.dataframe[0].value) == 4  # potential and the 3 moving parameters
+    assert any(c.value.startswith("2 of the model's parameters have the same value") for c in at.caption)
+    kept, names, dropped = drop_constant_params(np.concatenate([S[:, :, :1], S], axis=2),
+                                                ["u", "a", "b", "c", "d", "e"], 1)
+    assert dropped == 2 and names == ["u", "a", "b", "d"] and kept.shape == (4, 300, 4)
+    np.testing.assert_array_equal(kept[:, :, 3], S[:, :, 3])
+    same = np.zeros((2, 10, 3))  # nothing moves at all (chains that never moved): kept, and flagged
+    assert drop_constant_params(same, ["a", "b", "c"], 0)[2] == 0
+
+
 def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():
     """A run stopped before its end has no final verdict (convergence_), and the R-hat table has the
     parameters only: the page said "All 32 quantities within the stopping rule's thresholds" in green for

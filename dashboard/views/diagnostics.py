@@ -20,6 +20,7 @@ from dashboard.analysis import (
     check_text,
     draw_surfaces,
     draws_csv,
+    drop_constant_params,
     draws_netcdf,
     energy_of,
     ess_by_draws,
@@ -119,6 +120,8 @@ if S.shape[1] < 4:
             "**Continue** or **Step** on the Train page, then come back.")
     st.stop()
 names = [*extra, *param_names(est, data.feature_names, n_model_par)]
+S, names, constant = drop_constant_params(S, names, len(extra))
+n_model_par -= constant
 n_chains, n_draws, n_par = S.shape
 
 status = getattr(est, "convergence_", None)
@@ -180,6 +183,10 @@ elif last is not None:
             else f"Not converged yet{again}.") if pending_fail else "That check passed."))
 
 st.subheader("R-hat, ESS and MCSE")
+if constant:
+    st.caption(f"{constant:,} of the model's parameters have the same value in every draw of every chain "
+               "(MS-BPM: the kernel weights off the pivot rows of its kernel's factor are 0 by construction): "
+               "they have no chain diagnostics and are left out here, in the charts and in the downloads.")
 shown = min(n_par, MAX_TABLE)
 if shown < n_par:
     st.caption(f"The first {shown} of the {n_par} quantities (the per-chain summaries, then the model's "
