@@ -186,7 +186,8 @@ st.subheader("R-hat, ESS and MCSE")
 if constant:
     st.caption(f"{constant:,} of the model's parameters have the same value in every draw of every chain "
                "(MS-BPM: the kernel weights off the pivot rows of its kernel's factor are 0 by "
-               "construction): they have no chain diagnostics and are left out here, in the charts and in the downloads.")
+               "construction): they have no chain diagnostics and are left out here, in the charts and "
+               "in the downloads.")
 shown = min(n_par, MAX_TABLE)
 if shown < n_par:
     st.caption(f"The first {shown} of the {n_par} quantities (the per-chain summaries, then the model's "
