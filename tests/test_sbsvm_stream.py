@@ -306,6 +306,24 @@ def test_dask_non_finite_values_are_named_at_any_size():
             SBSVM(random_state=0).fit(da.from_array(Xn, chunks=(400, 20)), y[:n])
 
 
+def test_dask_block_too_big_for_memory_says_rechunk():
+    # the block is what the fit holds at once: "subsample to N rows" (an in-memory array's advice) did
+    # not say that a rechunked array of any size fits
+    import re
+
+    from bsvm.cost import CostError, limits
+
+    Xd = da.zeros((200_000, 20), chunks=(200_000, 20))  # lazy: nothing allocated
+    est = SBSVM()
+    with limits(max_memory=30e6), pytest.raises(CostError, match=r"largest block has 200,000 rows") as info:
+        est.fit(Xd, np.arange(200_000) % 2)
+    rows = int(re.search(r"blocks of at most ([\d,]+) rows", str(info.value)).group(1).replace(",", ""))
+    assert 0 < rows < 200_000 and f"X.rechunk(({rows}, -1))" in str(info.value)
+    cost = est.estimate_cost
+    assert cost(rows, 20, 2).memory_bytes <= 30e6 < cost(200_000, 20, 2).memory_bytes
+    assert not hasattr(est, "classes_")
+
+
 def test_dask_bad_labels():
     with pytest.raises(ValueError, match="binary classifier"):
         SBSVM().fit(da.from_array(X, chunks=500), np.arange(len(X)) % 3)

@@ -36,7 +36,7 @@ import copy
 import numpy as np
 
 from ..base import _DATA_ATTRS, _MISSING, BayesianClassifier
-from ..cost import check_cost
+from ..cost import CostError, _largest_n, check_cost, format_bytes, memory_limit
 from ..data import MULTICLASS_HINT, _reject_nonfinite, nonfinite_message
 from ..params import validate_params
 from . import elbo as E
@@ -240,5 +240,16 @@ def dask_fit_iter(est, X, y):
         return BayesianClassifier.fit_iter(est, Xc, yc)
     data_attrs = {k: probe.__dict__.get(k, _MISSING) for k in _DATA_ATTRS}
     # memory: the engine holds one block (or one block's reduction) at a time, so the block is the "n"
-    check_cost(est, max(X.chunks[0]), X.shape[1], len(probe.classes_))
+    block = max(X.chunks[0])
+    try:
+        check_cost(est, block, X.shape[1], len(probe.classes_))
+    except CostError as exc:
+        # its "subsample to N rows" is advice for an in-memory array: here the block is what must shrink
+        limit, _ = memory_limit()
+        fits = _largest_n(est, block, X.shape[1], len(probe.classes_), 0.9 * limit)
+        raise CostError(
+            f"{str(exc).split(' rows x ')[0]} rows x {X.shape[1]:,} features: the fit holds one block of the "
+            f"Dask array in memory at a time, and this array's largest block has {block:,} rows, more than "
+            f"fits ({format_bytes(limit)}). Rechunk it into blocks of at most {max(fits, 1):,} rows, e.g. "
+            f"X = X.rechunk(({max(fits, 1)}, -1)), or lower n_inducing or batch_size.") from None
     return est._fit_steps(DaskRows(X, y_pm), y_index, data_attrs)
