@@ -523,8 +523,12 @@ def drop_constant_params(S: np.ndarray, names: list, n_extra: int) -> tuple[np.n
     zero variance) and MS-BPM has many, its kernel weights off the pivot rows being 0 by construction
     (1,895 of 2,001 on 2,000 Ripley rows). Nothing is dropped when every parameter is constant. Returns
     (S, names, how many were dropped)."""
-    model = S[:, :, n_extra:].reshape(-1, S.shape[2] - n_extra)
-    moving = np.ptp(model, axis=0) > 0 if model.shape[0] else np.ones(model.shape[1], bool)
+    n_model = S.shape[2] - n_extra
+    if n_model <= 0 or S.shape[0] * S.shape[1] == 0:
+        return S, list(names), 0
+    model = S[:, :, n_extra:].reshape(-1, n_model)
+    # (NaN != NaN: a column with a NaN, a diverged chain, counts as moving and stays, flagged)
+    moving = ~np.all(model == model[:1], axis=0)
     if moving.all() or not moving.any():
         return S, list(names), 0
     idx = np.r_[np.arange(n_extra), n_extra + np.flatnonzero(moving)]

@@ -601,6 +601,15 @@ def test_diagnostics_leaves_out_parameters_that_never_move():
     fake = _FakeSampler(S)
     fake.potential_ = S[:, :, 0] ** 2
     at = _app(sample="ripley.csv")
+    # without MS-BPM's structural zeros (coef_map_) every parameter stays: the exact-sampler overlay
+    # and the NetCDF's names count on their positions (a review)
+    at.session_state["run"] = Run.from_fitted(fake)
+    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
+                                    "data_key": at.session_state["data"].key}
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    assert len(at.dataframe[0].value) == 6
+    fake.coef_map_ = np.eye(5)[:, [0, 1, 3]]  # (its zero rows: the weights the model fixes at 0)
     at.session_state["run"] = Run.from_fitted(fake)
     at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
                                     "data_key": at.session_state["data"].key}
@@ -614,6 +623,9 @@ def test_diagnostics_leaves_out_parameters_that_never_move():
     np.testing.assert_array_equal(kept[:, :, 3], S[:, :, 3])
     same = np.zeros((2, 10, 3))  # nothing moves at all (chains that never moved): kept, and flagged
     assert drop_constant_params(same, ["a", "b", "c"], 0)[2] == 0
+    same[1, 4, 1] = np.nan  # a diverged draw: not "the same value in every draw", so kept
+    assert drop_constant_params(same, ["a", "b", "c"], 0)[1] == ["b"]
+    assert drop_constant_params(same[:, :, :1], ["u"], 1)[2] == 0  # no model parameters at all
 
 
 def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():

@@ -117,11 +117,17 @@ def test_small_first_chunk_takes_the_streams_inducing_points_or_warns():
     assert len(SBSVM(random_state=0, stream_size=300).partial_fit(X[:100], y[:100], classes=[0, 1])
                .inducing_points_) == 60
     tiny = SBSVM(random_state=0)
-    with pytest.warns(UserWarning, match=r"has 3 rows.*3 of the 100 that n_inducing='auto'.*least 100 rows"):
+    with pytest.warns(UserWarning, match=r"has 3 rows.*3 of the 100 that n_inducing='auto'.*100 distinct"):
         tiny.partial_fit(X[:3], y[:3], classes=[0, 1])
     assert len(tiny.inducing_points_) == 3
-    with pytest.warns(UserWarning, match=r"3 of the 40 that n_inducing=40"):
+    with pytest.warns(UserWarning, match=r"3 of the 40 that n_inducing=40 asks"):
         SBSVM(n_inducing=40).partial_fit(X[:3], y[:3], classes=[0, 1])
+    # a fraction is a rule of n too; duplicate rows cap the points as well, and are counted (a review)
+    with pytest.warns(UserWarning, match=r"3 of the 250 that n_inducing=0.5 at n = 500 rows"):
+        SBSVM(n_inducing=0.5).partial_fit(X[:3], y[:3], classes=[0, 1])
+    dup = np.repeat(X[:30], 10, axis=0)
+    with pytest.warns(UserWarning, match=r"has 300 rows \(30 distinct\).*at least 100 distinct rows"):
+        SBSVM().partial_fit(dup, np.repeat(y[:30], 10), classes=[0, 1])
 
 
 def test_first_call_without_classes_says_what_to_do():
@@ -322,6 +328,28 @@ def test_dask_block_too_big_for_memory_says_rechunk():
     cost = est.estimate_cost
     assert cost(rows, 20, 2).memory_bytes <= 30e6 < cost(200_000, 20, 2).memory_bytes
     assert not hasattr(est, "classes_")
+
+
+def test_missing_labels_are_named_in_every_input_path():
+    # NaN labels were a class to Dask's unique ("y has 3 classes", "Class(es) [nan] have fewer than 2
+    # rows") and to partial_fit ("pass the labels y uses in classes"), and with string labels the advice
+    # was y = [str(v) for v in y], which makes "nan" a class (a review)
+    yn = np.where(np.arange(2400) % 97 == 5, np.nan, y[:2400].astype(float))
+    with pytest.raises(ValueError, match=r"missing labels .* in 25 rows \(rows 5, 102"):
+        SBSVM().fit(da.from_array(X[:2400], chunks=(600, 20)), da.from_array(yn, chunks=600))
+    with pytest.raises(ValueError, match=r"missing labels .* in 1 row \(row 5\)"):
+        SBSVM().partial_fit(X[:100], yn[:100], classes=[0, 1])
+    words = np.array(["no", "yes"], dtype=object)[y[:50]]
+    words[7] = None
+    with pytest.raises(ValueError, match=r"missing labels .* \(row 7\)"):
+        SBSVM().fit(X[:50], words)
+
+
+def test_dask_nan_is_named_without_standardising():
+    Xn = X[:2400].copy()
+    Xn[9, 2] = np.nan
+    with pytest.raises(ValueError, match="1 NaN and 0 infinite values: drop or impute"):
+        SBSVM(standardize=False).fit(da.from_array(Xn, chunks=(600, 20)), y[:2400])
 
 
 def test_dask_bad_labels():

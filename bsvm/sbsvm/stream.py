@@ -53,7 +53,7 @@ import numpy as np
 
 from .._userwarn import warn_user
 from ..base import _NUMERICAL, NumericalError, Progress, _blas_limit, _numerical_message
-from ..data import MULTICLASS_HINT, _reject_non_numeric, _reject_nonfinite
+from ..data import MULTICLASS_HINT, _reject_non_numeric, _reject_nonfinite, missing_labels_message
 from ..kernels import Kernel
 from ..params import validate_params
 from . import elbo as E
@@ -260,6 +260,8 @@ def check_chunk(est, X, y, first: bool):
     except TypeError:
         known = np.array([v in set(classes.tolist()) for v in y.tolist()])
     if not np.all(known):
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):  # missing labels, not a new class
+            raise ValueError(missing_labels_message(y))
         bad = np.unique(y[~known].astype(object)).tolist()
         if first:  # (the message below blamed "the first partial_fit call" on that very call)
             raise ValueError(f"y holds label(s) {bad[:5]!r} that are not in classes={classes.tolist()!r}: "
@@ -272,8 +274,8 @@ def check_chunk(est, X, y, first: bool):
 
 
 # ----------------------------------------------------------------------------- partial_fit
-#: with n_inducing="auto" and no stream_size, the first chunk takes the inducing-point rule at no fewer
-#: rows than this (the rule's 100 points at 20 %), however small the chunk
+#: with no stream_size, the first chunk takes the inducing-point rule ("auto", or a fraction of n) at no
+#: fewer rows than this ("auto"'s 100 points at 20 %), however small the chunk
 RULE_ROWS = 500
 
 
@@ -302,13 +304,16 @@ def first_state(est, X, y, rng):
         geom = sparse_geometry(kernel0, Z)
         target = est._inducing_target(n_rule) if isinstance(est.inducing, str) else len(Z)
         if len(Z) < target:
-            rule = (f"n_inducing={est.n_inducing!r}" if est.n_inducing != "auto" else
-                    f"n_inducing='auto' at n = {n_rule:,} rows ("
-                    + ("stream_size" if est.stream_size else f"at least {RULE_ROWS} in a stream") + ")")
-            warn_user(f"The first partial_fit chunk has {X.shape[0]} rows: the inducing points are placed "
-                      f"on it, so this stream's model has {len(Z)} of the {target} that {rule} asks for, "
-                      f"for the whole stream. Pass a first chunk of at least {target} rows (a few times "
-                      "that places them better), or give inducing= an array of points.", UserWarning)
+            rule = f"n_inducing={est.n_inducing!r}"
+            if isinstance(est.n_inducing, str) or isinstance(est.n_inducing, float):  # a rule of n
+                rule += (f" at n = {n_rule:,} rows ("
+                         + ("stream_size" if est.stream_size else f"at least {RULE_ROWS} in a stream") + ")")
+            distinct = "" if len(Z) >= X.shape[0] else f" ({len(Z)} distinct)"
+            warn_user(f"The first partial_fit chunk has {X.shape[0]} rows{distinct}: the inducing points are "
+                      f"placed on it, so this stream's model has {len(Z)} of the {target} that {rule} asks "
+                      f"for, for the whole stream. Pass a first chunk of at least {target} distinct rows "
+                      "(a few times that places them better), or give inducing= an array of points.",
+                      UserWarning)
     # (the adaptive learning rate's init draws a few minibatches of this chunk; n is only a scale there)
     engine = ChunkEngine(engine_input(est, X), y, geom, stream_config(est, kernel0),
                          float(est.stream_size or X.shape[0]), rng.permutation(X.shape[0]))

@@ -120,8 +120,12 @@ if S.shape[1] < 4:
             "**Continue** or **Step** on the Train page, then come back.")
     st.stop()
 names = [*extra, *param_names(est, data.feature_names, n_model_par)]
-S, names, constant = drop_constant_params(S, names, len(extra))
-n_model_par -= constant
+# (only where the zeros are the model's own: MS-BPM's structural ones. Elsewhere a parameter's position
+# is its meaning: the exact-sampler overlay and the NetCDF's names count on every one, a review)
+constant = 0
+if getattr(est, "coef_map_", None) is not None:
+    S, names, constant = drop_constant_params(S, names, len(extra))
+    n_model_par -= constant
 n_chains, n_draws, n_par = S.shape
 
 status = getattr(est, "convergence_", None)
