@@ -245,8 +245,12 @@ class SVIEngine:
             C[np.diag_indices_from(C)] += 0.5
         sq = self._full_sq_dist(state.geom) if X is self.X else None
         grad = E.hyper_gradient(state.geom, X, y, phi, Knm, t, post, s, marg=marg, C=C, sq=sq)
+        return self._with_log_prior(grad, state.geom.kernel.theta)
+
+    def _with_log_prior(self, grad: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """grad (of the ELBO) plus the gradient of log p(theta): the normal prior on each log-hyperparameter
+        and, for ARD, the shrinkage of the log length scales towards their mean."""
         cfg = self.config
-        theta = state.geom.kernel.theta
         if cfg.prior_mean is not None:
             grad = grad - (theta - cfg.prior_mean) / np.asarray(cfg.prior_std) ** 2
         if cfg.group_idx is not None and np.isfinite(cfg.group_std):

@@ -203,8 +203,7 @@ class SBSVM(BayesianClassifier):
       p(y = 1 | f) = Phi(A f + B), integrated over q(f*): Phi((A m* + B) / sqrt(1 + A^2 v*)), with A, B
       fitted by maximum leave-one-out likelihood of (up to 2000) training rows (cavity predictives,
       weak N(0, 1) priors on log A and B; ``bsvm.sbsvm.loo``; ``link_`` = (A, B)). A = 1, B = 0 is
-      ``predictive="probit"``. ``partial_fit`` from scratch, and a Dask input fitted in one stage
-      (a ``batch_size`` given), keep (1, 0).
+      ``predictive="probit"``. ``partial_fit`` from scratch keeps (1, 0).
 
     Parameters
     ----------
@@ -598,7 +597,7 @@ class SBSVM(BayesianClassifier):
                 self._candidates = trials  # a cross-validation refit (_cv_log_densities reads every fit)
             else:
                 self._set_components(trials)  # (each fit's link was fitted on these rows when weighed)
-        elif isinstance(Xs, np.ndarray):
+        else:  # (a Dask input gathers these rows: up to 2000)
             rows = self._loo_rows(n, rng)
             self._fit_link(state, Xs[rows], y[rows])
 
