@@ -258,12 +258,15 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    max=100000),
             Option("thin", "Thinning", "int", 8, "Keep every thin-th sweep after burn-in.", min=1, max=1000),
             Option("direction", "Directions", "select", "ads", "ads: adaptive direction sampling (with some "
-                   "hit-and-run); hit_and_run: random directions; gibbs: one coordinate at a time.",
+                   "hit-and-run); hit_and_run: random directions; gibbs: one coordinate at a time. Line "
+                   "moves only: with three or more classes (two classes are sampled by an HMC move, "
+                   "where this option changes nothing).",
                    ("ads", "hit_and_run", "gibbs")),
             Option("block_update", "Block step", "bool", True, "After each sweep of line moves, draw all "
                    "feature-space coordinates at once given the latent scores (exact; needs a nugget). "
                    "Switch it off to watch the paper's line moves alone mix slowly: R-hat stays far above "
-                   "1 on Diagnostics."),
+                   "1 on Diagnostics. Line moves only: with three or more classes (two classes are "
+                   "sampled by an HMC move, where this option changes nothing)."),
             Option("nugget", "Nugget", "float", 0.3, "Soft-margin kernel K + nugget I (Herbrich et al.), "
                    "relative to the kernel's variance. It makes the votes smooth probabilities instead of "
                    "0/1; 0 gives the noise-free feature-space prior.", min=0.0, max=10.0),

@@ -1652,3 +1652,23 @@ def test_diagnostics_offers_continue_only_for_a_run_the_train_page_can_resume():
     _ok(at)
     text = " ".join(i.value for i in at.info)
     assert "Continue" not in text and "press **Start** on the Train page" in text, text
+
+
+
+def test_compare_shows_a_methods_scale_warning_next_to_its_fit():
+    """A crawl: on unstandardised columns of very different scales PlattSVM and MS-BPM were at chance
+    level, and Compare only said "It found no pattern"; their DataScaleWarning went to the server's log."""
+    Xr, yr = make_ripley(120, random_state=0)
+    rows = "".join(f"{a:.5f},{b * 1e6:.1f},{c}\n" for (a, b), c in zip(Xr, yr))
+    at = _upload(_app(), ("x1,big,label\n" + rows).encode())
+    at.session_state["cfg"]["std"] = False
+    at.session_state["w:cfg:std"] = False
+    at.switch_page("views/compare.py").run()
+    _ok(at)
+    at.toggle(key="cmp_quick").set_value(True).run()
+    _button(at, "Run all").click().run()
+    _until(lambda: at.dataframe, at=at)
+    _ok(at)
+    said = [i.value for i in at.info if "It warned:" in i.value]
+    assert any(s.startswith("**PlattSVM**") and "column scales differ" in s and "Standardise features" in s
+               for s in said), [i.value for i in at.info]

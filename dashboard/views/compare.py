@@ -1,8 +1,11 @@
 """Compare page: every applicable method on the current split, one table and one grid of maps."""
 
+import warnings
+
 import streamlit as st
 
 from bsvm.cost import format_seconds
+from bsvm.data import DataScaleWarning
 from dashboard import figures, state, ui
 from dashboard.analysis import evaluate, fit_note, metrics_csv
 from dashboard.methods import METHODS
@@ -85,15 +88,23 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
         try:
             est = m.make(dict(opts), seed, fast=quick)
             cap = m.cap({**opts, **(m.fast if quick else {})})
-            for rec in est.fit_iter(data.X_train, data.y_train):
-                frac = min(1.0, rec.iteration / cap) if cap else 0.5
-                token.progress((k + frac) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): "
-                                                          f"iteration {rec.iteration}")
+            # the fit's scale warning went to the server's log only, and the page said "It found no
+            # pattern" beside a chance-level fit on unstandardised columns (a crawl)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", DataScaleWarning)
+                for rec in est.fit_iter(data.X_train, data.y_train):
+                    frac = min(1.0, rec.iteration / cap) if cap else 0.5
+                    token.progress((k + frac) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): "
+                                                              f"iteration {rec.iteration}")
+            scale = next((str(w.message) for w in caught if issubclass(w.category, DataScaleWarning)), "")
             res = evaluate(est, data)
             token.progress((k + 1) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): its map and notes")
             some = thinned(est, FINAL_DRAWS)[0]
             note = fit_note(some, data.X_train, data.y_train,
                             retry="on the Train page and run all methods again")
+            if scale:
+                note = (f"It warned: {scale} (On the Data page: tick **Standardise features**.)"
+                        + (f" {note}" if note else ""))
             proba = None
             if grid is not None:
                 try:
