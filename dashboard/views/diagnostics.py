@@ -188,7 +188,8 @@ elif last is not None:
 
 st.subheader("R-hat, ESS and MCSE")
 if constant:
-    st.caption(f"{constant:,} of the model's parameters have the same value in every draw of every chain "
+    st.caption(f"{constant:,} of the model's parameters {'has' if constant == 1 else 'have'} the same value "
+               "in every draw of every chain "
                "(MS-BPM: the kernel weights off the pivot rows of its kernel's factor are 0 by "
                "construction): they have no chain diagnostics and are left out here, in the charts and "
                "in the downloads.")
