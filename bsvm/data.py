@@ -124,12 +124,11 @@ def _reject_mixed_labels(y) -> None:
         if values is None or values.dtype != object:
             return
     values = np.ravel(np.asarray(values, dtype=object))
-    if any(v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)) for v in values):
+    missing = [v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)) for v in values]
+    if any(missing):
         # missing labels among strings: "y mixes label types (number nan, string 'a') ... y = [str(v) for
         # v in y]" would have made "nan" a class (a review)
-        raise ValueError(missing_labels_message(
-            [np.nan if v is None or (isinstance(v, float | np.floating) and not np.isfinite(v)) else 0.0
-             for v in values]))
+        raise ValueError(missing_labels_message(np.where(missing, np.nan, 0.0)))
     first = {}
     for v in values:
         first.setdefault(_label_kind(v), v)

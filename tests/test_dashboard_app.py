@@ -542,6 +542,14 @@ def test_presentation_mode_is_in_the_link():
     assert flat.get("present") == "1"
 
 
+def _open_diagnostics(at: AppTest, run) -> AppTest:
+    """Show ``run`` (made by a fake sampler on the current data) on the Diagnostics page."""
+    at.session_state["run"] = run
+    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
+                                    "data_key": at.session_state["data"].key}
+    return at.switch_page("views/diagnostics.py").run()
+
+
 class _FakeSampler:
     """Stands in for a fitted sampler: the Diagnostics page needs only ``samples_`` and ``history_``."""
 
@@ -563,10 +571,7 @@ def test_posterior_draws_of_a_multi_class_fit_say_why_none_are_drawn():
     at = _upload(_app(), ("x1,x2,label\n" + rows).encode())
     _ok(at)
     assert len(at.session_state["data"].classes) == 3
-    at.session_state["run"] = Run.from_fitted(_FakeSampler(rng.normal(size=(4, 100, 6))))
-    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
-                                    "data_key": at.session_state["data"].key}
-    at.switch_page("views/diagnostics.py").run()
+    _open_diagnostics(at, Run.from_fitted(_FakeSampler(rng.normal(size=(4, 100, 6)))))
     at.session_state["diag_tab"] = "Posterior draws"
     at.run()
     _ok(at)
@@ -579,10 +584,7 @@ def test_diagnostics_page_tables_and_flags_chains():
     at = _app(sample="ripley.csv")
     S = np.random.default_rng(0).normal(size=(4, 300, 3))
     S[0, :, 2] += 5.0  # one chain stuck elsewhere in parameter 2
-    at.session_state["run"] = Run.from_fitted(_FakeSampler(S))
-    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
-                                    "data_key": at.session_state["data"].key}
-    at.switch_page("views/diagnostics.py").run()
+    _open_diagnostics(at, Run.from_fitted(_FakeSampler(S)))
     _ok(at)
     table = at.dataframe[0].value
     assert list(table["flag"] != "ok") == [True, False, False]  # the failing row first
@@ -603,17 +605,11 @@ def test_diagnostics_leaves_out_parameters_that_never_move():
     at = _app(sample="ripley.csv")
     # without MS-BPM's structural zeros (coef_map_) every parameter stays: the exact-sampler overlay
     # and the NetCDF's names count on their positions (a review)
-    at.session_state["run"] = Run.from_fitted(fake)
-    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
-                                    "data_key": at.session_state["data"].key}
-    at.switch_page("views/diagnostics.py").run()
+    _open_diagnostics(at, Run.from_fitted(fake))
     _ok(at)
     assert len(at.dataframe[0].value) == 6
     fake.coef_map_ = np.eye(5)[:, [0, 1, 3]]  # (its zero rows: the weights the model fixes at 0)
-    at.session_state["run"] = Run.from_fitted(fake)
-    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
-                                    "data_key": at.session_state["data"].key}
-    at.switch_page("views/diagnostics.py").run()
+    _open_diagnostics(at, Run.from_fitted(fake))
     _ok(at)
     assert len(at.dataframe[0].value) == 4  # potential and the 3 moving parameters
     assert any(c.value.startswith("2 of the model's parameters have the same value") for c in at.caption)
@@ -641,10 +637,7 @@ def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():
     at = _app(sample="ripley.csv")
     run = Run.from_fitted(fake)
     run.status = "stopped"
-    at.session_state["run"] = run
-    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
-                                    "data_key": at.session_state["data"].key}
-    at.switch_page("views/diagnostics.py").run()
+    _open_diagnostics(at, run)
     _ok(at)
     (w,) = [w.value for w in at.warning if "last check" in w.value]
     assert "was stopped before a final verdict" in w and "ESS bulk 272" in w and "R-hat 1.0203" in w
@@ -687,10 +680,7 @@ def test_a_stopped_runs_failed_verdict_is_not_followed_by_a_green_all_clear():
     at = _app(sample="ripley.csv")
     run = Run.from_fitted(fake)
     run.status = "stopped"
-    at.session_state["run"] = run
-    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
-                                    "data_key": at.session_state["data"].key}
-    at.switch_page("views/diagnostics.py").run()
+    _open_diagnostics(at, run)
     _ok(at)
     assert any(w.value.startswith("Not converged: ") for w in at.warning)
     assert not [s.value for s in at.success]
@@ -717,10 +707,7 @@ def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags(
     fake.converged_ = fake.convergence_.converged
     assert fake.converged_
     at = _app(sample="ripley.csv")
-    at.session_state["run"] = Run.from_fitted(fake)
-    at.session_state["run_meta"] = {"method": "fake", "label": "fake sampler", "options": {},
-                                    "data_key": at.session_state["data"].key}
-    at.switch_page("views/diagnostics.py").run()
+    _open_diagnostics(at, Run.from_fitted(fake))
     _ok(at)
     rule = at.dataframe[0].value
     assert list(rule.index) == ["log_posterior", "p(y|x)[0]", "p(y|x)[9]"] and (rule["flag"] == "ok").all()
