@@ -301,7 +301,8 @@ def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
         if off:
             shown = ", ".join(f"{col(j)} (sd {sd[j]:.3g})" for j in off[:3])
             shown += " ..." if len(off) > 3 else ""
-            problems.append(f"the prior assumes inputs of order 1, but {shown} lie outside "
+            problems.append(f"the prior assumes inputs of order 1, but {shown} "
+                            f"{'lies' if len(off) == 1 else 'lie'} outside "
                             f"{UNIT_RANGE[0]:g}..{UNIT_RANGE[1]:g}, where the prior swamps the data (tiny "
                             "scales) or vanishes (huge ones)")
     if problems:
@@ -484,7 +485,28 @@ def guess_label(frame: pd.DataFrame) -> str:
     for name in LABEL_NAMES:
         if name in lower:
             return lower[name]
-    return str(frame.columns[-1])
+    last = str(frame.columns[-1])
+    if _measurement_kind(frame[frame.columns[-1]]) is None:
+        return last
+    # the last column is a measurement (a file with its class column first): the column of whole numbers
+    # or text with the fewest distinct values (2 to 20) is the likely label
+    few = [(int(frame[c].nunique()), i) for i, c in enumerate(frame.columns)
+           if 2 <= frame[c].nunique() <= 20 and _measurement_kind(frame[c]) is None]
+    return str(frame.columns[min(few)[1]]) if few else last
+
+
+def _measurement_kind(col: pd.Series) -> str | None:
+    """Why a column cannot be class labels: "numbers with fractions" (scikit-learn's "continuous"
+    target, which its classifiers refuse too), "a different value in every row" (an identifier, over
+    20 rows), or None when it can be."""
+    if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+        return None
+    v = col.dropna().to_numpy(dtype=np.float64)
+    if np.any(v != np.round(v)):
+        return "numbers with fractions"
+    if len(v) > 20 and pd.unique(v).size == len(v):
+        return "a different value in every row"
+    return None
 
 
 def _mostly_numeric(col: pd.Series, share: float = 0.9) -> tuple[bool, list[str]]:
@@ -503,6 +525,23 @@ def numeric_columns(frame: pd.DataFrame, label: str) -> list[str]:
     """The columns :func:`load_csv` can use as features: numeric ones, and text columns that are numbers
     with a few placeholders (read as missing values)."""
     return [str(c) for c in frame.columns if str(c) != str(label) and _mostly_numeric(frame[c])[0]]
+
+
+def _reject_measurement_label(frame: pd.DataFrame, label: str) -> None:
+    """Refuse a label column of measurements or identifiers (:func:`_measurement_kind`): it made every
+    row its own class, and the error then listed all 800 "classes" (a crawl)."""
+    what = _measurement_kind(frame[label])
+    if what is None:
+        return
+    v = frame[label].to_numpy(dtype=np.float64)
+    few = min(((int(frame[c].nunique()), str(c)) for c in frame.columns
+               if c != label and 2 <= frame[c].nunique() <= 20 and _measurement_kind(frame[c]) is None),
+              default=None)
+    hint = f" Column {few[1]!r} has {few[0]} distinct values: is it the label?" if few else ""
+    sample = ", ".join(f"{x:g}" for x in pd.unique(v)[:3])
+    raise ValueError(f"The label column {label!r} holds {what} ({pd.unique(v).size:,} distinct values in "
+                     f"{len(v):,} rows, e.g. {sample}): it looks like a measurement or an identifier, not "
+                     f"class labels. Pick the column that holds the classes.{hint}")
 
 
 def load_csv(source, label: str | None = "label", features: list[str] | None = None,
@@ -603,6 +642,7 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     y = frame[label].to_numpy()
     if len(np.unique(y)) < 2:
         raise ValueError(f"The label column {label!r} has only one class: a classifier needs two or more.")
+    _reject_measurement_label(frame, label)
     X = sub.to_numpy(dtype=np.float64)
     _reject_nonfinite(X)
     return LoadedCSV(X=X, y=y, feature_names=[str(f) for f in features], label_name=str(label), frame=frame,

@@ -148,8 +148,12 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
     n_test = int(np.ceil(test_size * len(y)))
     if counts.min() < 2 or n_test < len(classes) or len(y) - n_test < 2 * len(classes):
         # in words, not a Python dict ("{0: 2, 1: 1}")
-        table = ", ".join(f"class {k}: {n} row{'' if n == 1 else 's'}"
-                          for k, n in zip(classes.tolist(), counts.tolist()))
+        # (rare classes first, at most 8: a column of near-unique values listed 800 "classes", 4,000 px)
+        order = np.argsort(counts, kind="stable") if len(classes) > 8 else np.arange(len(classes))
+        table = ", ".join(f"class {classes[j]}: {counts[j]} row{'' if counts[j] == 1 else 's'}"
+                          for j in order[:8])
+        if len(classes) > 8:
+            table += f", and {len(classes) - 8:,} more classes"
         raise TooFewRowsError(f"Too few rows to split: every class needs at least {MIN_CLASS_ROWS} rows in "
                               f"the training part, and the test part at least 1 row of each class with 3 "
                               f"or more ({table}).",
@@ -745,12 +749,13 @@ def draws_csv(S: np.ndarray, names) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
-def draws_netcdf(model, param_names=None) -> bytes | None:
+def draws_netcdf(model, param_names=None, about: dict | None = None) -> bytes | None:
     """The estimator's ``to_arviz()`` DataTree as NetCDF-4 bytes (``xarray.open_datatree`` and ArviZ read it);
     None when the estimator has no ``to_arviz``. ``param_names``: the page's names of the parameters
     (``w[<column>]``, as in the draws CSV), put on the posterior's ``param`` coordinate when it has one of
     that length (the library names inputs x0, x1, ... by position: the CSV's w[x1] was the file's w[x0]).
-    Needs the h5netcdf package (the dashboard extra)."""
+    ``about``: attributes for the file's root (the method, the data, the standardisation's centre and
+    scale), so the file says what made it. Needs the h5netcdf package (the dashboard extra)."""
     if not hasattr(model, "to_arviz"):
         return None
     import os
@@ -760,11 +765,37 @@ def draws_netcdf(model, param_names=None) -> bytes | None:
     post = tree["posterior"]
     if param_names is not None and "param" in post.coords and post.sizes["param"] == len(param_names):
         tree["posterior"] = post.to_dataset().assign_coords(param=[str(n) for n in param_names])
+    # who made the draws and on what inputs: the file said only "sampler: hmc" (MS-BPM's), and a user
+    # could not put the weights back on the original scale (a crawl)
+    tree.attrs.update({k: v for k, v in (about or {}).items() if v is not None})
+    tree.attrs.setdefault("estimator", type(model).__name__)
+    tree.attrs["note"] = ("ArviZ layout: the draws are in the groups (posterior, sample_stats, "
+                          "observed_data); open with xarray.open_datatree(path) or "
+                          "xarray.open_dataset(path, group='posterior').")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "draws.nc")
         tree.to_netcdf(path, engine="h5netcdf")
         with open(path, "rb") as fh:
             return fh.read()
+
+
+#: the library's remedy for a DataScaleWarning, and the dashboard's
+_LIBRARY_REMEDY = "Standardise the features (sklearn.preprocessing.StandardScaler) before fitting."
+_PAGE_REMEDY = "On the Data page, tick **Standardise features**."
+
+
+def page_warning(text: str, feature_names) -> str:
+    """A method's warning in the page's words: the dashboard fits arrays, so the library names columns
+    by position ("column 3", 0-based among the features) where the page has the file's names, and its
+    remedy names scikit-learn's StandardScaler where the page has a checkbox (a crawl read "column 3"
+    for the file's f3, and looked for StandardScaler)."""
+    names = [str(n) for n in feature_names] if feature_names is not None else []
+
+    def name(m: re.Match) -> str:
+        j = int(m.group(1))
+        return f"column '{names[j]}'" if j < len(names) else m.group(0)
+
+    return re.sub(r"\bcolumn (\d+)\b", name, text).replace(_LIBRARY_REMEDY, _PAGE_REMEDY)
 
 
 def metrics_csv(table: pd.DataFrame) -> bytes:
@@ -790,8 +821,9 @@ def stack_summary(est) -> str | None:
     # the candidates left out: the learning curves show every fit, so say which ones do not count
     dropped = [STACK_NAMES.get(k[7:], k[7:]) for k, w in d.items()
                if k.startswith("weight.") and w == 0 and k != "weight.base_rate"]  # (no curve of its own)
-    out = (f"The prediction mixes {len(comps)} fit{'s' if len(comps) > 1 else ''}: {parts}"
-           + (f" (weights by stacking: {how})." if how else "."))
+    # ("The prediction mixes 1 fit" when stacking gave one candidate all the weight, a crawl)
+    out = (f"The prediction mixes {len(comps)} fits: {parts}" if len(comps) > 1 else
+           f"The prediction uses one fit: {parts}") + (f" (weights by stacking: {how})." if how else ".")
     if dropped:
         out += (f" The other fits shown in the learning curves ({', '.join(dropped)}) predicted held-out "
                 "rows no better, so they get no weight.")

@@ -441,10 +441,12 @@ def objective_curve(history, height: int = 300, stages=None):
               "neg_free_energy": "-F, negative free energy (higher is better)",
               # (samplers: their log posterior does not improve, it settles: "higher is better" read as if
               # a rise after burn-in were progress)
-              "log_posterior": "log posterior (levels off once mixed)",
+              # (every sampler records its chains' mean: a crawl compared its range with the per-chain
+              # traces' and found them apart)
+              "log_posterior": "log posterior (mean over chains; levels off once mixed)",
               "log_joint": "log joint density (higher is better)",
-              "potential": "U = -log posterior (levels off once mixed)",
-              "U": "U = -log posterior (levels off once mixed)"}
+              "potential": "U = -log posterior (mean over chains; levels off once mixed)",
+              "U": "U = -log posterior (mean over chains; levels off once mixed)"}
     label = labels.get(name, name)
     marks = stage_changes(history, stages) + [(it, f" {rows:,} rows", f"from here on all {rows:,} rows")
                                               for it, rows in row_changes(history)]

@@ -406,6 +406,22 @@ def test_a_label_column_with_another_name_is_guessed_and_said():
     assert "Label column: 'target' (guessed: there is no column called 'label')" in infos
 
 
+def test_a_measured_column_picked_as_the_label_gets_a_short_error_naming_the_likely_label():
+    """A crawl set "Label column" to a measured column: a 4,000-px error listed all 800 values as classes
+    and advised leaving out single-row classes, which left 13 "classes" and another error."""
+    rng = np.random.default_rng(0)
+    rows = "".join(f"{a:.4f},{b:.4f},{'yes' if a > 0 else 'no'}\n" for a, b in rng.normal(size=(800, 2)))
+    at = _upload(_app(), ("f0,f1,target\n" + rows).encode())
+    _ok(at)
+    assert not at.error
+    at.selectbox(key="w:cfg:label").set_value("f0").run()
+    _ok(at)
+    errors = [e.value for e in at.error]
+    assert len(errors) == 1 and len(errors[0]) < 600, errors
+    assert "numbers with fractions" in errors[0] and "'target' has 2 distinct values" in errors[0]
+    assert "Leave out classes" not in errors[0]
+
+
 def test_odd_csvs_load_with_a_note_semicolons_latin1_and_dropped_nan_rows():
     rows = "\n".join(f"{i},5;{i % 3};{i % 2}" for i in range(20))
     text = ("t\xe9mp;b;label\n" + rows + "\n;1;0\n").encode("latin-1")
@@ -1650,6 +1666,11 @@ def test_compare_shows_a_methods_scale_warning_next_to_its_fit():
     at = _upload(_app(), ("x1,big,label\n" + rows).encode())
     at.session_state["cfg"]["std"] = False
     at.session_state["w:cfg:std"] = False
+    at.run()
+    _ok(at)
+    # the Data page says it before any fit (it said nothing, over a PCA of "PC1 (100% of variance)")
+    said = [w.value for w in at.warning if "scales differ" in w.value]
+    assert said and "in 'big'" in said[0] and "Standardise features" in said[0]
     at.switch_page("views/compare.py").run()
     _ok(at)
     at.toggle(key="cmp_quick").set_value(True).run()
@@ -1659,3 +1680,28 @@ def test_compare_shows_a_methods_scale_warning_next_to_its_fit():
     said = [i.value for i in at.info if "It warned:" in i.value]
     assert any(s.startswith("**PlattSVM**") and "column scales differ" in s and "Standardise features" in s
                for s in said), [i.value for i in at.info]
+    # in the file's column names and the page's remedy (it said "column 1" and StandardScaler)
+    assert any("in column 'big'" in s and "column 1" not in s and "StandardScaler" not in s for s in said)
+
+
+def test_diagnostics_checks_every_quantity_on_request():
+    """The R-hat table stops at MAX_TABLE quantities (the check costs ~5 ms each per 1,000 draws); a crawl
+    read the green "All 200 quantities ..." over the first 200 of 560 as a verdict on all of them, and the
+    CSV stopped there too. The page now says the rest are not checked, and one click checks them all:
+    a stuck quantity past the cap then shows up in the table and the verdict."""
+    cap = 200  # the page's MAX_TABLE (importing the page would run it)
+    at = _app(sample="ripley.csv")
+    n = cap + 30
+    S = np.random.default_rng(0).normal(size=(4, 400, n))
+    S[0, :, n - 1] += 5.0  # stuck, past the cap
+    _open_diagnostics(at, Run.from_fitted(_FakeSampler(S)))
+    _ok(at)
+    assert len(at.dataframe[0].value) == cap
+    assert any(f"The other {n - cap} quantities are not checked yet" in s.value for s in at.success)
+    assert any(f"first {cap} of the {n} quantities" in c.value for c in at.caption)
+    at.button(key="diag_check_all").click().run()
+    _ok(at)
+    table = at.dataframe[0].value
+    assert len(table) == n and table["flag"].iloc[0] != "ok"
+    assert any(f"1 of the {n} quantities miss" in w.value for w in at.warning)
+    assert not any(b.key == "diag_check_all" for b in at.button)

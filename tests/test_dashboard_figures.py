@@ -1,5 +1,6 @@
 """The dashboard's pure parts without Streamlit: figure builders, data preparation, chunked runs."""
 
+import copy
 import io
 import re
 import sys
@@ -333,8 +334,8 @@ def test_bookkeeping_counters_and_index_snapshots_are_not_plotted():
     assert "trace_index" not in figures.snapshot_traces(hist, "trace_index").layout.title.text
 
 
-@pytest.mark.parametrize("metric,words", [("potential", "levels off once mixed"),
-                                          ("log_posterior", "levels off once mixed"),
+@pytest.mark.parametrize("metric,words", [("potential", "mean over chains; levels off once mixed"),
+                                          ("log_posterior", "mean over chains; levels off once mixed"),
                                           ("free_energy", "lower is better"), ("elbo", "higher is better"),
                                           ("neg_free_energy", "higher is better")])
 def test_objective_titles_say_which_way_is_better(metric, words):
@@ -819,6 +820,29 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
         for name in names:
             np.testing.assert_allclose(theta.sel(param=name).values.ravel(), csv[name].values)
         assert tree.attrs["sampler"] == "hmc" and "stopping_rule" in tree["posterior"].attrs
+        assert tree.attrs["estimator"] == "SubgradientHMC" and "group='posterior'" in tree.attrs["note"]
+    # what made the draws, for a user putting the weights back on the file's scale (a crawl: the file
+    # named neither the method nor the standardisation)
+    about = {"method": "Subgradient HMC", "data": "mine.csv", "features": ["x1", "x2"], "standardized": 1,
+             "feature_center": np.array([0.5, -1.0]), "feature_scale": np.array([2.0, 3.0]), "skip": None}
+    with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
+        fh.write(A.draws_netcdf(est, names, about))
+        fh.flush()
+        attrs = xr.open_datatree(fh.name, engine="h5netcdf").attrs
+        assert attrs["method"] == "Subgradient HMC" and attrs["data"] == "mine.csv"
+        assert list(attrs["features"]) == ["x1", "x2"] and "skip" not in attrs
+        np.testing.assert_allclose(attrs["feature_scale"], [2.0, 3.0])
+
+
+def test_page_warning_names_the_files_columns_and_the_pages_remedy():
+    text = ("PlattSVM: column scales differ by a factor of 1.05e+06 (standard deviation 0.961 in column 1, "
+            "1.01e+06 in column 3), and one scale serves all columns, so the widest decide alone. "
+            "Standardise the features (sklearn.preprocessing.StandardScaler) before fitting.")
+    said = A.page_warning(text, ["f0", "f1", "f2", "f3"])
+    assert "in column 'f1', 1.01e+06 in column 'f3')" in said
+    assert "StandardScaler" not in said and "tick **Standardise features**" in said
+    # a position past the names (not ours to translate) is left as it was
+    assert A.page_warning("column 7 is odd", ["a"]) == "column 7 is odd"
 
 
 def test_playground_map_lines_up_with_the_raw_canvas():
@@ -974,7 +998,8 @@ def test_stack_summary_names_each_stacked_fit_with_its_weight():
     m = SBSVM(random_state=0).fit(Xr, yr)
     text = A.stack_summary(m)
     names = [c[0] for c in m.components_]
-    assert text.startswith(f"The prediction mixes {len(names)} fit")
+    assert text.startswith(f"The prediction mixes {len(names)} fits" if len(names) > 1 else
+                           "The prediction uses one fit")
     listed = text.split(": ", 1)[1].split(" (weights by stacking")[0]
     assert listed == ", ".join(f"{A.STACK_NAMES[n]} {w:.0%}" for n, w, *_ in m.components_)
     assert [w for _, w, *_ in m.components_] == sorted((w for _, w, *_ in m.components_), reverse=True)
@@ -985,6 +1010,10 @@ def test_stack_summary_names_each_stacked_fit_with_its_weight():
     dropped = [A.STACK_NAMES[k[7:]] for k, w in m.defaults_.items()
                if k.startswith("weight.") and w == 0 and k != "weight.base_rate"]
     assert dropped and all(name in text.split("The other fits")[1] for name in dropped)
+    # one candidate with all the weight: "uses one fit" (it said "mixes 1 fit")
+    one = copy.copy(m)
+    one.components_ = [(names[0], 1.0, *m.components_[0][2:])]
+    assert A.stack_summary(one).startswith(f"The prediction uses one fit: {A.STACK_NAMES[names[0]]} 100%")
     assert A.stack_summary(SBSVM(kernel="rbf", random_state=0).fit(Xr, yr)) is None
     assert A.stack_summary(PlattSVM().fit(Xr, yr)) is None
 
@@ -1198,6 +1227,11 @@ def test_too_few_rows_to_split_are_counted_in_words():
     loaded = load_csv(b"a,b,label\n1,2,0\n3,4,0\n5,6,1\n")
     with pytest.raises(ValueError, match=r"\(class 0: 2 rows, class 1: 1 row\)\.$"):
         prepare(loaded, None, True, 0.3, 0)
+    # many classes: the rare ones first, 8 in all, and a count of the rest (800 filled 4,000 px, a crawl)
+    rows = b"".join(b"%d,%d\n" % (i, i // 2 if i < 40 else 100 + i) for i in range(60))
+    with pytest.raises(ValueError, match=r"\(class 140: 1 row, .*, and 32 more classes\)\.$") as err:
+        prepare(load_csv(b"a,label\n" + rows), None, True, 0.3, 0)
+    assert len(re.findall(r"class \d+: \d+ rows?\b", str(err.value))) == 8
 
 
 def test_a_two_row_class_is_kept_whole_for_training_and_the_page_says_so():

@@ -158,6 +158,31 @@ def test_a_missing_label_column_names_the_likely_one():
         load_csv(b"r,t,diagnosis\n1,2,M\n3,4,B\n")
 
 
+def test_a_label_column_of_measurements_or_identifiers_is_refused_with_the_likely_one():
+    # a crawl picked a measured column as the label: every row became its own class, and the error listed
+    # all 800 "classes" and advised leaving out single-row classes
+    rng = np.random.default_rng(0)
+    rows = "".join(f"{i},{a:.4f},{b:.4f},{'yes' if a > 0 else 'no'}\n"
+                   for i, (a, b) in enumerate(rng.normal(size=(300, 2))))
+    text = ("id,f0,f1,target\n" + rows).encode()
+    with pytest.raises(ValueError, match=r"'f0' holds numbers with fractions .*'target' has 2 distinct"):
+        load_csv(text, label="f0")
+    with pytest.raises(ValueError, match=r"'id' holds a different value in every row \(300 distinct"):
+        load_csv(text, label="id")
+    assert load_csv(text, label="target").feature_names == ["id", "f0", "f1"]
+    # whole numbers stored as floats (0.0 / 1.0), and small integer-coded sets, are still labels
+    assert list(load_csv(b"a,label\n1,0.0\n2,1.0\n3,0.0\n").y) == [0.0, 1.0, 0.0]
+    assert len(load_csv(b"a,label\n" + b"".join(b"%d,%d\n" % (i, i) for i in range(12))).y) == 12
+
+
+def test_the_guessed_label_skips_a_last_column_of_measurements():
+    # a file with its class column first: the last column (a measurement) was guessed
+    data = load_csv(b"cls,a,b\nx,1.5,2.25\ny,3.5,4.75\nx,5.5,6.125\n", label=None)
+    assert data.label_name == "cls" and data.feature_names == ["a", "b"]
+    # with no better column the last one stays the guess (and its own error says what to do)
+    assert load_csv(b"a,b\n1,0\n2,1\n3,0\n", label=None).label_name == "b"
+
+
 def test_latin1_file_is_read_and_its_column_names_kept():
     data = load_csv("t\xe9mp\xe9rature,b,label\n1,2,0\n3,4,1\n".encode("latin-1"))
     assert data.feature_names == ["t\xe9mp\xe9rature", "b"]

@@ -7,7 +7,7 @@ import streamlit as st
 from bsvm.cost import format_seconds
 from bsvm.data import DataScaleWarning
 from dashboard import figures, state, ui
-from dashboard.analysis import evaluate, fit_note, metrics_csv
+from dashboard.analysis import evaluate, fit_note, metrics_csv, page_warning
 from dashboard.methods import METHODS
 from dashboard.procrun import FINAL_DRAWS, map_model, thinned
 from dashboard.runner import Cancelled, Job
@@ -103,8 +103,7 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
             note = fit_note(some, data.X_train, data.y_train,
                             retry="on the Train page and run all methods again")
             if scale:
-                note = (f"It warned: {scale} (On the Data page: tick **Standardise features**.)"
-                        + (f" {note}" if note else ""))
+                note = f"It warned: {page_warning(scale, data.feature_names)}" + (f" {note}" if note else "")
             proba = None
             if grid is not None:
                 try:

@@ -2,6 +2,7 @@
 standardisation and the split."""
 
 import hashlib
+import inspect
 
 import streamlit as st
 
@@ -35,7 +36,7 @@ with left:
 # so that a user can pick while they load.
 import numpy as np  # noqa: E402
 
-from bsvm.data import guess_label, numeric_columns, read_csv_table  # noqa: E402
+from bsvm.data import SCALE_SPREAD, guess_label, numeric_columns, read_csv_table  # noqa: E402
 from dashboard import figures, quickplot, ui  # noqa: E402
 from dashboard.analysis import pca2  # noqa: E402
 from dashboard.runner import Job, trace  # noqa: E402
@@ -53,8 +54,12 @@ def _parse_job(token, raw: bytes):
 with left:
     frame, notes = None, []
     if c["sample"] == state.UPLOAD:
-        up = st.file_uploader(f"CSV file (at most {state.MAX_UPLOAD_MB} MB)", type=["csv", "txt", "tsv"],
-                              key="uploader")
+        # the drop zone states the limit itself ("20MB per file") where Streamlit takes it per widget; the
+        # label said "at most 20 MB" above a zone saying "200MB per file" (the server's default, a crawl)
+        per_widget = "max_upload_size" in inspect.signature(st.file_uploader).parameters
+        up = st.file_uploader("CSV file" if per_widget else f"CSV file (at most {state.MAX_UPLOAD_MB} MB)",
+                              type=["csv", "txt", "tsv"], key="uploader",
+                              **({"max_upload_size": state.MAX_UPLOAD_MB} if per_widget else {}))
         if up is not None:
             raw = up.getvalue()
             if len(raw) > state.MAX_UPLOAD_MB * 2**20:
@@ -247,6 +252,18 @@ with right:
         if constant:  # (a user's CSV with an ID-like or unit column: kept, but worth knowing)
             st.caption(f"Constant on the training rows, so no method can learn from "
                        f"{'it' if len(constant) == 1 else 'them'}: {', '.join(map(str, constant))}.")
+        if not c["std"]:
+            # (a crawl: a 1e6-scale column left three methods at chance level, and this page, whose PCA
+            # read "PC1 (100% of variance)", said nothing; the methods' warnings came only after a fit)
+            sd = data.X_train.std(axis=0)
+            live = np.flatnonzero(sd > 0)
+            if live.size > 1 and sd[live].max() / sd[live].min() > SCALE_SPREAD:
+                lo, hi = live[np.argmin(sd[live])], live[np.argmax(sd[live])]
+                st.warning(f"The features' scales differ by a factor of {sd[hi] / sd[lo]:.3g} (standard "
+                           f"deviation {sd[lo]:.3g} in '{data.feature_names[lo]}', {sd[hi]:.3g} in "
+                           f"'{data.feature_names[hi]}'): a kernel's one length scale, or one prior on every "
+                           "weight, would let the widest columns decide alone. Tick **Standardise features** "
+                           "above.", icon=":material/straighten:")
         if c["sample"] != state.PLAYGROUND:
             counts = [int(np.sum(data.y_train == k)) for k in data.classes]
             balance = "Class balance (training rows)"

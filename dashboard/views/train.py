@@ -18,6 +18,7 @@ from dashboard.analysis import (
     check_fraction,
     check_text,
     last_check,
+    page_warning,
     param_names,
     stack_summary,
     stage_progress,
@@ -378,7 +379,8 @@ with right:
             # server's log only, and the page said "done" beside an unconverged fixed-length run (a crawl)
             said = list(r.warnings)  # (a copy: the reader thread appends)
             for text in said[:3]:
-                st.warning(f"The method warned: {text}", icon=":material/warning:")
+                st.warning(f"The method warned: {page_warning(text, data.feature_names)}",
+                           icon=":material/warning:")
             if len(said) > 3:
                 more = len(said) - 3
                 st.caption(f"... and {more} more warning{'s' if more > 1 else ''} from the method.")
@@ -700,7 +702,10 @@ with right:
         box = st.session_state.get("_live_map_box") or {}
         shown = box.get("draws") if box.get("key") == (r.id, data.key) and box.get("final") else None
         if shown is None:
-            return f"the map and these from about {FINAL_DRAWS:,}"
+            # (no map is drawn unless the data have two features: it read "the map and these" beside a
+            # panel saying a map needs two, a crawl)
+            return (f"the map and these from about {FINAL_DRAWS:,}" if data.n_features == 2 else
+                    f"from about {FINAL_DRAWS:,}")
         return f"these from about {FINAL_DRAWS:,}, the map (to draw it in seconds) from about {shown:,}"
 
     def _map_rested(box: dict) -> bool:
@@ -710,7 +715,11 @@ with right:
 
     st.session_state["_live_full"] = True  # read by the fragment: this is a full page run
     live_view()
-    if run is not None and run.status == DONE and run.finished_at is not None:
+    # (only for a run of this method on this data: after a switch the live view says whose run it was,
+    # and below it stood that run's "Too quick? Turn on Slow motion" for a one-shot PlattSVM, and its
+    # "The prediction mixes 2 fits" on data changed since, a crawl)
+    if run is not None and run.status == DONE and run.finished_at is not None \
+            and run.meta.get("method") == method.key and run.meta.get("data_key") == data.key:
         seconds = f"{run.history[-1].elapsed if run.history else 0:.2f} s"
         # (a one-shot fit has no progress records to speak of: "1 progress record" beside "fitted in one go")
         # a default run on a sample ends within a few seconds, before Pause or Step can be pressed (a
@@ -722,10 +731,9 @@ with right:
                     f"computed for {seconds}.")
                    + (" Too quick to follow? Turn on **Slow motion** and press **Start** to watch it one "
                       "record at a time, with Pause and Step." if quick else ""))
-        if run.meta.get("data_key") == data.key:
-            said = accuracy_text(run)
-            if said:
-                st.caption(said)
+        said = accuracy_text(run)
+        if said:
+            st.caption(said)
         stack = stack_summary(run.model)
         if stack:
             st.caption(stack)
