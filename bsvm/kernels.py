@@ -38,6 +38,9 @@ class Kernel:
     """Interface. Subclasses are frozen dataclasses of positive parameters."""
 
     param_names: tuple[str, ...] = ()
+    #: a finite-dimensional feature space (linear, constant): d + 1 inducing points represent the kernel
+    #: exactly, and S-BSVM's jitter on their kernel matrix would leave a residual variance it does not have
+    finite_rank = False
 
     def __call__(self, X, Y=None) -> np.ndarray:
         raise NotImplementedError
@@ -154,6 +157,7 @@ class Linear(Kernel):
     variance: float = 1.0
     bias: float = 1.0
     param_names = ("variance", "bias")
+    finite_rank = True
 
     def __call__(self, X, Y=None):
         Y = X if Y is None else Y
@@ -174,6 +178,7 @@ class Linear(Kernel):
 class Constant(Kernel):
     value: float = 1.0
     param_names = ("value",)
+    finite_rank = True
 
     def __call__(self, X, Y=None):
         Y = X if Y is None else Y
@@ -193,6 +198,10 @@ class Constant(Kernel):
 class SumKernel(Kernel):
     left: Kernel = None
     right: Kernel = None
+
+    @property
+    def finite_rank(self) -> bool:
+        return bool(self.left.finite_rank and self.right.finite_rank)
 
     @property
     def theta(self):

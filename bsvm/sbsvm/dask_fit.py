@@ -16,16 +16,14 @@ gather that small array once). Then, with the defaults (``batch_size="auto"``):
   cycles whose every sum over rows is a Dask reduction over the blocks (``distributed.DaskReduceEngine``,
   in parallel on a ``dask.distributed`` cluster if a Client is active): the in-memory fit up to rounding.
   The column statistics are sums over blocks, and stage 1's Adam steps (normalised by the gradient's
-  size) amplify their last-bit differences: probabilities agreed within 3e-13 to 4e-8 on twonorm and
-  ringnorm of 2,600-20,000 rows, and within 1.1e-4 in a review's 2,101 rows in blocks of 1,000 (one
-  block: 0). Where the stage-1 gradient is itself rounding (Ripley-like data of 2,001-20,000 rows: K_mm's
-  condition number about 1e10), the in-memory fit moves by 0.016 when the column means move by 1e-16,
-  and the Dask fit differs as much, up to 0.08 (another kernel of the stack can win). Beyond 30,000 rows,
-  minibatch SVI over the blocks
-  (:class:`DaskStreamEngine`): the blocks are visited in a random order each epoch, one in memory at a
-  time, each cut into minibatches of a random permutation of its rows (s = n / |S| with the array's n).
-  That random path differs from the in-memory minibatches (drawn from the whole array), so the two agree
-  statistically, not exactly.
+  size) amplify their last-bit differences: probabilities agreed within 2e-13 to 2e-10 on Ripley-like
+  data and ringnorm, and within 4e-9 to 4e-8 on twonorm, of 2,101-20,000 rows in blocks of 1,000-5,000
+  (one block: 0). Before ``geometry.MIN_JITTER`` (K_mm's condition number reached about 1e10 on
+  Ripley-like data, where stage 1's gradient was itself rounding) they differed by up to 0.08.
+  Beyond 30,000 rows, minibatch SVI over the blocks (:class:`DaskStreamEngine`): the blocks are
+  visited in a random order each epoch, one in memory at a time, each cut into minibatches of a random
+  permutation of its rows (s = n / |S| with the array's n). That random path differs from the in-memory
+  minibatches (drawn from the whole array), so the two agree statistically, not exactly.
 
 With a ``batch_size`` given there is one stage (joint SVI in q(u) and the kernel, as in the paper):
 ``batch_size >= n`` runs every step as reductions, smaller batches stream the blocks. Its kernel="auto"

@@ -36,20 +36,31 @@ class Geometry(NamedTuple):
         return self.L.shape[0] if self.kind == "sparse" else self.prior_std.size
 
 
-def stable_cholesky(K: np.ndarray, base_jitter: float = 1e-8,
-                    max_jitter: float = 1e-2) -> tuple[np.ndarray, float]:
-    """Lower Cholesky of K + jitter I, adding jitter only when needed (relative to the mean diagonal)."""
+#: jitter every inducing-point kernel matrix gets, relative to its mean diagonal (GPflow's default 1e-6).
+#: Without it Kmm's condition number reached ~1e10 on Ripley-like data (250 rows, 50 inducing points), and
+#: the fit followed the last bits of its inputs: a Dask fit (blocked sums) differed from the in-memory fit
+#: by 0.03-0.07 in probability on 2,600 rows, and a 1e-15 relative change of X moved it by up to 5e-7.
+#: With it: 1e-11 and 1e-12. The ELBO and its gradients are those of Kmm + jitter I, a kernel with a
+#: tiny white-noise term on the inducing values. Not for a finite-rank kernel (linear), whose d + 1
+#: inducing points are exact.
+MIN_JITTER = 1e-6
+
+
+def stable_cholesky(K: np.ndarray, base_jitter: float = 1e-8, max_jitter: float = 1e-2,
+                    min_jitter: float = 0.0) -> tuple[np.ndarray, float]:
+    """Lower Cholesky of K + jitter I (jitter relative to the mean diagonal): ``min_jitter`` always, more
+    (from ``base_jitter`` up by factors of 10, to ``max_jitter``) only when the factorisation fails."""
     scale = float(np.mean(np.diag(K))) if K.size else 1.0
     if not np.isfinite(scale) or scale <= 0:
         raise ValueError("The kernel matrix has a non-positive or non-finite diagonal: check the kernel "
                          "hyperparameters (variance must be positive) and that X has no NaN or inf.")
-    jitter = 0.0
+    jitter = min_jitter
     while True:
         try:
             A = K if jitter == 0.0 else K + (jitter * scale) * np.eye(K.shape[0])
             return cholesky(A, lower=True, check_finite=False), jitter * scale
         except LinAlgError:
-            jitter = base_jitter if jitter == 0.0 else jitter * 10.0
+            jitter = max(base_jitter, jitter * 10.0)
             if jitter > max_jitter:
                 raise ValueError(
                     "The kernel matrix of the inducing points is singular even with jitter "
@@ -59,7 +70,7 @@ def stable_cholesky(K: np.ndarray, base_jitter: float = 1e-8,
 
 
 def sparse_geometry(kernel: Kernel, inducing: np.ndarray) -> Geometry:
-    L, jitter = stable_cholesky(kernel(inducing))
+    L, jitter = stable_cholesky(kernel(inducing), min_jitter=0.0 if kernel.finite_rank else MIN_JITTER)
     Linv = solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
     return Geometry("sparse", kernel, inducing, L, Linv, jitter, None)
 

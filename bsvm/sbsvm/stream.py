@@ -90,6 +90,10 @@ class Standardized(Kernel):
     def theta(self):
         return self.inner.theta
 
+    @property
+    def finite_rank(self) -> bool:
+        return bool(self.inner.finite_rank)
+
     def with_theta(self, theta):
         return dataclasses.replace(self, inner=self.inner.with_theta(theta))
 
