@@ -256,7 +256,7 @@ def column_scales(X: np.ndarray) -> np.ndarray:
     return np.sqrt(ss / X.shape[0])
 
 
-def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
+def check_input_scale(estimator, X: np.ndarray, rule: str, sd: np.ndarray | None = None) -> None:
     """Warn (:class:`DataScaleWarning`) when the inputs' scales would silently mislead the method.
 
     The rule is the method's (each estimator's docstring says which it follows):
@@ -273,11 +273,12 @@ def check_input_scale(estimator, X: np.ndarray, rule: str) -> None:
       tighter than the wide ones' (not "the widest decide alone", which is a shared distance's fault).
 
     Constant columns are ignored. The remedy is the same in every case: standardise the features
-    (``sklearn.preprocessing.StandardScaler``, or the dashboard's standardise option).
+    (``sklearn.preprocessing.StandardScaler``, or the dashboard's standardise option). ``sd``: the
+    columns' standard deviations when the caller has them (a Dask array's, from one pass over its blocks).
     """
     if rule == "standardizes" or X.shape[0] < 2:
         return
-    sd = column_scales(X)
+    sd = column_scales(X) if sd is None else np.asarray(sd, dtype=float)
     live = np.flatnonzero(np.isfinite(sd) & (sd > 0))
     if live.size == 0:
         return

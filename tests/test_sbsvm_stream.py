@@ -331,6 +331,21 @@ def test_dask_unknown_chunk_sizes_say_what_to_do():
     assert est.predict(Xt).shape == (len(Xt),)
 
 
+def test_dask_fit_warns_of_input_scales_as_the_in_memory_fit_does():
+    """Unstandardised columns 1e6 apart: the in-memory fit warns (DataScaleWarning), the Dask route
+    above 2,000 rows said nothing (a review)."""
+    from bsvm.data import DataScaleWarning
+
+    Xs = X[:2600] * np.r_[1e6, np.ones(X.shape[1] - 1)]
+    est = SBSVM(standardize=False, max_iter=5, random_state=0)
+    with pytest.warns(DataScaleWarning, match="column scales differ by a factor of"):
+        est.fit(da.from_array(Xs, chunks=(700, -1)), da.from_array(y[:2600], chunks=700))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataScaleWarning)  # standardised: nothing to say
+        SBSVM(max_iter=5, random_state=0).fit(da.from_array(Xs, chunks=(700, -1)),
+                                              da.from_array(y[:2600], chunks=700))
+
+
 def test_dask_non_finite_values_are_named_at_any_size():
     # above 2,000 rows a NaN reached k-means++ and came back as scikit-learn's bare "Input contains NaN."
     for n in (500, 2400):
