@@ -1285,3 +1285,57 @@ def test_an_input_has_one_colour_in_every_chart_of_a_fit():
     traces = [{"name": f"w[x{i}]"} for i in range(11)] + [{"name": "C"}]
     figures._colour_by_input(traces, [*range(11), None])
     assert len({t["line"]["color"] for t in traces}) == 12
+
+
+def test_one_step_gives_whole_iteration_ticks():
+    """After one Step the charts hold one record: Plotly's automatic ticks split the unit (8, 8.5, 9)."""
+    one = [Progress(9, 0.1, {"potential": 49.0, "step_size": 0.5, "rhat_target": 1.01}, {"w": np.ones(2)})]
+    for fig in (figures.objective_curve(one), figures.statistics_panel(one, "sampler"),
+                figures.snapshot_traces(one)):
+        assert fig.layout.xaxis.dtick == 1, fig.layout.title.text
+    assert figures.objective_curve(_history(50)).layout.xaxis.dtick is None  # long runs: automatic
+
+
+def test_stacked_panel_titles_fit_their_panels():
+    """MS-BPM on three classes: "training error (best chain)" is longer than its panel and ran into the
+    title of the panel above; long titles go on two lines, with room made for them at the left."""
+    hist = [Progress(i, 0.1, {"train_error": 0.03, "train_error_min": 0.01, "rhat_target": 1.01,
+                              "ess_target": 400.0}, {}) for i in range(1, 30)]
+    fig = figures.sampler_statistics(hist)
+    titles = [fig.layout[a].title.text for a in ("yaxis", "yaxis2")]
+    assert titles == ["training error", "training error<br>(best chain)"]
+    assert all(len(line) <= figures.PANEL_TITLE_CHARS for t in titles for line in t.split("<br>"))
+    assert fig.layout.yaxis2.automargin
+    # the note on the title's second line fits a half-width chart (it was cut at "first che")
+    note = fig.layout.title.text.split("<br>")[1]
+    assert len(re.sub("<[^>]+>", "", note)) <= 42
+
+
+def test_the_objectives_labels_sit_above_the_plot_and_apart():
+    """S-BSVM's candidate labels ("2", "4-5, stack") sat on the ELBO curve and on each other, and
+    "burn-in" beside the top y tick label: they go in a strip above the plot, and neighbours whose
+    labels would meet share one."""
+    from bsvm import SBSVM
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(175, random_state=0)
+    est = SBSVM(random_state=0).fit(X, y)
+    fig = figures.objective_curve(est.history_, stages=est.stages_)
+    notes = fig.layout.annotations
+    assert notes and all(a.y == 1.0 and a.yanchor == "bottom" for a in notes)
+    assert fig.layout.margin.t == figures.SUBTITLE_MARGIN["t"] + figures.LABEL_STRIP
+    # each label's estimated extent, in iterations, is clear of the next one's
+    groups = figures._label_groups(sorted(figures.stage_changes(est.history_, est.stages_)),
+                                   float(est.history_[0].iteration),
+                                   float(est.history_[-1].iteration - est.history_[0].iteration))
+    assert all(a["hi"] <= b["lo"] for a, b in zip(groups, groups[1:]))
+    assert [a.text for a in notes] == [g["text"] for g in groups]
+    # marks far apart keep their own labels
+    far = figures._label_groups([(0.0, " 2", "2"), (50.0, " 3", "3"), (100.0, " stack", "s")], 0.0, 100.0)
+    assert [g["text"].strip() for g in far] == ["2", "3", "stack"]
+    close = figures._label_groups([(0.0, " 2", "2"), (5.0, " 3", "3"), (98.0, " stack", "s")], 0.0, 100.0)
+    assert [g["text"].strip() for g in close] == ["2-3", "stack"]
+    burn = [Progress(i * 10, 0.1, {"log_posterior": -240.0, "burnin": float(i < 15), "n_burnin": 150}, {})
+            for i in range(1, 23)]
+    label = figures.objective_curve(burn).layout.annotations[0]
+    assert label.text == "burn-in" and label.yanchor == "bottom"
