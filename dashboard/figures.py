@@ -746,6 +746,16 @@ def _hover(axis_titles, what: str = "p=%{z:.3f}") -> str:
     return (f"{axis_titles[0]}=%{{x:.2f}}<br>{axis_titles[1]}=%{{y:.2f}}<br>{what}<extra></extra>")
 
 
+def _map_axes(grid: Grid, axis_titles, x: str = "x") -> tuple[dict, dict]:
+    """The x and y axes of a map over ``grid``, its plot held square (the y axis scaled to the x axis,
+    the longer one's domain shrunk): a map as wide as its column was stretched to 3:1 (Calibration with
+    one model, Compare at 1920 px, the PNG export)."""
+    xs, ys = grid.xs, grid.ys
+    ratio = float((xs[-1] - xs[0]) / (ys[-1] - ys[0])) if ys[-1] != ys[0] else 1.0
+    return (_axis(axis_titles[0], range=[xs[0], xs[-1]], constrain="domain"),
+            _axis(axis_titles[1], range=[ys[0], ys[-1]], constrain="domain", scaleanchor=x, scaleratio=ratio))
+
+
 def _truth_trace(grid: Grid, truth, labels: bool = True) -> dict:
     """The true p(y|x) as dotted contours at 0.1, 0.3, ..., 0.9; ``labels=False`` leaves out the level
     labels, whose placement is most of a map's drawing time in the browser (measured: 200 ms against 60
@@ -791,8 +801,8 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
         traces += _point_traces(X, y, classes, outline=not light)
     if overlay is not None and len(overlay):
         traces.append(_overlay_trace(overlay, overlay_name))
-    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
-                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
+    xaxis, yaxis = _map_axes(grid, axis_titles)
+    return _fast_figure(traces, title, height, xaxis=xaxis, yaxis=yaxis,
                         legend=LEGEND_BELOW, margin=MAP_MARGIN)
 
 
@@ -827,8 +837,8 @@ def class_map(grid: Grid, P: np.ndarray, X=None, y=None, classes=(), *, overlay=
         traces += points
     if overlay is not None and len(overlay):
         traces.append(_overlay_trace(overlay, overlay_name))
-    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
-                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
+    xaxis, yaxis = _map_axes(grid, axis_titles)
+    return _fast_figure(traces, title, height, xaxis=xaxis, yaxis=yaxis,
                         legend=LEGEND_BELOW, plot_bgcolor="white", margin=MAP_MARGIN)
 
 
@@ -881,8 +891,8 @@ def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *,
                "hovertemplate": _hover(axis_titles, f"{colorbar_title}=%{{z:.3g}}")}]
     if X is not None:
         traces += _point_traces(X, y, classes)
-    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
-                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]), legend=LEGEND_BELOW,
+    xaxis, yaxis = _map_axes(grid, axis_titles)
+    return _fast_figure(traces, title, height, xaxis=xaxis, yaxis=yaxis, legend=LEGEND_BELOW,
                         margin=MAP_MARGIN)
 
 
@@ -1199,6 +1209,12 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
                 fig.update_xaxes(title_text=axis_titles[0], title_font_size=11, row=r, col=c)
             if c == 1:
                 fig.update_yaxes(title_text=axis_titles[1], title_font_size=11, row=r, col=c)
+    for k in range(len(names)):  # each map square in its cell (at 1920 px a cell was 500 x 230 px)
+        ax = "" if k == 0 else str(k + 1)
+        _, square = _map_axes(grid, ("", ""), x=f"x{ax}")
+        fig.layout[f"yaxis{ax}"].update(scaleanchor=square["scaleanchor"], scaleratio=square["scaleratio"],
+                                        constrain="domain")
+        fig.layout[f"xaxis{ax}"].update(constrain="domain")
     fig = _layout(fig, f"{subtitle}, one colour scale", rows * height_per_row + 40, legend=LEGEND_BELOW)
     fig.update_layout(margin=dict(t=85), plot_bgcolor="white")  # subplot titles sit under the figure title
     return fig

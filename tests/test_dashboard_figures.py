@@ -1169,7 +1169,9 @@ def test_a_single_map_is_exported_about_square_and_a_grid_of_maps_wide():
     grid = make_grid(X, 10)
     one = figures.value_heatmap(grid, np.zeros(len(grid.points)), X, np.arange(50) % 2, [0, 1], title="t")
     h = int(one.layout.height)
-    assert ui.export_width(one, h) == round(1.25 * h)
+    m = figures.MAP_MARGIN  # a square plot, its margins and its colour bar
+    assert ui.export_width(one, h) == h - m["t"] - m["b"] + m["l"] + m["r"] + ui.MAP_COLOURBAR_PX
+    assert ui.export_width(figures.class_balance(np.array([0, 1]), [0, 1]), 300) == 1200
     maps = figures.heatmap_grid({"a": np.full(len(grid.points), 0.5), "b": np.full(len(grid.points), 0.4)},
                                 grid, X, np.arange(50) % 2, [0, 1])
     assert ui.export_width(maps, int(maps.layout.height)) == 1200  # subplots: the default width
@@ -1339,3 +1341,39 @@ def test_the_objectives_labels_sit_above_the_plot_and_apart():
             for i in range(1, 23)]
     label = figures.objective_curve(burn).layout.annotations[0]
     assert label.text == "burn-in" and label.yanchor == "bottom"
+
+
+def test_maps_keep_a_square_plot():
+    """A map as wide as its column was stretched to 3:1 (Calibration with one model, Compare at 1920 px,
+    the PNG): the y axis is scaled to the x axis so the plot stays square, whatever the grid's ranges."""
+    from dashboard import figures_posterior as figp
+
+    grid = Grid(np.linspace(-2, 2, 20), np.linspace(-1, 5, 30))
+    p = np.full(grid.points.shape[0], 0.5)
+    P3 = np.tile([0.2, 0.3, 0.5], (grid.points.shape[0], 1))
+    X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    for fig in (figures.proba_heatmap(grid, p), figures.class_map(grid, P3),
+                figures.value_heatmap(grid, p, title="u"), figp.draw_boundaries(grid, p[None], 0.5)):
+        ya = fig.layout.yaxis
+        assert ya.scaleanchor == "x" and ya.constrain == fig.layout.xaxis.constrain == "domain"
+        assert ya.scaleratio == pytest.approx(4 / 6)  # x span / y span: equal lengths on screen
+    grid_fig = figures.heatmap_grid({"a": p, "b": p, "c": p, "d": p}, grid, X, y, (0, 1))
+    for k, ax in enumerate(["", "2", "3", "4"]):
+        assert grid_fig.layout[f"yaxis{ax}"].scaleanchor == f"x{ax}", k
+
+
+def test_a_maps_png_has_its_title_off_the_edge_and_no_blank_band():
+    """The PNG of a map: the title sat flush against the image's left edge, and room for a second legend
+    row (kept on the page so maps side by side match) was a blank band under a one-row legend."""
+    from dashboard import ui
+
+    grid = Grid(np.linspace(-2, 2, 20), np.linspace(-2, 2, 20))
+    X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    one_row = ui.for_export(figures.proba_heatmap(grid, np.full(400, 0.5), X, y, (0, 1), title="t"))
+    assert one_row.layout.title.pad.l > 0
+    assert one_row.layout.margin.b < figures.MAP_MARGIN["b"]
+    # (plot 250 px high, so ~430 px wide: four entries take two rows)
+    two_rows = ui.for_export(figures.proba_heatmap(grid, np.full(400, 0.5), X, y, (0, 1), title="t",
+                                                   truth=np.full(400, 0.5), overlay=X,
+                                                   overlay_name="support vectors"))
+    assert two_rows.layout.margin.b == figures.MAP_MARGIN["b"]
