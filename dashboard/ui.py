@@ -212,7 +212,21 @@ def _presentation_style(fig):
     fig.update_yaxes(tickfont_size=15, title_font_size=17)
     # subplot titles and notes are annotations with sizes of their own (as livechart.js does)
     fig.for_each_annotation(lambda a: a.update(font_size=max((a.font.size or 12) + 3, 16)))
+    # the larger title (and its note, sized relative to it) needs a taller top margin, or its second line
+    # sat on the plot
+    if fig.layout.margin.t:
+        fig.update_layout(margin_t=round(fig.layout.margin.t * PRESENT_MARGIN))
+    # colour bars and contour labels have fonts of their own too (they stayed at 10-12 px)
+    for tr in fig.data:
+        if "colorbar" in tr and (tr.showscale is not False):
+            tr.update(colorbar_tickfont_size=15, colorbar_title_font_size=16)
+        if tr.type == "contour" and tr.contours.showlabels:
+            tr.update(contours_labelfont_size=14)
     return fig
+
+
+#: how much taller a chart's top margin is in presentation mode (its title goes from 15 to 21 px)
+PRESENT_MARGIN = 1.35
 
 
 @st.cache_resource(show_spinner=False)

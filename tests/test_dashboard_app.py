@@ -542,6 +542,17 @@ def test_presentation_mode_is_in_the_link():
     assert flat.get("present") == "1"
 
 
+def test_the_data_sets_names_do_not_change_with_presentation_mode():
+    """The data-set box kept the names it had when the mode was switched on, so the long playground
+    name was cut in presentation mode ("Playground: generate and click to edit (2-D"): one short set."""
+    at = _app()
+    before = at.selectbox(key="w:cfg:sample").options
+    at.toggle(key="presentation").set_value(True).run()
+    _ok(at)
+    assert at.selectbox(key="w:cfg:sample").options == before
+    assert max(len(o) for o in before) <= 42 and "Playground (2-D, click to edit)" in before
+
+
 def _open_diagnostics(at: AppTest, run) -> AppTest:
     """Show ``run`` (made by a fake sampler on the current data) on the Diagnostics page."""
     at.session_state["run"] = run

@@ -1362,6 +1362,24 @@ def test_maps_keep_a_square_plot():
         assert grid_fig.layout[f"yaxis{ax}"].scaleanchor == f"x{ax}", k
 
 
+def test_presentation_mode_scales_every_chart_text():
+    """Presentation mode enlarged the page's type and the charts' titles and ticks, but a title's note
+    stayed at 12 px, and colour bars and contour labels at 10-12 px; the larger title ran into the plot."""
+    from dashboard import ui
+
+    grid = Grid(np.linspace(-2, 2, 20), np.linspace(-2, 2, 20))
+    fig = figures.proba_heatmap(grid, np.full(400, 0.5), truth=np.full(400, 0.5), title="t")
+    shown = ui._presentation_style(fig)
+    assert shown.layout.title.font.size == 21 and shown.layout.xaxis.tickfont.size == 15
+    assert shown.data[0].colorbar.tickfont.size == 15 and shown.data[1].contours.labelfont.size == 14
+    assert shown.layout.margin.t == round(figures.MAP_MARGIN["t"] * ui.PRESENT_MARGIN)
+    # a note's size is relative to its title's: it grows with it (no fixed px size left in titles)
+    note = figures.sampler_statistics([Progress(i, 0.1, {"step_size": 0.5, "rhat_target": 1.01}, {})
+                                       for i in range(1, 5)]).layout.title.text
+    assert f"font-size:{figures.SUBTITLE_EM}em" in note and "px" not in note
+    assert fig.layout.margin.t == figures.MAP_MARGIN["t"]  # the builder's figure is left as it was
+
+
 def test_a_maps_png_has_its_title_off_the_edge_and_no_blank_band():
     """The PNG of a map: the title sat flush against the image's left edge, and room for a second legend
     row (kept on the page so maps side by side match) was a blank band under a one-row legend."""
