@@ -67,12 +67,20 @@ def _fast_figure(traces: list[dict], title: str, height: int = 320, **layout) ->
 
 #: the margin of a figure whose title has a second line (:func:`_subtitled`)
 SUBTITLE_MARGIN = {"l": 50, "r": 20, "t": 62, "b": 40}
+#: the margin of a figure with a one-line title
+_MARGIN = {"l": 50, "r": 20, "t": 45, "b": 40}
 
 
 def _subtitled(title: str, note: str) -> str:
     """A title with a note on a second, smaller line: as one line, the note ran off a half-width chart at
     1280 px."""
-    return f"{title}<br><span style='font-size:12px'>{note}</span>"
+    # (a size relative to the title's, 12 px under a 15 px title: presentation mode, which enlarges the
+    # title, enlarges its note too; at a fixed 12 px it stayed small on a projector)
+    return f"{title}<br><span style='font-size:{SUBTITLE_EM}em'>{note}</span>"
+
+
+#: a title's note's size, relative to the title's
+SUBTITLE_EM = 0.8
 
 
 def _axis(title: str = "", **kw) -> dict:
@@ -235,7 +243,9 @@ def sampler_statistics(history, height: int = 300, panel: int = 110):
     if not conv and targets["rhat"] is not None:
         # in burn-in: one unlabelled line, and no word of the R-hat and ESS panels to come (a crawl)
         # (a fixed-length run checks once, at its end: "first check, after burn-in" misled when paused)
-        title = _subtitled(title, "R-hat and ESS appear once the stopping rule is first checked")
+        # (short: "R-hat and ESS appear once the stopping rule is first checked" was cut at "first che" on
+        # a half-width chart at 1280 px, a crawl)
+        title = _subtitled(title, "R-hat and ESS show after the first check")
         extra["margin"] = SUBTITLE_MARGIN
     return metric_curves(history, shown, title, separate_axes=True, height=height, panel=panel, **extra)
 
@@ -307,6 +317,21 @@ def _gapped(it: np.ndarray, v: np.ndarray, breaks) -> tuple[np.ndarray, np.ndarr
     return (np.insert(it, cut, (it[np.array(cut) - 1] + it[cut]) / 2), np.insert(v, cut, np.nan))
 
 
+#: below this many iterations between the first and last record the iteration axis gets a tick per
+#: iteration: Plotly's automatic ticks split the unit (one Step from a fresh start: "8, 8.5, 9")
+INTEGER_TICKS_BELOW = 10
+
+
+def _iteration_axis(history) -> dict:
+    """The x axis of curves over iterations, with whole-number ticks."""
+    span = float(history[-1].iteration - history[0].iteration) if history else 0.0
+    return {**_axis("iteration"), **({"dtick": 1, "tick0": 0} if span < INTEGER_TICKS_BELOW else {})}
+
+
+#: characters per line of a stacked panel's axis title (11 px type along a 110 px panel)
+PANEL_TITLE_CHARS = 15
+
+
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
                   separate_axes: bool = False, feature_names=None, panel: int = 110, breaks=(), **extra):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
@@ -337,26 +362,30 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
             ax = "" if k == 0 else str(k + 1)
             tr["yaxis"] = f"y{ax}"
             top = 1.0 - k * (share + gap)
+            # a long title on two lines: "training error (best chain)" is longer than its 110 px panel
+            # and ran into the title of the panel above (MS-BPM on 3 classes, a crawl); automargin makes
+            # room at the left for the second line
             axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - share), top], **(_LOG_AXIS if log_y else {}),
-                                  "title": {"text": shown, "font": {"size": 11}}}
+                                  "title": {"text": _wrapped(shown, PANEL_TITLE_CHARS), "font": {"size": 11}},
+                                  "automargin": True}
             axes[f"yaxis{ax}"].update(_floor_at_zero(v, log_y))
         traces.append(tr)
     _colour_by_input(traces, [_feature_position(name) for name in names])
     if stacked:  # the shared iteration axis sits under the bottom panel
         return _fast_figure(traces, title, max(height, panel * n + 90),
-                            xaxis={**_axis("iteration"), "anchor": f"y{n}"}, showlegend=False,
+                            xaxis={**_iteration_axis(history), "anchor": f"y{n}"}, showlegend=False,
                             **{**axes, **extra})
     if separate_axes and n == 1:  # one panel: its axis says what it is (no legend for one line)
         extra = {"yaxis": {**(_LOG_AXIS if log_y else {}), "title": {"text": traces[0]["name"]},
                            **_floor_at_zero(traces[0]["y"], log_y)}, **extra}
-        return _fast_figure(traces, title, height, xaxis=_axis("iteration"), showlegend=False, **extra)
+        return _fast_figure(traces, title, height, xaxis=_iteration_axis(history), showlegend=False, **extra)
     if n > MAX_LEGEND_ENTRIES:
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;
         # hovering a line names it
         return _fast_figure(traces, _subtitled(title, f"{n} curves: hover to name one"), height,
-                            xaxis=_axis("iteration"), yaxis=_LOG_AXIS if log_y else {},
+                            xaxis=_iteration_axis(history), yaxis=_LOG_AXIS if log_y else {},
                             showlegend=False, **{"margin": SUBTITLE_MARGIN, **extra})
-    return _fast_figure(traces, title, height, xaxis=_axis("iteration"),
+    return _fast_figure(traces, title, height, xaxis=_iteration_axis(history),
                         yaxis=_LOG_AXIS if log_y else {}, legend=LEGEND_BELOW, **extra)
 
 
@@ -474,36 +503,61 @@ def objective_curve(history, height: int = 300, stages=None):
                        "layer": "below"})
         span = float(history[-1].iteration - history[0].iteration)
         if end - history[0].iteration >= 0.1 * span:  # (on a narrow band the word covered the curve's start)
-            notes.append({"x": history[0].iteration, "y": 1.0, "xref": "x", "yref": "paper",
-                          "text": "burn-in", "showarrow": False, "xanchor": "left", "yanchor": "top",
-                          "font": {"size": 11, "color": "#666"}})
+            notes.append({**_ABOVE_PLOT, "x": history[0].iteration, "text": "burn-in", "xanchor": "left"})
     if marks:
-        # labels closer than 4 % of the axis would print over each other (the fixed-hyperparameter fits
-        # take a few steps each): one label for such a run of marks, "4-6", every name on hover
-        span = max(1.0, float(history[-1].iteration - history[0].iteration))
-        groups: list[list] = []
-        for mark in sorted(marks):
-            if groups and mark[0] - groups[-1][0][0] < 0.04 * span:
-                groups[-1].append(mark)
-            else:
-                groups.append([mark])
-        labels = [(g[0][0], _group_label([m[1] for m in g]), "<br>".join(m[2] for m in g)) for g in groups]
+        # one label for marks whose labels would print over each other (the fixed-hyperparameter fits
+        # take a few steps each): "4-6", every name on hover
+        groups = _label_groups(sorted(marks), float(history[0].iteration),
+                               max(1.0, float(history[-1].iteration - history[0].iteration)))
         shapes += [{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
                     "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks]
-        start = float(history[0].iteration)
-        notes += [{"x": it, "y": 1.0, "xref": "x", "yref": "paper", "text": text, "hovertext": hover,
-                   # a label near the right end reads leftwards: to its right it ran past the plot and
-                   # stretched the axis (S-BSVM's "4-5, stack" took it from 500 to 650, a crawl)
-                   "showarrow": False, "xanchor": "right" if it - start > 0.85 * span else "left",
-                   "yanchor": "top",
-                   # a label over the curve stays readable (it was half hidden behind it)
-                   "bgcolor": "rgba(255,255,255,0.75)", "borderpad": 1,
-                   "font": {"size": 11, "color": "#666"}} for it, text, hover in labels]
+        notes += [{**_ABOVE_PLOT, "x": g["x"], "text": g["text"], "hovertext": g["hover"],
+                   "xanchor": g["anchor"]} for g in groups]
     extra = {"margin": SUBTITLE_MARGIN} if sub else {}
+    if notes:  # the labels' strip above the plot
+        margin = dict(extra.get("margin", _MARGIN))
+        extra["margin"] = {**margin, "t": margin["t"] + LABEL_STRIP}
     if shapes:
         extra.update(shapes=shapes, annotations=notes)
     # (each candidate's ELBO is its own objective: joined, the five fits read as one climbing run, a crawl)
     return metric_curves(history, [name], label, height=height, breaks=[m[0] for m in marks], **extra)
+
+
+#: the objective's labels ("burn-in", the candidate fits' numbers) sit in a strip of this many px above
+#: the plot: inside it they sat on the curve (S-BSVM's ELBO climbs to the top within a few steps) and
+#: "burn-in" beside the top y tick label (a crawl)
+LABEL_STRIP = 14
+_ABOVE_PLOT = {"y": 1.0, "xref": "x", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+               "font": {"size": 11, "color": "#666"}}
+#: for telling whether two labels meet: a half-width chart's plot at 1280 px, and the width of one
+#: character of the labels' 11 px type (a little more than its average, so that labels keep apart)
+_PLOT_PX, _LABEL_CHAR_PX = 230.0, 7.0
+
+
+def _label_groups(marks, start: float, span: float) -> list[dict]:
+    """Marks ``(iteration, short, full)`` gathered into labels that do not overlap: each label's width is
+    estimated from its characters (:data:`_PLOT_PX`, :data:`_LABEL_CHAR_PX`), and neighbours whose
+    labels would meet are made one ("4-5, stack"), until none meet (two numbers 4 % of the axis apart
+    were labelled apart, and "2" and "4-5, stack" printed over each other)."""
+    groups = [[m] for m in marks]
+
+    def placed(g):
+        x = g[0][0]
+        text = _group_label([m[1] for m in g])
+        width = (len(text.strip()) * _LABEL_CHAR_PX + 6) / _PLOT_PX * span
+        # a label near the right end reads leftwards: to its right it ran past the plot and stretched
+        # the axis (S-BSVM's "4-5, stack" took it from 500 to 650, a crawl)
+        right = x - start > 0.85 * span
+        lo, hi = (x - width, x) if right else (x, x + width)
+        return {"x": x, "text": text, "hover": "<br>".join(m[2] for m in g), "anchor": "right" if right else
+                "left", "lo": lo, "hi": hi}
+
+    while True:
+        shown = [placed(g) for g in groups]
+        meet = next((k for k in range(len(shown) - 1) if shown[k]["hi"] > shown[k + 1]["lo"]), None)
+        if meet is None:
+            return shown
+        groups[meet:meet + 2] = [groups[meet] + groups[meet + 1]]
 
 
 def _group_label(texts: list[str]) -> str:
@@ -621,7 +675,7 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     if notes:
         title = _subtitled(title, "; ".join(notes))
         margin = {"margin": SUBTITLE_MARGIN}
-    return _fast_figure(traces, title, height, xaxis=_axis("iteration"), **legend, **margin)
+    return _fast_figure(traces, title, height, xaxis=_iteration_axis(history), **legend, **margin)
 
 
 def statistics_panel(history, kind: str, feature_names=None, height: int = 300, panel: int = 110):
@@ -694,6 +748,16 @@ def _hover(axis_titles, what: str = "p=%{z:.3f}") -> str:
     return (f"{axis_titles[0]}=%{{x:.2f}}<br>{axis_titles[1]}=%{{y:.2f}}<br>{what}<extra></extra>")
 
 
+def _map_axes(grid: Grid, axis_titles, x: str = "x") -> tuple[dict, dict]:
+    """The x and y axes of a map over ``grid``, its plot held square (the y axis scaled to the x axis,
+    the longer one's domain shrunk): a map as wide as its column was stretched to 3:1 (Calibration with
+    one model, Compare at 1920 px, the PNG export)."""
+    xs, ys = grid.xs, grid.ys
+    ratio = float((xs[-1] - xs[0]) / (ys[-1] - ys[0])) if ys[-1] != ys[0] else 1.0
+    return (_axis(axis_titles[0], range=[xs[0], xs[-1]], constrain="domain"),
+            _axis(axis_titles[1], range=[ys[0], ys[-1]], constrain="domain", scaleanchor=x, scaleratio=ratio))
+
+
 def _truth_trace(grid: Grid, truth, labels: bool = True) -> dict:
     """The true p(y|x) as dotted contours at 0.1, 0.3, ..., 0.9; ``labels=False`` leaves out the level
     labels, whose placement is most of a map's drawing time in the browser (measured: 200 ms against 60
@@ -739,8 +803,8 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
         traces += _point_traces(X, y, classes, outline=not light)
     if overlay is not None and len(overlay):
         traces.append(_overlay_trace(overlay, overlay_name))
-    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
-                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
+    xaxis, yaxis = _map_axes(grid, axis_titles)
+    return _fast_figure(traces, title, height, xaxis=xaxis, yaxis=yaxis,
                         legend=LEGEND_BELOW, margin=MAP_MARGIN)
 
 
@@ -775,8 +839,8 @@ def class_map(grid: Grid, P: np.ndarray, X=None, y=None, classes=(), *, overlay=
         traces += points
     if overlay is not None and len(overlay):
         traces.append(_overlay_trace(overlay, overlay_name))
-    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
-                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
+    xaxis, yaxis = _map_axes(grid, axis_titles)
+    return _fast_figure(traces, title, height, xaxis=xaxis, yaxis=yaxis,
                         legend=LEGEND_BELOW, plot_bgcolor="white", margin=MAP_MARGIN)
 
 
@@ -829,8 +893,8 @@ def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *,
                "hovertemplate": _hover(axis_titles, f"{colorbar_title}=%{{z:.3g}}")}]
     if X is not None:
         traces += _point_traces(X, y, classes)
-    return _fast_figure(traces, title, height, xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
-                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]), legend=LEGEND_BELOW,
+    xaxis, yaxis = _map_axes(grid, axis_titles)
+    return _fast_figure(traces, title, height, xaxis=xaxis, yaxis=yaxis, legend=LEGEND_BELOW,
                         margin=MAP_MARGIN)
 
 
@@ -1147,6 +1211,12 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
                 fig.update_xaxes(title_text=axis_titles[0], title_font_size=11, row=r, col=c)
             if c == 1:
                 fig.update_yaxes(title_text=axis_titles[1], title_font_size=11, row=r, col=c)
+    for k in range(len(names)):  # each map square in its cell (at 1920 px a cell was 500 x 230 px)
+        ax = "" if k == 0 else str(k + 1)
+        _, square = _map_axes(grid, ("", ""), x=f"x{ax}")
+        fig.layout[f"yaxis{ax}"].update(scaleanchor=square["scaleanchor"], scaleratio=square["scaleratio"],
+                                        constrain="domain")
+        fig.layout[f"xaxis{ax}"].update(constrain="domain")
     fig = _layout(fig, f"{subtitle}, one colour scale", rows * height_per_row + 40, legend=LEGEND_BELOW)
     fig.update_layout(margin=dict(t=85), plot_bgcolor="white")  # subplot titles sit under the figure title
     return fig

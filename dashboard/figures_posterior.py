@@ -13,14 +13,24 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .analysis import Grid
-from .figures import CLASS_COLOURS, LEGEND_BELOW, _axis, _fast_figure, _layout, _point_traces
+from .figures import (
+    CLASS_COLOURS,
+    LEGEND_BELOW,
+    SUBTITLE_MARGIN,
+    _axis,
+    _fast_figure,
+    _layout,
+    _map_axes,
+    _point_traces,
+    _subtitled,
+)
 
 CHAIN_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 BFMI_MIN = 0.3  # Betancourt (2016): below this the energy is poorly explored
 
 
 def draw_boundaries(grid: Grid, values: np.ndarray, level: float, X=None, y=None, classes=(), *,
-                    title: str = "Decision boundaries of posterior draws", axis_titles=("x1", "x2"),
+                    title: str = "Boundaries of posterior draws", axis_titles=("x1", "x2"),
                     height: int = 430):
     """One contour line per posterior draw at its decision level (p = 0.5, or w.x + b = 0), over the
     data: where the lines fan out, the posterior is unsure where the boundary lies."""
@@ -34,9 +44,11 @@ def draw_boundaries(grid: Grid, values: np.ndarray, level: float, X=None, y=None
                        "line": {"color": "rgba(60,60,60,0.35)", "width": 1.2}})
     if X is not None:
         traces += _point_traces(X, y, classes)
-    return _fast_figure(traces, f"{title} ({len(values)} draws)", height,
-                        xaxis=_axis(axis_titles[0], range=[grid.xs[0], grid.xs[-1]]),
-                        yaxis=_axis(axis_titles[1], range=[grid.ys[0], grid.ys[-1]]),
+    # a short title, the count on a second line: "Decision boundaries of posterior draws (30 draws)" ran
+    # under the mode bar (top right, on hover) of a half-width chart at 1280 px (a crawl)
+    return _fast_figure(traces, _subtitled(title, f"{len(values)} draws, one grey line each"), height,
+                        margin=SUBTITLE_MARGIN,
+                        **dict(zip(("xaxis", "yaxis"), _map_axes(grid, axis_titles))),
                         legend=LEGEND_BELOW, plot_bgcolor="white")
 
 
@@ -114,8 +126,10 @@ def energy_plot(energy: np.ndarray, bfmi: np.ndarray, *, height: int = 340):
     low = [c for c, b in enumerate(bfmi) if b < BFMI_MIN]
     flag = f" - low in chain(s) {low}" if low else ""
     text = ", ".join(f"{b:.2f}" for b in bfmi[:8]) + (" ..." if len(bfmi) > 8 else "")
-    return _layout(fig, f"Energy: BFMI per chain {text} (>= {BFMI_MIN} is good){flag}", height,
-                   legend=LEGEND_BELOW)
+    # (the BFMI values on a second line: on one line with the title they ran under the mode bar)
+    fig = _layout(fig, _subtitled("Energy", f"BFMI per chain {text} (>= {BFMI_MIN} is good){flag}"), height,
+                  legend=LEGEND_BELOW)
+    return fig.update_layout(margin=SUBTITLE_MARGIN)
 
 
 def ess_evolution(table: pd.DataFrame, name: str, threshold: float = 400.0, *, height: int = 340):

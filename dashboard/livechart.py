@@ -140,6 +140,17 @@ function presentLayout(layout, data) {
   const titled = (t, n) => typeof t === "string" ? {text: t, font: {size: n}} :
     Object.assign({}, t, {font: size(t.font, n)});
   if (layout.title) layout.title = titled(layout.title, 21);
+  // the larger title and its note (sized relative to it) need a taller top margin (ui.PRESENT_MARGIN)
+  if (layout.margin && layout.margin.t)
+    layout.margin = Object.assign({}, layout.margin, {t: Math.round(layout.margin.t * 1.35)});
+  // colour bars and contour labels have fonts of their own (as ui._presentation_style)
+  data.forEach((t) => {
+    if (t.colorbar && t.showscale !== false)
+      t.colorbar = Object.assign({}, t.colorbar, {tickfont: size(t.colorbar.tickfont, 15),
+        title: titled(t.colorbar.title || {text: ""}, 16)});
+    if (t.type === "contour" && t.contours && t.contours.showlabels)
+      t.contours = Object.assign({}, t.contours, {labelfont: size(t.contours.labelfont, 14)});
+  });
   layout.legend = Object.assign({}, layout.legend, {font: size((layout.legend || {}).font, 16)});
   for (const k of Object.keys(layout)) {
     if (!/^[xy]axis[0-9]*$/.test(k)) continue;

@@ -212,7 +212,21 @@ def _presentation_style(fig):
     fig.update_yaxes(tickfont_size=15, title_font_size=17)
     # subplot titles and notes are annotations with sizes of their own (as livechart.js does)
     fig.for_each_annotation(lambda a: a.update(font_size=max((a.font.size or 12) + 3, 16)))
+    # the larger title (and its note, sized relative to it) needs a taller top margin, or its second line
+    # sat on the plot
+    if fig.layout.margin.t:
+        fig.update_layout(margin_t=round(fig.layout.margin.t * PRESENT_MARGIN))
+    # colour bars and contour labels have fonts of their own too (they stayed at 10-12 px)
+    for tr in fig.data:
+        if "colorbar" in tr and (tr.showscale is not False):
+            tr.update(colorbar_tickfont_size=15, colorbar_title_font_size=16)
+        if tr.type == "contour" and tr.contours.showlabels:
+            tr.update(contours_labelfont_size=14)
     return fig
+
+
+#: how much taller a chart's top margin is in presentation mode (its title goes from 15 to 21 px)
+PRESENT_MARGIN = 1.35
 
 
 @st.cache_resource(show_spinner=False)
@@ -252,17 +266,48 @@ def export_width(fig, height: int, default: int = 1200) -> int:
         return int(fig.layout.width)
     one_axes = not any(k.startswith("xaxis") and k != "xaxis" for k in fig.layout.to_plotly_json())
     if one_axes and any(t.type in ("heatmap", "contour") for t in fig.data):
+        m = fig.layout.margin
+        if fig.layout.yaxis.scaleanchor and m.t is not None and m.b is not None:
+            # a square map (figures._map_axes): as wide as its plot is high, plus the margins and colour
+            # bar; wider, the map sat in a band of white with its colour bar far to its right
+            return int(height - m.t - m.b + (m.l or 0) + (m.r or 0) + MAP_COLOURBAR_PX)
         return int(round(1.25 * height))
     return default
 
 
+#: the width of a map's colour bar with its labels, in a PNG
+MAP_COLOURBAR_PX = 90
+
+
 def for_export(fig) -> go.Figure:
     """A copy of the figure with a template of real colours (see :func:`png_bytes`)."""
+    from .figures import MAP_MARGIN
     from .livechart import _template
 
     fig = go.Figure(fig)
     fig.update_layout(template=_template())
+    # on the page the chart has the page's padding around it; in the PNG a title at the container's
+    # left edge sat flush against the image's edge
+    if fig.layout.title.text and fig.layout.title.xanchor == "left":
+        fig.update_layout(title_pad_l=12)
+    # a map keeps room below it for two rows of legend (so maps side by side on a page match): an image
+    # has one map, and its legend's one row left a blank band above it
+    if fig.layout.margin.b == MAP_MARGIN["b"] and _legend_rows(fig, export_width(fig, fig.layout.height)) < 2:
+        fig.update_layout(margin_b=MAP_MARGIN["b"] - 28, height=(fig.layout.height or 430) - 28)
     return fig
+
+
+def _legend_rows(fig, width: int) -> int:
+    """About how many rows a legend below the plot takes in an image ``width`` px wide (generously: a
+    symbol, gaps and ~7 px per character of 12 px type)."""
+    names = [t.name for t in fig.data if t.name and t.showlegend is not False]
+    row, rows = 0.0, 1
+    for n in names:
+        w = 55 + 7 * len(n)
+        if row and row + w > width - 20:
+            rows, row = rows + 1, 0.0
+        row += w
+    return rows
 
 
 def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):

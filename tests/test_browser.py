@@ -413,7 +413,7 @@ def test_a_playground_link_shows_its_settings_after_the_refit(browser):
                 pg.get_by_text("The refitted model on the canvas's coordinates").wait_for()  # after the rerun
                 pg.wait_for_timeout(1500)  # the browser's widgets settle after the rerun (what a user sees)
                 shown = pg.locator("input[role='combobox']").evaluate_all("els => els.map(e => e.value)")
-                assert shown[:2] == ["Playground: generate and click to edit (2-D)", "Two moons"], shown
+                assert shown[:2] == ["Playground (2-D, click to edit)", "Two moons"], shown
                 _no_exception(pg, "Data (playground link)")
             finally:
                 fresh.close()

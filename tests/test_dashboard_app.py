@@ -558,6 +558,17 @@ def test_presentation_mode_is_in_the_link():
     assert flat.get("present") == "1"
 
 
+def test_the_data_sets_names_do_not_change_with_presentation_mode():
+    """The data-set box kept the names it had when the mode was switched on, so the long playground
+    name was cut in presentation mode ("Playground: generate and click to edit (2-D"): one short set."""
+    at = _app()
+    before = at.selectbox(key="w:cfg:sample").options
+    at.toggle(key="presentation").set_value(True).run()
+    _ok(at)
+    assert at.selectbox(key="w:cfg:sample").options == before
+    assert max(len(o) for o in before) <= 42 and "Playground (2-D, click to edit)" in before
+
+
 def _open_diagnostics(at: AppTest, run) -> AppTest:
     """Show ``run`` (made by a fake sampler on the current data) on the Diagnostics page."""
     at.session_state["run"] = run
@@ -581,19 +592,35 @@ class _FakeSampler:
 def test_posterior_draws_of_a_multi_class_fit_say_why_none_are_drawn():
     """A 4-class SubgradientHMC run got a slider and two notes in this tab: "no `predict_proba_draws`" (a
     method's attribute, and it has one) and "for SubgradientHMC ... with features = None" (which it was,
-    a crawl). Now one note with the real reason, and no slider."""
+    a crawl); then a tab of one sentence. Now no tab, and a caption with the real reason."""
     rng = np.random.default_rng(0)
     rows = "".join(f"{a:.3f},{b:.3f},{'ABC'[i % 3]}\n" for i, (a, b) in enumerate(rng.normal(size=(60, 2))))
     at = _upload(_app(), ("x1,x2,label\n" + rows).encode())
     _ok(at)
     assert len(at.session_state["data"].classes) == 3
     _open_diagnostics(at, Run.from_fitted(_FakeSampler(rng.normal(size=(4, 100, 6)))))
+    assert "Posterior draws" not in [t.label for t in at.tabs]
+    at.session_state["diag_tab"] = "Posterior draws"  # (a link or an earlier run's tab)
+    at.run()
+    _ok(at)
+    assert "Posterior draws" not in [t.label for t in at.tabs]
+    said = [c.value for c in at.caption if "drawn one by one for two classes" in c.value]
+    assert said and "this fit has 3" in said[0]
+    assert not at.slider and not any("predict_proba_draws" in i.value for i in at.info)
+
+
+def test_posterior_draws_say_in_words_why_a_feature_model_has_no_weight_cloud():
+    """An S-BSVM fit with random Fourier features: the tab said "its weights are those of features =
+    'rff'" (a crawl); it says what those weights are."""
+    at = _app(sample="ripley.csv")
+    fake = _FakeSampler(np.random.default_rng(0).normal(size=(2, 50, 5)))
+    fake.features, fake.feature_map_ = "rff", object()
+    _open_diagnostics(at, Run.from_fitted(fake))
     at.session_state["diag_tab"] = "Posterior draws"
     at.run()
     _ok(at)
-    said = [i.value for i in at.info if "drawn one by one for two classes" in i.value]
-    assert said and "this fit has 3" in said[0]
-    assert not at.slider and not any("predict_proba_draws" in i.value for i in at.info)
+    said = [i.value for i in at.info if "weight-space cloud" in i.value]
+    assert said and "random Fourier features" in said[0] and "features = 'rff'" not in said[0]
 
 
 def test_diagnostics_page_tables_and_flags_chains():

@@ -1198,7 +1198,9 @@ def test_a_single_map_is_exported_about_square_and_a_grid_of_maps_wide():
     grid = make_grid(X, 10)
     one = figures.value_heatmap(grid, np.zeros(len(grid.points)), X, np.arange(50) % 2, [0, 1], title="t")
     h = int(one.layout.height)
-    assert ui.export_width(one, h) == round(1.25 * h)
+    m = figures.MAP_MARGIN  # a square plot, its margins and its colour bar
+    assert ui.export_width(one, h) == h - m["t"] - m["b"] + m["l"] + m["r"] + ui.MAP_COLOURBAR_PX
+    assert ui.export_width(figures.class_balance(np.array([0, 1]), [0, 1]), 300) == 1200
     maps = figures.heatmap_grid({"a": np.full(len(grid.points), 0.5), "b": np.full(len(grid.points), 0.4)},
                                 grid, X, np.arange(50) % 2, [0, 1])
     assert ui.export_width(maps, int(maps.layout.height)) == 1200  # subplots: the default width
@@ -1319,3 +1321,111 @@ def test_an_input_has_one_colour_in_every_chart_of_a_fit():
     traces = [{"name": f"w[x{i}]"} for i in range(11)] + [{"name": "C"}]
     figures._colour_by_input(traces, [*range(11), None])
     assert len({t["line"]["color"] for t in traces}) == 12
+
+
+def test_one_step_gives_whole_iteration_ticks():
+    """After one Step the charts hold one record: Plotly's automatic ticks split the unit (8, 8.5, 9)."""
+    one = [Progress(9, 0.1, {"potential": 49.0, "step_size": 0.5, "rhat_target": 1.01}, {"w": np.ones(2)})]
+    for fig in (figures.objective_curve(one), figures.statistics_panel(one, "sampler"),
+                figures.snapshot_traces(one)):
+        assert fig.layout.xaxis.dtick == 1, fig.layout.title.text
+    assert figures.objective_curve(_history(50)).layout.xaxis.dtick is None  # long runs: automatic
+
+
+def test_stacked_panel_titles_fit_their_panels():
+    """MS-BPM on three classes: "training error (best chain)" is longer than its panel and ran into the
+    title of the panel above; long titles go on two lines, with room made for them at the left."""
+    hist = [Progress(i, 0.1, {"train_error": 0.03, "train_error_min": 0.01, "rhat_target": 1.01,
+                              "ess_target": 400.0}, {}) for i in range(1, 30)]
+    fig = figures.sampler_statistics(hist)
+    titles = [fig.layout[a].title.text for a in ("yaxis", "yaxis2")]
+    assert titles == ["training error", "training error<br>(best chain)"]
+    assert all(len(line) <= figures.PANEL_TITLE_CHARS for t in titles for line in t.split("<br>"))
+    assert fig.layout.yaxis2.automargin
+    # the note on the title's second line fits a half-width chart (it was cut at "first che")
+    note = fig.layout.title.text.split("<br>")[1]
+    assert len(re.sub("<[^>]+>", "", note)) <= 42
+
+
+def test_the_objectives_labels_sit_above_the_plot_and_apart():
+    """S-BSVM's candidate labels ("2", "4-5, stack") sat on the ELBO curve and on each other, and
+    "burn-in" beside the top y tick label: they go in a strip above the plot, and neighbours whose
+    labels would meet share one."""
+    from bsvm import SBSVM
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(175, random_state=0)
+    est = SBSVM(random_state=0).fit(X, y)
+    fig = figures.objective_curve(est.history_, stages=est.stages_)
+    notes = fig.layout.annotations
+    assert notes and all(a.y == 1.0 and a.yanchor == "bottom" for a in notes)
+    assert fig.layout.margin.t == figures.SUBTITLE_MARGIN["t"] + figures.LABEL_STRIP
+    # each label's estimated extent, in iterations, is clear of the next one's
+    groups = figures._label_groups(sorted(figures.stage_changes(est.history_, est.stages_)),
+                                   float(est.history_[0].iteration),
+                                   float(est.history_[-1].iteration - est.history_[0].iteration))
+    assert all(a["hi"] <= b["lo"] for a, b in zip(groups, groups[1:]))
+    assert [a.text for a in notes] == [g["text"] for g in groups]
+    # marks far apart keep their own labels
+    far = figures._label_groups([(0.0, " 2", "2"), (50.0, " 3", "3"), (100.0, " stack", "s")], 0.0, 100.0)
+    assert [g["text"].strip() for g in far] == ["2", "3", "stack"]
+    close = figures._label_groups([(0.0, " 2", "2"), (5.0, " 3", "3"), (98.0, " stack", "s")], 0.0, 100.0)
+    assert [g["text"].strip() for g in close] == ["2-3", "stack"]
+    burn = [Progress(i * 10, 0.1, {"log_posterior": -240.0, "burnin": float(i < 15), "n_burnin": 150}, {})
+            for i in range(1, 23)]
+    label = figures.objective_curve(burn).layout.annotations[0]
+    assert label.text == "burn-in" and label.yanchor == "bottom"
+
+
+def test_maps_keep_a_square_plot():
+    """A map as wide as its column was stretched to 3:1 (Calibration with one model, Compare at 1920 px,
+    the PNG): the y axis is scaled to the x axis so the plot stays square, whatever the grid's ranges."""
+    from dashboard import figures_posterior as figp
+
+    grid = Grid(np.linspace(-2, 2, 20), np.linspace(-1, 5, 30))
+    p = np.full(grid.points.shape[0], 0.5)
+    P3 = np.tile([0.2, 0.3, 0.5], (grid.points.shape[0], 1))
+    X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    for fig in (figures.proba_heatmap(grid, p), figures.class_map(grid, P3),
+                figures.value_heatmap(grid, p, title="u"), figp.draw_boundaries(grid, p[None], 0.5)):
+        ya = fig.layout.yaxis
+        assert ya.scaleanchor == "x" and ya.constrain == fig.layout.xaxis.constrain == "domain"
+        assert ya.scaleratio == pytest.approx(4 / 6)  # x span / y span: equal lengths on screen
+    grid_fig = figures.heatmap_grid({"a": p, "b": p, "c": p, "d": p}, grid, X, y, (0, 1))
+    for k, ax in enumerate(["", "2", "3", "4"]):
+        assert grid_fig.layout[f"yaxis{ax}"].scaleanchor == f"x{ax}", k
+
+
+def test_presentation_mode_scales_every_chart_text():
+    """Presentation mode enlarged the page's type and the charts' titles and ticks, but a title's note
+    stayed at 12 px, and colour bars and contour labels at 10-12 px; the larger title ran into the plot."""
+    from dashboard import ui
+
+    grid = Grid(np.linspace(-2, 2, 20), np.linspace(-2, 2, 20))
+    fig = figures.proba_heatmap(grid, np.full(400, 0.5), truth=np.full(400, 0.5), title="t")
+    shown = ui._presentation_style(fig)
+    assert shown.layout.title.font.size == 21 and shown.layout.xaxis.tickfont.size == 15
+    assert shown.data[0].colorbar.tickfont.size == 15 and shown.data[1].contours.labelfont.size == 14
+    assert shown.layout.margin.t == round(figures.MAP_MARGIN["t"] * ui.PRESENT_MARGIN)
+    # a note's size is relative to its title's: it grows with it (no fixed px size left in titles)
+    note = figures.sampler_statistics([Progress(i, 0.1, {"step_size": 0.5, "rhat_target": 1.01}, {})
+                                       for i in range(1, 5)]).layout.title.text
+    assert f"font-size:{figures.SUBTITLE_EM}em" in note and "px" not in note
+    assert fig.layout.margin.t == figures.MAP_MARGIN["t"]  # the builder's figure is left as it was
+
+
+def test_a_maps_png_has_its_title_off_the_edge_and_no_blank_band():
+    """The PNG of a map: the title sat flush against the image's left edge, and room for a second legend
+    row (kept on the page so maps side by side match) was a blank band under a one-row legend."""
+    from dashboard import ui
+
+    grid = Grid(np.linspace(-2, 2, 20), np.linspace(-2, 2, 20))
+    X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    one_row = ui.for_export(figures.proba_heatmap(grid, np.full(400, 0.5), X, y, (0, 1), title="t"))
+    assert one_row.layout.title.pad.l > 0
+    assert one_row.layout.margin.b < figures.MAP_MARGIN["b"]
+    # (plot 250 px high, so ~430 px wide: four entries take two rows)
+    two_rows = ui.for_export(figures.proba_heatmap(grid, np.full(400, 0.5), X, y, (0, 1), title="t",
+                                                   truth=np.full(400, 0.5), overlay=X,
+                                                   overlay_name="support vectors"))
+    assert two_rows.layout.margin.b == figures.MAP_MARGIN["b"]

@@ -121,7 +121,8 @@ st.caption("error: misclassified fraction; Brier: mean squared error of p; "
 
 
 def maps_for(d: Prepared, fitted: dict, where: str):
-    cols = st.columns(len(fitted))
+    # at least two columns: one model's map across the whole page was stretched to 3:1 (a crawl)
+    cols = st.columns(max(2, len(fitted)))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:
             fig = ui.proba_map(est, d, name)
@@ -146,7 +147,7 @@ def maps_for(d: Prepared, fitted: dict, where: str):
                          "variance Var q(f(x)) exists only for methods with a Gaussian latent posterior "
                          "(S-BSVM, Seeger ARD) and has its own scale"
                          + ("." if latent else ": none of these models has one."))
-    cols = st.columns(len(fitted))
+    cols = st.columns(max(2, len(fitted)))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:
             fig = ui.uncertainty_map(est, d, name, kind)

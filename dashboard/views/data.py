@@ -11,19 +11,19 @@ st.title("Data")  # first, before the heavier imports: a new session sees the pa
 from bsvm.samples import SAMPLES, sample_path  # noqa: E402
 from dashboard import state  # noqa: E402
 
-st.markdown("Pick a data set to explore. The **samples** marked *true p(y|x) known* were generated "
+st.markdown("Pick a data set to explore. The **samples** marked *truth known* were generated "
             "from a known model, so the Calibration page can show how far each method's probabilities are "
             "from the truth. The **playground** generates 2-D points with the noise you choose; click on it "
             "to add or remove points and watch the model change.")
 
 c = state.cfg()
 choices = [*SAMPLES, state.PLAYGROUND, state.UPLOAD]
-TITLES = {state.UPLOAD: "Upload a CSV...", state.PLAYGROUND: "Playground: generate and click to edit (2-D)"}
-# in presentation mode (larger type) the long names were cut in the box ("... true p(y|x) know"): shorter
-# ones there; the caption under the box says whether the truth is known
-_TRUTH = " - truth known" if state.presenting() else " - true p(y|x) known"
-if state.presenting():
-    TITLES[state.PLAYGROUND] = "Playground (2-D, click to edit)"
+# short names, in both modes: in presentation mode (larger type) the long ones were cut in the box ("...
+# true p(y|x) know"); and names that changed with the mode stayed as they were in the box when the mode
+# was switched on ("Playground: generate and click to edit (2-D", a crawl). The caption under the box
+# says whether the truth is known.
+TITLES = {state.UPLOAD: "Upload a CSV...", state.PLAYGROUND: "Playground (2-D, click to edit)"}
+_TRUTH = " - truth known"
 left, right = st.columns([2, 3])
 with left:
     state.bind(st.selectbox, "sample", "Data set", options=choices,

@@ -274,10 +274,19 @@ chains = c2.multiselect("Chains", list(range(n_chains)), default=list(range(min(
                         key="diag_chains", help="Pick chains to compare; the tables above use every chain.")
 chains = chains or list(range(n_chains))
 
+#: why a model with kernel features has no weight-space cloud, per ``features`` option
+FEATURE_WORDS = {
+    "rff": "its weights belong to random Fourier features (random cosine waves of the inputs, which "
+           "bend its boundary), not to the two inputs themselves, so there are no two weights to plot",
+    "nystroem": "its weights belong to Nystroem kernel features (one per chosen training point, which bend "
+                "its boundary), not to the two inputs themselves, so there are no two weights to plot",
+}
 gibbs = METHODS["gibbs"]
 # Only SubgradientHMC shares GibbsSVM's parameters (raw-feature weights then the bias, with features=None).
 against_exact = meta.get("method") == "subgradient_hmc" and gibbs.available and data.binary
-TABS = ["Traces and mixing", "ESS, energy and pairs", *(["Posterior draws"] if data.n_features == 2 else []),
+# the draws' boundaries and weight cloud are for two classes: with more, the tab held one sentence (a crawl)
+draws_tab = data.n_features == 2 and len(data.classes) == 2
+TABS = ["Traces and mixing", "ESS, energy and pairs", *(["Posterior draws"] if draws_tab else []),
         *(["Against the exact sampler"] if against_exact else [])]
 if st.session_state.get("diag_tab") not in TABS:  # (another run or data set: another set of tabs)
     st.session_state.pop("diag_tab", None)
@@ -344,14 +353,11 @@ if tabs["ESS, energy and pairs"].open:
             ui.chart(figp.pair_plot(pair_data(S, pair), [names[j] for j in pair]), key="diag_pair_plot")
 
 
-if "Posterior draws" in tabs and tabs["Posterior draws"].open and len(data.classes) > 2:
-    with tabs["Posterior draws"]:
-        # (a slider and two notes, one naming a method attribute and one wrong, were all a 4-class run got:
-        # a crawl)
-        st.info(f"Posterior draws are drawn one by one for two classes: this fit has {len(data.classes)}, so "
-                "each draw has one boundary per pair of classes and one weight vector per class. The class "
-                "map on the Train page shows where the draws disagree (opacity = confidence).")
-elif "Posterior draws" in tabs and tabs["Posterior draws"].open:
+if data.n_features == 2 and not draws_tab:
+    st.caption(f"Posterior draws are drawn one by one for two classes: this fit has {len(data.classes)}, so "
+               "each draw has one boundary per pair of classes and one weight vector per class. The class "
+               "map on the Train page shows where the draws disagree (opacity = confidence).")
+if "Posterior draws" in tabs and tabs["Posterior draws"].open:
     with tabs["Posterior draws"]:
         n_show = st.slider("Draws to show", 20, 50, 30, 5, key="diag_n_draws")
         grid, _ = ui.map_grid(data, 50)
@@ -381,8 +387,11 @@ elif "Posterior draws" in tabs and tabs["Posterior draws"].open:
                               ". (HMC runs also draw the leapfrog path of their last transitions.)"))
             else:
                 fmap = getattr(est, "feature_map_", "none")
+                feats = getattr(est, "features", None)
+                # (in words: "its weights are those of features = 'rff'" meant nothing to a new user)
                 what = ("its draws are kernel expansions, one weight per training row" if fmap == "none"
-                        else f"its weights are those of features = {getattr(est, 'features', None)!r}")
+                        else FEATURE_WORDS.get(feats, f"its weights are those of its {feats!r} features, not "
+                                                      "of the two inputs"))
                 st.info("The weight-space cloud is for linear models on the two raw inputs "
                         f"(SubgradientHMC or GibbsSVM with features = None): {what}.")
 
