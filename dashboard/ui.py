@@ -258,6 +258,13 @@ def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
         return fig.to_image(format="png", width=export_width(fig, h, width), height=h, scale=1)
 
 
+def _square_map(fig) -> bool:
+    """One heatmap on one pair of axes held square (``figures._map_axes``)."""
+    one_axes = not any(k.startswith("xaxis") and k != "xaxis" for k in fig.layout.to_plotly_json())
+    return bool(one_axes and fig.layout.yaxis.scaleanchor
+                and any(t.type in ("heatmap", "contour") for t in fig.data))
+
+
 def export_width(fig, height: int, default: int = 1200) -> int:
     """The PNG's width: the figure's own, else ``default``, except for a single map (one heatmap on one
     pair of axes), drawn about as wide as high plus its colour bar: the Train page's map, a half-width
@@ -315,6 +322,11 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
     from .livechart import PLOTLY_CONFIG
 
     shown = styled(fig)
+    if "width" not in kw and not shown.layout.width and _square_map(shown):
+        # as wide as the square plot and its colour bar (at most the column): stretched to a wide
+        # column, the plot sat in the middle and its colour bar far off at the right edge
+        shown.update_layout(width=export_width(shown, int(shown.layout.height or 430)))
+        kw["width"] = "content"
     st.plotly_chart(shown, key=key, **{"config": PLOTLY_CONFIG, **kw})
     if png:
         png_button(lambda: shown, key, name)
