@@ -793,9 +793,15 @@ def page_warning(text: str, feature_names) -> str:
 
     def name(m: re.Match) -> str:
         j = int(m.group(1))
-        return f"column '{names[j]}'" if j < len(names) else m.group(0)
+        if j >= len(names):
+            return m.group(0)
+        # (a possessive after a quoted name read "column 'f1''s effect", a crawl)
+        return f"{names[j]}'s" if m.group(2) else f"column '{names[j]}'"
 
-    return re.sub(r"\bcolumn (\d+)\b", name, text).replace(_LIBRARY_REMEDY, _PAGE_REMEDY)
+    # the library's class name leads its message ("MSBPM: ..."): the page names the method already
+    # ("MS-BPM: It warned: MSBPM: ...", a crawl)
+    text = re.sub(r"^[A-Z][A-Za-z]+: ", "", text)
+    return re.sub(r"\bcolumn (\d+)\b('s)?", name, text).replace(_LIBRARY_REMEDY, _PAGE_REMEDY)
 
 
 def metrics_csv(table: pd.DataFrame) -> bytes:
@@ -861,8 +867,20 @@ def neighbour_accuracy(X: np.ndarray, y: np.ndarray, k: int = 15, folds: int = 5
     return float(np.mean(cross_val_score(KNeighborsClassifier(k), X, y, cv=cv)))
 
 
+#: the end of :func:`fit_note`'s "hardly better than the most frequent class" when the fit warned of its
+#: inputs' scales: that, not the features, is the likely cause (a crawl read "It found no pattern in these
+#: features" above the scale warning, and stopped there)
+SCALE_CAUSE = (" The likely cause is the features' scales (the method's warning says which columns): "
+               "on the Data page, tick **Standardise features**.")
+
+
+def scale_warned(texts) -> bool:
+    """Whether a fit's warnings include a DataScaleWarning (``bsvm.data.check_input_scale``'s words)."""
+    return any("column scales differ" in t or "the prior assumes inputs of order 1" in t for t in texts)
+
+
 def fit_note(est, X: np.ndarray, y: np.ndarray, max_rows: int = 2000,
-             retry: str = "and Start again") -> str | None:
+             retry: str = "and Start again", scaled_badly: bool = False) -> str | None:
     """What a finished fit misses on its own training rows (up to ``max_rows`` evenly spaced ones), in
     words, or None when nothing stands out:
 
@@ -875,7 +893,8 @@ def fit_note(est, X: np.ndarray, y: np.ndarray, max_rows: int = 2000,
       rule's).
 
     The maps show a poor boundary only to a reader who knows what to expect; this says it. ``retry``
-    ends the advice (the page's way to try again). None also when prediction fails (the maps report
+    ends the advice (the page's way to try again); ``scaled_badly``: the fit warned of its inputs'
+    scales, the likely cause (:data:`SCALE_CAUSE`). None also when prediction fails (the maps report
     that)."""
     X, y = np.asarray(X), np.asarray(y)
     if len(y) == 0:
@@ -899,6 +918,7 @@ def fit_note(est, X: np.ndarray, y: np.ndarray, max_rows: int = 2000,
     if base_error > 0 and 1 - acc >= 0.9 * base_error:
         return (f"On its own training rows this fit is right {acc:.0%} of the time, hardly better than "
                 f"always predicting the most frequent class ({1 - base_error:.0%})."
-                + (f" Its boundary is a straight line with these options: choose {fix} for a curved one."
+                + (SCALE_CAUSE if scaled_badly else
+                   f" Its boundary is a straight line with these options: choose {fix} for a curved one."
                    if fix else " It found no pattern in these features with these settings."))
     return None

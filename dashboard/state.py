@@ -402,7 +402,8 @@ def current_data() -> Prepared | None:
         # what loading did to the rows (the Data page shows it: its caption counts the file's rows), and
         # the columns it left out for having one value in every row
         st.session_state["_load_notes"] = [n for n in getattr(loaded, "notes", [])
-                                           if n.startswith("Dropped") or "same value in every row" in n]
+                                           if n.startswith("Dropped") or "same value in every row" in n
+                                           or "like a row number" in n or "like row numbers" in n]
         truth = SAMPLES[c["sample"]].truth if c["sample"] in SAMPLES else None
         truth_kw = {}
         if c["sample"] == PLAYGROUND:

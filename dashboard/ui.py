@@ -47,6 +47,12 @@ def option_widgets(method: Method, disabled: bool = False) -> dict:
             opts[o.name] = None if opts[o.name] is None else cast(opts[o.name])
             label = f"{o.label} (empty = automatic)" if auto else o.label
             extra = {"step": 1} if o.kind == "int" else {"format": "%g"}
+            # the range in words: a number typed below the minimum was set back with only a red "!" to
+            # show for it (a crawl typed 2 chains for MS-BPM, which needs 4)
+            bounds = [b for b in (f"at least {o.min:,g}" if o.min is not None else "",
+                                  f"at most {o.max:,g}" if o.max is not None else "") if b]
+            if bounds:
+                kw["help"] = f"{kw['help'] or ''} Allowed: {', '.join(bounds)}.".strip()
             state.bind(st.number_input, o.name, label, store=opts, scope=scope,
                        min_value=cast(o.min) if o.min is not None else None,
                        max_value=cast(o.max) if o.max is not None else None, **extra, **kw)
@@ -129,17 +135,19 @@ def _per_model(slot: str, model, key: tuple, compute, size: int = 8):
     return value
 
 
-def fit_note_once(model, data: Prepared, retry: str = "and Start again") -> str | None:
+def fit_note_once(model, data: Prepared, retry: str = "and Start again", scaled_badly: bool = False
+                  ) -> str | None:
     """analysis.fit_note for a fitted model on the data's training rows, computed once per model (a
     prediction on up to 2,000 rows and a nearest-neighbour check) and shared by the pages."""
     from .analysis import fit_note
     from .procrun import FINAL_DRAWS, thinned
 
     # a fit that went on (Continue) is the same object with more records: a new question
-    key = (len(getattr(model, "history_", None) or ()), data.key, retry)
+    key = (len(getattr(model, "history_", None) or ()), data.key, retry, scaled_badly)
     # (its accuracy comparisons, 5 points apart, do not need every draw of a long sampler run)
     def note():
-        return fit_note(thinned(model, FINAL_DRAWS)[0], data.X_train, data.y_train, retry=retry)
+        return fit_note(thinned(model, FINAL_DRAWS)[0], data.X_train, data.y_train, retry=retry,
+                        scaled_badly=scaled_badly)
 
     return _per_model("_fit_notes", model, key, note)
 

@@ -1648,6 +1648,23 @@ def test_a_run_too_quick_to_follow_suggests_slow_motion():
     assert any("Too quick to follow? Turn on **Slow motion**" in c.value for c in at.caption)
 
 
+def test_slow_motion_stays_on_after_a_visit_to_another_page():
+    """A crawl: Slow motion, turned on, was off again after a trip to the Data page (Streamlit drops a
+    widget's value on a page that does not draw it), and the next run finished before it could be seen."""
+    at = _app(sample="ripley.csv")
+    at.switch_page("views/train.py").run()
+    at.toggle(key="slow_motion").set_value(True).run()
+    at.switch_page("views/data.py").run()
+    _ok(at)
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert at.toggle(key="slow_motion").value is True
+    at.toggle(key="slow_motion").set_value(False).run()
+    at.switch_page("views/data.py").run()
+    at.switch_page("views/train.py").run()
+    assert at.toggle(key="slow_motion").value is False
+
+
 def test_slow_motion_says_its_rate_is_the_methods():
     """In slow motion the page shows one record per redraw, about 25 iterations a second, while the
     status line said "1,488 it/s" (a crawl): the line now says that rate is the method's computing."""
@@ -1709,6 +1726,8 @@ def test_compare_shows_a_methods_scale_warning_next_to_its_fit():
                for s in said), [i.value for i in at.info]
     # in the file's column names and the page's remedy (it said "column 1" and StandardScaler)
     assert any("in column 'big'" in s and "column 1" not in s and "StandardScaler" not in s for s in said)
+    # a chance-level fit blamed the features ("It found no pattern"): the scales are the likely cause
+    assert not any("found no pattern" in s for s in said), said
 
 
 def test_diagnostics_checks_every_quantity_on_request():
@@ -1732,3 +1751,11 @@ def test_diagnostics_checks_every_quantity_on_request():
     assert len(table) == n and table["flag"].iloc[0] != "ok"
     assert any(f"1 of the {n} quantities miss" in w.value for w in at.warning)
     assert not any(b.key == "diag_check_all" for b in at.button)
+
+
+def test_number_options_state_their_range_in_their_help():
+    """A crawl typed 2 chains for MS-BPM (it needs 4): the box set it back with only a red "!"."""
+    at = _app(sample="ripley.csv", method="msbpm")
+    at.switch_page("views/train.py").run()
+    _ok(at)
+    assert at.number_input(key="w:opt:msbpm:n_chains").help.endswith("Allowed: at least 4, at most 1,000.")

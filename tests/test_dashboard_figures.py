@@ -834,6 +834,22 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
         np.testing.assert_allclose(attrs["feature_scale"], [2.0, 3.0])
 
 
+def test_a_chance_level_fit_that_warned_of_scales_names_them_as_the_cause():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+
+    class Coin:
+        def predict(self, X):
+            return np.arange(len(X)) % 2
+
+    assert "found no pattern" in A.fit_note(Coin(), X, y)
+    said = A.fit_note(Coin(), X, y, scaled_badly=True)
+    assert "found no pattern" not in said and "likely cause is the features' scales" in said
+    assert A.scale_warned(["PlattSVM: column scales differ by a factor of 1e6 ..."])
+    assert not A.scale_warned(["SBSVM used its max_iter=5 steps"])
+
+
 def test_page_warning_names_the_files_columns_and_the_pages_remedy():
     text = ("PlattSVM: column scales differ by a factor of 1.05e+06 (standard deviation 0.961 in column 1, "
             "1.01e+06 in column 3), and one scale serves all columns, so the widest decide alone. "
@@ -841,6 +857,8 @@ def test_page_warning_names_the_files_columns_and_the_pages_remedy():
     said = A.page_warning(text, ["f0", "f1", "f2", "f3"])
     assert "in column 'f1', 1.01e+06 in column 'f3')" in said
     assert "StandardScaler" not in said and "tick **Standardise features**" in said
+    assert said.startswith("column scales differ")  # the page names the method, not the class
+    assert A.page_warning("holds column 1's effect", ["a", "b"]) == "holds b's effect"
     # a position past the names (not ours to translate) is left as it was
     assert A.page_warning("column 7 is odd", ["a"]) == "column 7 is odd"
 

@@ -169,10 +169,27 @@ def test_a_label_column_of_measurements_or_identifiers_is_refused_with_the_likel
         load_csv(text, label="f0")
     with pytest.raises(ValueError, match=r"'id' holds a different value in every row \(300 distinct"):
         load_csv(text, label="id")
-    assert load_csv(text, label="target").feature_names == ["id", "f0", "f1"]
+    assert load_csv(text, label="target").feature_names == ["f0", "f1"]  # (the id: a row number)
     # whole numbers stored as floats (0.0 / 1.0), and small integer-coded sets, are still labels
     assert list(load_csv(b"a,label\n1,0.0\n2,1.0\n3,0.0\n").y) == [0.0, 1.0, 0.0]
     assert len(load_csv(b"a,label\n" + b"".join(b"%d,%d\n" % (i, i) for i in range(12))).y) == 12
+
+
+def test_a_row_number_column_is_left_out_of_the_default_features_and_said():
+    """A crawl: an `id` column (1001..1800) counted as a feature; on a file sorted by class, then
+    numbered, GibbsSVM scored 0.99 on test rows through it (0.85 without)."""
+    rng = np.random.default_rng(0)
+    X0 = rng.normal(size=(300, 2))
+    order = np.argsort(X0[:, 0] > 0, kind="stable")  # sorted by class, then numbered
+    rows = "".join(f"{1001 + i},{a:.3f},{b:.3f},{int(a > 0)}\n" for i, (a, b) in enumerate(X0[order]))
+    text = ("id,f0,f1,label\n" + rows).encode()
+    data = load_csv(text)
+    assert data.feature_names == ["f0", "f1"]
+    assert any("'id' looks like a row number" in n for n in data.notes)
+    assert load_csv(text, features=["id", "f0"]).feature_names == ["id", "f0"]  # asked for: kept
+    # whole-number measurements that are not a run of consecutive values stay features
+    counts = "".join(f"{3 * i + (i % 2)},{a:.3f},{int(a > 0)}\n" for i, a in enumerate(X0[:, 0]))
+    assert load_csv(("n,f0,label\n" + counts).encode()).feature_names == ["n", "f0"]
 
 
 def test_the_guessed_label_skips_a_last_column_of_measurements():

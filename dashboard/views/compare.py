@@ -101,7 +101,7 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
             token.progress((k + 1) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): its map and notes")
             some = thinned(est, FINAL_DRAWS)[0]
             note = fit_note(some, data.X_train, data.y_train,
-                            retry="on the Train page and run all methods again")
+                            retry="on the Train page and run all methods again", scaled_badly=bool(scale))
             if scale:
                 note = f"It warned: {page_warning(scale, data.feature_names)}" + (f" {note}" if note else "")
             proba = None

@@ -191,8 +191,8 @@ if constant:
     st.caption(f"{constant:,} of the model's parameters {'has' if constant == 1 else 'have'} the same value "
                "in every draw of every chain "
                "(MS-BPM: the kernel weights off the pivot rows of its kernel's factor are 0 by "
-               "construction): they have no chain diagnostics and are left out here, in the charts and "
-               "in the downloads.")
+               f"construction): {'it has' if constant == 1 else 'they have'} no chain diagnostics and "
+               f"{'is' if constant == 1 else 'are'} left out here, in the charts and in the downloads.")
 # The table costs about 5 ms per quantity per 1,000 draws (arviz-stats' rank-normalised R-hat and ESS),
 # so a long MS-BPM run's hundreds of kernel weights are checked only on request: a crawl read the green
 # "All 200 quantities ..." over the first 200 of 560 as a verdict on all of them, and the CSV stopped there.
@@ -459,6 +459,12 @@ if hasattr(est, "to_arviz"):
              "standardization": ("each feature was (x - feature_center) / feature_scale, with the training "
                                  "rows' mean and standard deviation: the weights are on that scale"
                                  if std else "none: the weights are on the file's own scale"),
+             "seed": int(c.get("seed", 0)), "test_fraction": float(c.get("test", 0.0)),
+             "rows": " ".join(["observed_data holds the training rows of the dashboard's stratified split "
+                               "(seed, test_fraction), in the file's order.",
+                               *[n for n in st.session_state.get("_load_notes", [])
+                                 if n.startswith("Dropped")],
+                               *data.notes]),
              "feature_center": np.asarray(data.center, dtype=float) if std else None,
              "feature_scale": np.asarray(data.scale, dtype=float) if std else None}
     k2.download_button("Draws (NetCDF, ArviZ)", data=lambda: draws_netcdf(est, names[len(extra):], about),

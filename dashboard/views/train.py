@@ -20,6 +20,7 @@ from dashboard.analysis import (
     last_check,
     page_warning,
     param_names,
+    scale_warned,
     stack_summary,
     stage_progress,
 )
@@ -251,6 +252,7 @@ def on_reset():
 
 @_safe
 def on_slow():
+    st.session_state["_slow_motion_kept"] = bool(st.session_state.get("slow_motion"))
     if (r := reg.get(PAGE)) is not None:
         seconds = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
         if hasattr(r, "set_interval"):
@@ -322,6 +324,9 @@ with right:
                 on_click=on_continue, width="stretch", help="Resume a paused or stopped run.")
     b[5].button("Reset", icon=":material/restart_alt:", disabled=run is None, on_click=on_reset,
                 width="stretch", help="Forget the run and its model.")
+    # Streamlit forgets a widget's value on a page that does not draw it: a teacher who went to the Data
+    # page and back found Slow motion off (a crawl). Its value is kept apart and given back here.
+    st.session_state["slow_motion"] = bool(st.session_state.get("_slow_motion_kept", False))
     st.toggle("Slow motion", key="slow_motion", on_change=on_slow,
               help="One progress record per redraw (about four a second), so a class can follow the run "
                    "step by step; off, the method runs at full speed while the page redraws.")
@@ -371,7 +376,7 @@ with right:
             trace("fragment-saw-end", status=r.status)
             rerun_after_flush()
         if r.status == DONE and not other_data:  # at the top, where it is seen (not below the charts)
-            note = ui.fit_note_once(r.model, data)
+            note = ui.fit_note_once(r.model, data, scaled_badly=scale_warned(r.warnings))
             if note:
                 st.warning(note, icon=":material/lightbulb:")
         if r.warnings and not other_data:
