@@ -697,21 +697,22 @@ with right:
         text = "" if got is None else (
             f"Accuracy: {got[0]:.3f} on the {len(data.y_train):,} training rows"
             + (f", {got[1]:.3f} on the {len(data.y_test):,} test rows" if len(data.y_test) else "")
-            + (f" ({_draws_said(r)} of the {had:,} posterior draws, evenly spaced)" if had else "")
+            + (f" ({_draws_said(r, had)})" if had else "")
             + ". **Calibration** and **Compare** measure more (Brier score, log loss, reliability).")
         st.session_state["_train_accuracy"] = ((r.id, data.key), text)
         return text
 
-    def _draws_said(r: Run) -> str:
-        """How many draws the accuracy and the final map averaged over (the map's may be fewer)."""
+    def _draws_said(r: Run, had: int) -> str:
+        """How many of the ``had`` draws the accuracy and the final map averaged over (the map's may be
+        fewer), in one parenthesis (a crawl read "(these ..., the map (to draw it in seconds) ...)")."""
         box = st.session_state.get("_live_map_box") or {}
         shown = box.get("draws") if box.get("key") == (r.id, data.key) and box.get("final") else None
+        of = f"about {FINAL_DRAWS:,} of the {had:,} posterior draws, evenly spaced"
         if shown is None:
             # (no map is drawn unless the data have two features: it read "the map and these" beside a
             # panel saying a map needs two, a crawl)
-            return (f"the map and these from about {FINAL_DRAWS:,}" if data.n_features == 2 else
-                    f"from about {FINAL_DRAWS:,}")
-        return f"these from about {FINAL_DRAWS:,}, the map (to draw it in seconds) from about {shown:,}"
+            return f"the map and these from {of}" if data.n_features == 2 else f"from {of}"
+        return f"these from {of}; the map, to draw in seconds, from about {shown:,}"
 
     def _map_rested(box: dict) -> bool:
         """The live map has rested MAP_SHARE x its last computing time, and at least MAP_SECONDS."""
