@@ -481,7 +481,8 @@ def _decimal_comma_numbers(col: pd.Series, need_comma: bool, share: float = 0.9)
 
 def guess_label(frame: pd.DataFrame) -> str:
     """The likely label column: one named like a label (``LABEL_NAMES``, case-insensitive), else the
-    last column."""
+    last column, unless that holds measurements (:func:`_measurement_kind`): then the column of whole
+    numbers or text with the fewest distinct values (2 to 20), if there is one."""
     lower = {str(c).strip().lower(): str(c) for c in frame.columns}
     for name in LABEL_NAMES:
         if name in lower:
@@ -529,15 +530,13 @@ def numeric_columns(frame: pd.DataFrame, label: str) -> list[str]:
 
 
 def _row_number(col: pd.Series) -> bool:
-    """Whether a column is a row number: over 20 rows, whole numbers, all different, and sorted they
-    are consecutive (1001..1800, in any order)."""
+    """Whether a column is a row number: over 20 rows of whole numbers going up by one from row to row
+    (1001, 1002, ..., in the file's order). A column of the same values shuffled (a year, a rank) is
+    a measurement of each row, not its position: it stays."""
     if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col) or len(col) <= 20:
         return False
     v = col.to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(v)) or np.any(v != np.round(v)):
-        return False
-    v = np.sort(v)
-    return bool(np.all(np.diff(v) == 1.0))
+    return bool(np.all(np.isfinite(v)) and np.all(np.diff(v) == 1.0) and v[0] == np.round(v[0]))
 
 
 def _reject_measurement_label(frame: pd.DataFrame, label: str) -> None:
@@ -565,7 +564,10 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     (``LABEL_NAMES``) or else the last one, and says so in ``notes``.
     features: defaults to every numeric column other than the label; non-numeric columns are left out
     (named in ``notes``), and a text column that is numbers with a few placeholders such as "?" is read
-    as numbers with those entries missing. Named features that are not numeric are an error.
+    as numbers with those entries missing. Row numbers (:func:`_row_number`) and columns with one value
+    in every row are left out too, and named, unless nothing else would be left. Named features that
+    are not numeric are an error. A label column of measurements or identifiers (numbers with fractions,
+    or a different number in every row) is refused, with the likely label named.
     dropna: drop rows with a missing label or a missing, infinite or extreme (beyond ``MAGNITUDE_RANGE``,
     1e150) feature value (counted in ``notes``); otherwise such values are an ``UnusableRowsError`` (a
     ``ValueError``) that says how many rows and which columns.
@@ -608,8 +610,11 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
         # a row number (an export's id: whole numbers, a different one in every row, in a run of
         # consecutive values) is no measurement, and on a file sorted by class it leaks the label:
         # GibbsSVM scored 0.99 on test rows with one, 0.85 without (a crawl). Left out, and said
+        # (constants counted with them: dropping the id first left a constant column as the only feature)
         ids = [c for c in features if _row_number(frame[c])]
-        if ids and len(ids) < len(features):
+        still = [c for c in features if c not in ids
+                 and pd.to_numeric(frame[c], errors="coerce").nunique(dropna=False) > 1]
+        if ids and still:
             features = [c for c in features if c not in ids]
             many = len(ids) > 1
             said = ", ".join(repr(str(c)) for c in ids)

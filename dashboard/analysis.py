@@ -767,7 +767,11 @@ def draws_netcdf(model, param_names=None, about: dict | None = None) -> bytes | 
         tree["posterior"] = post.to_dataset().assign_coords(param=[str(n) for n in param_names])
     # who made the draws and on what inputs: the file said only "sampler: hmc" (MS-BPM's), and a user
     # could not put the weights back on the original scale (a crawl)
-    tree.attrs.update({k: v for k, v in (about or {}).items() if v is not None})
+    # (a list of one string came back from NetCDF as a plain string, a review: lists are joined, with the
+    # separator named in the attribute's name)
+    tree.attrs.update({(f"{k}_comma_separated" if isinstance(v, (list, tuple)) else k):
+                       (", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v)
+                       for k, v in (about or {}).items() if v is not None})
     tree.attrs.setdefault("estimator", type(model).__name__)
     tree.attrs["note"] = ("ArviZ layout: the draws are in the groups (posterior, sample_stats, "
                           "observed_data); open with xarray.open_datatree(path) or "

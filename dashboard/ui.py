@@ -49,8 +49,10 @@ def option_widgets(method: Method, disabled: bool = False) -> dict:
             extra = {"step": 1} if o.kind == "int" else {"format": "%g"}
             # the range in words: a number typed below the minimum was set back with only a red "!" to
             # show for it (a crawl typed 2 chains for MS-BPM, which needs 4)
-            bounds = [b for b in (f"at least {o.min:,g}" if o.min is not None else "",
-                                  f"at most {o.max:,g}" if o.max is not None else "") if b]
+            # (ints in full, "at most 1,000,000": "%g" wrote 1e+06, a review)
+            fmt = (lambda v: f"{int(v):,}") if o.kind == "int" else (lambda v: f"{v:,g}")
+            bounds = [b for b in (f"at least {fmt(o.min)}" if o.min is not None else "",
+                                  f"at most {fmt(o.max)}" if o.max is not None else "") if b]
             if bounds:
                 kw["help"] = f"{kw['help'] or ''} Allowed: {', '.join(bounds)}.".strip()
             state.bind(st.number_input, o.name, label, store=opts, scope=scope,

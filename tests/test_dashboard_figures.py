@@ -830,7 +830,7 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
         fh.flush()
         attrs = xr.open_datatree(fh.name, engine="h5netcdf").attrs
         assert attrs["method"] == "Subgradient HMC" and attrs["data"] == "mine.csv"
-        assert list(attrs["features"]) == ["x1", "x2"] and "skip" not in attrs
+        assert attrs["features_comma_separated"] == "x1, x2" and "skip" not in attrs
         np.testing.assert_allclose(attrs["feature_scale"], [2.0, 3.0])
 
 

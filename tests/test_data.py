@@ -190,14 +190,22 @@ def test_a_row_number_column_is_left_out_of_the_default_features_and_said():
     # whole-number measurements that are not a run of consecutive values stay features
     counts = "".join(f"{3 * i + (i % 2)},{a:.3f},{int(a > 0)}\n" for i, a in enumerate(X0[:, 0]))
     assert load_csv(("n,f0,label\n" + counts).encode()).feature_names == ["n", "f0"]
+    # a year or rank in no order is each row's measurement, not its position (a review)
+    years = rng.permutation(np.arange(1990, 1990 + 300))
+    shuffled = "".join(f"{yr},{a:.3f},{int(a > 0)}\n" for yr, a in zip(years, X0[:, 0]))
+    assert load_csv(("year,f0,label\n" + shuffled).encode()).feature_names == ["year", "f0"]
+    # a row number beside a constant column: the row number stays rather than the constant (a review)
+    beside = "".join(f"{i},1,{int(a > 0)}\n" for i, a in enumerate(X0[:, 0]))
+    assert load_csv(("id,c,label\n" + beside).encode()).feature_names == ["id"]
 
 
 def test_the_guessed_label_skips_a_last_column_of_measurements():
     # a file with its class column first: the last column (a measurement) was guessed
     data = load_csv(b"cls,a,b\nx,1.5,2.25\ny,3.5,4.75\nx,5.5,6.125\n", label=None)
     assert data.label_name == "cls" and data.feature_names == ["a", "b"]
-    # with no better column the last one stays the guess (and its own error says what to do)
-    assert load_csv(b"a,b\n1,0\n2,1\n3,0\n", label=None).label_name == "b"
+    # with no better column the last one (a measurement) stays the guess, and its own error says so
+    with pytest.raises(ValueError, match="'b' holds numbers with fractions"):
+        load_csv(b"a,b\n1.5,0.25\n2.5,1.5\n3.5,0.75\n", label=None)
 
 
 def test_latin1_file_is_read_and_its_column_names_kept():

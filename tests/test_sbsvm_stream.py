@@ -128,6 +128,19 @@ def test_small_first_chunk_takes_the_streams_inducing_points_or_warns():
         SBSVM(n_inducing=0.5).partial_fit(dup, np.repeat(y[:30], 20), classes=[0, 1])
 
 
+def test_the_warm_up_keeps_its_own_copy_of_a_chunk_the_caller_refills():
+    """A caller refilling one array for every chunk overwrote the buffered first chunk (a review): the
+    stream then learnt chunk 2 twice and chunk 1 never."""
+    buf = np.empty((50, X.shape[1]))
+    refilled, copies = SBSVM(random_state=0), SBSVM(random_state=0)
+    for k in range(3):
+        buf[:] = X[50 * k:50 * (k + 1)]
+        refilled.partial_fit(buf, y[50 * k:50 * (k + 1)], classes=[0, 1])
+        copies.partial_fit(X[50 * k:50 * (k + 1)].copy(), y[50 * k:50 * (k + 1)], classes=[0, 1])
+    np.testing.assert_array_equal(refilled._stream_state.buffer[0], X[:150])
+    np.testing.assert_allclose(refilled.predict_proba(Xt), copies.predict_proba(Xt), atol=1e-12)
+
+
 def test_small_first_chunks_start_again_until_the_stream_has_its_first_500_rows():
     """A first chunk of 5 rows fixed the standardisation and the inducing points for good: ringnorm
     streamed in chunks of 500 after it ended at 16 % test error against 1.4 % (twonorm 11 % against

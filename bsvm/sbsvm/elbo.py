@@ -113,8 +113,15 @@ def hyper_gradient(geom: Geometry, X, y, phi, Knm, t, post: Posterior, scale: fl
     G_mm = Linv.T @ J @ Linv
     kern, Z = geom.kernel, geom.inducing
     extra = {} if sq is None else {"sq": sq}
-    return (kern.grad_contract(X, Z, G_nm, K=Knm, **extra) + kern.grad_contract(Z, Z, 0.5 * (G_mm + G_mm.T))
+    grad = (kern.grad_contract(X, Z, G_nm, K=Knm, **extra) + kern.grad_contract(Z, Z, 0.5 * (G_mm + G_mm.T))
             + kern.grad_diag_contract(X, g))
+    if geom.jitter:
+        # Kmm carries jitter I = rel x mean(diag Kmm(theta)) I (geometry.stable_cholesky), which moves
+        # with the kernel's variance: its part of tr(G_mm^T dKmm) is tr(G_mm) rel / m d sum(diag Kmm)
+        diag = kern.diag(Z)
+        rel = geom.jitter / float(np.mean(diag))
+        grad = grad + np.trace(G_mm) * rel / Z.shape[0] * kern.grad_diag_contract(Z, np.ones(Z.shape[0]))
+    return grad
 
 
 def reference_elbo_unwhitened(kernel, X, y, inducing, mu, Zcov, jitter=0.0, alpha=None, scale=1.0) -> float:

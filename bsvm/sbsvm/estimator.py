@@ -503,8 +503,9 @@ class SBSVM(BayesianClassifier):
 
     def partial_fit(self, X, y, classes=None):
         """One pass of SVI steps over a chunk (scikit-learn's out-of-core convention). The first call
-        needs ``classes``, unless it continues a ``fit``. ``bsvm.sbsvm.stream`` says what the first call
-        fixes and how n is known."""
+        needs ``classes``, unless it continues a ``fit``. Until the stream has its first 500 rows (or
+        ``stream_size``), each call starts again from every row so far. ``bsvm.sbsvm.stream`` says what
+        the first rows fix and how n is known."""
         from .stream import partial_fit
         return partial_fit(self, X, y, classes)
 

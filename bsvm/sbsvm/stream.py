@@ -25,7 +25,7 @@ many as the estimator's rule asks for at n = ``stream_size``, or at n = max(rows
 chunk held those rows. Rows with fewer distinct values than the rule asks for cap the inducing points
 and warn.
 When the estimator standardises its inputs itself (``_fit_scaling``/``_scaled``), its rule is applied
-to the first chunk; otherwise the standardisation is carried by the kernel (:class:`Standardized`), so
+to the first rows; otherwise the standardisation is carried by the kernel (:class:`Standardized`), so
 prediction needs no extra step and the inducing points stay in the data's units.
 
 **Hyperparameters** (with ``optimize_hyperparameters``) take the estimator's steps until
@@ -282,8 +282,8 @@ def check_chunk(est, X, y, first: bool):
 
 
 # ----------------------------------------------------------------------------- partial_fit
-#: with no stream_size, the first chunk takes the inducing-point rule ("auto", or a fraction of n) at no
-#: fewer rows than this ("auto"'s 100 points at 20 %), however small the chunk
+#: with no stream_size, the first rows take the inducing-point rule ("auto", or a fraction of n) at no
+#: fewer rows than this ("auto"'s 100 points at 20 %), and a stream gathers this many before they stay
 RULE_ROWS = 500
 
 
@@ -302,7 +302,7 @@ def first_state(est, X, y, rng, warn_cap: bool = True):
     rows cap the inducing points (not while the stream warms up: more rows are coming)."""
     kernel0 = None
     if own_scaling(est):
-        est._fit_scaling(X)  # the estimator's own rule, on the first chunk
+        est._fit_scaling(X)  # the estimator's own rule, on the rows so far
     if est.variant == "linear":
         geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(est.prior_variance))))
     else:
@@ -403,7 +403,9 @@ def _partial_fit(est, X, y, classes):
             rng = np.random.default_rng(est.random_state)
             svi, kernel0 = first_state(est, X, y, rng, warn_cap=warmed)
             n_seen = 0
-            buffer = None if warmed else (X, y)
+            # (a copy: validate_data hands back the caller's own array, which a caller that refills one
+            # array for every chunk overwrites: the first chunk was lost from the buffer, a review)
+            buffer = None if warmed else (np.array(X, copy=True), y)
         else:
             rng = np.random.default_rng()
             rng.bit_generator.state = stream.rng_state

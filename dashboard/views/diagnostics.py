@@ -209,7 +209,7 @@ if shown < n_par:
         st.session_state["_diag_all_run"] = run.id
         st.rerun()
 # (kept for the run as it is: the page reruns at every widget change, and all 560 quantities cost ~3 s)
-memo_key = (run.id, run.iteration, S.shape, shown)
+memo_key = (run.id, run.iteration, S.shape, shown, tuple(names[:shown]))
 memo = st.session_state.get("_diag_table")
 if memo is not None and memo[0] == memo_key:
     table = memo[1]
