@@ -620,8 +620,8 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
             said = ", ".join(repr(str(c)) for c in ids)
             them = "them" if many else "it"
             notes.append(f"Column{'s' if many else ''} {said} look{'' if many else 's'} like "
-                         f"{'row numbers' if many else 'a row number'} (a different whole number in every "
-                         "row, consecutive): left out of the features, where a file sorted by class would "
+                         f"{'row numbers' if many else 'a row number'} (whole numbers going up by one from "
+                         "row to row): left out of the features, where a file sorted by class would "
                          f"leak the label through {them} (choose {them} among the feature columns to keep "
                          f"{them}).")
         # a column with one value in every row (a unit, an export's constant) carries nothing to learn
