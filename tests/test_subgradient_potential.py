@@ -111,6 +111,13 @@ def test_signed_design_fast_path_equals_the_general_one():
     U2, g2 = binary_full(model, theta, Z)
     np.testing.assert_allclose(U2, U, rtol=1e-12)
     np.testing.assert_allclose(g2, g, rtol=1e-12, atol=1e-12)
+    # U alone (the minibatch samplers' monitor): the same, on either design, and per chain
+    from bsvm.subgradient.potential import binary_potential
+
+    np.testing.assert_allclose(binary_potential(model, theta, Z), U, rtol=1e-12)
+    np.testing.assert_allclose(binary_potential(model, theta, np.ascontiguousarray(Z[:, :5])), U, rtol=1e-12)
+    np.testing.assert_array_equal(binary_potential(model, theta[1:2], Z),
+                                  binary_potential(model, theta, Z)[1:2])
     idx = rng.integers(0, 300, size=(3, 40))
     U, g = potential_and_grad(model, theta, X[idx], y[idx], 300 / 40)
     U2, g2 = binary_batch(model, theta, Z[idx], 300 / 40)

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..base import _blas_limit
-from .potential import ChainLayout, HingeModel, binary_full, normalised_likelihood, potential, scores
+from .potential import ChainLayout, HingeModel, binary_potential, normalised_likelihood, potential, scores
 from .samplers import HMC, SGLD, SGNHT, Gibbs, Potential, WindowAdaptation
 
 STAT_NAMES = ("potential", "accept_prob", "step_size", "energy", "diverging", "n_leapfrog", "xi")
@@ -154,7 +154,7 @@ def _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path
             if not sg:
                 U = info.potential
             elif Z is not None:
-                U = binary_full(spec.model, state.theta, Z)[0]
+                U = binary_potential(spec.model, state.theta, Z)
             else:
                 U = potential(spec.model, state.theta, X, y, layout)
             quants.append(monitored(spec, state.theta, U, X_rows, y_index_rows, layout))
@@ -172,7 +172,7 @@ def _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path
         if not sg:
             U_last = np.asarray(info.potential, dtype=float).copy()
         elif Z is not None:
-            U_last = binary_full(spec.model, state.theta, Z)[0]
+            U_last = binary_potential(spec.model, state.theta, Z)
         else:
             U_last = potential(spec.model, state.theta, X, y, layout)
     q = np.stack(quants, axis=1) if quants else np.empty((C, 0, 1 + len(plan.rows)))
