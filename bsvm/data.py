@@ -501,8 +501,13 @@ def _measurement_kind(col: pd.Series) -> str | None:
     """Why a column cannot be class labels: "numbers with fractions" (scikit-learn's "continuous"
     target, which its classifiers refuse too), "a different value in every row" (an identifier, over
     20 rows), or None when it can be."""
-    if not pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col):
+    if pd.api.types.is_bool_dtype(col):
         return None
+    if not pd.api.types.is_numeric_dtype(col):
+        # text: names or codes, one per row (p0, p1, ...), are identifiers too (a review)
+        present = col.dropna()
+        return "a different value in every row" if len(present) > 20 and present.nunique() == len(present) \
+            else None
     v = col.dropna().to_numpy(dtype=np.float64)
     if np.any(v != np.round(v)):
         return "numbers with fractions"
@@ -545,12 +550,13 @@ def _reject_measurement_label(frame: pd.DataFrame, label: str) -> None:
     what = _measurement_kind(frame[label])
     if what is None:
         return
-    v = frame[label].to_numpy(dtype=np.float64)
+    col = frame[label]
+    v = col.to_numpy(dtype=np.float64) if pd.api.types.is_numeric_dtype(col) else col.to_numpy()
     few = min(((int(frame[c].nunique()), str(c)) for c in frame.columns
                if c != label and 2 <= frame[c].nunique() <= 20 and _measurement_kind(frame[c]) is None),
               default=None)
     hint = f" Column {few[1]!r} has {few[0]} distinct values: is it the label?" if few else ""
-    sample = ", ".join(f"{x:g}" for x in pd.unique(v)[:3])
+    sample = ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in pd.unique(v)[:3])
     raise ValueError(f"The label column {label!r} holds {what} ({pd.unique(v).size:,} distinct values in "
                      f"{len(v):,} rows, e.g. {sample}): it looks like a measurement or an identifier, not "
                      f"class labels. Pick the column that holds the classes.{hint}")

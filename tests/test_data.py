@@ -169,6 +169,10 @@ def test_a_label_column_of_measurements_or_identifiers_is_refused_with_the_likel
         load_csv(text, label="f0")
     with pytest.raises(ValueError, match=r"'id' holds a different value in every row \(300 distinct"):
         load_csv(text, label="id")
+    # names or codes, one per row, too (a review: "p0".."p29" were 30 classes of one row)
+    named = "".join(f"p{i},{a:.3f},{int(a > 0)}\n" for i, a in enumerate(rng.normal(size=40)))
+    with pytest.raises(ValueError, match=r"'name' holds a different value in every row .*e\.g\. p0, p1"):
+        load_csv(("name,f0,label\n" + named).encode(), label="name")
     assert load_csv(text, label="target").feature_names == ["f0", "f1"]  # (the id: a row number)
     # whole numbers stored as floats (0.0 / 1.0), and small integer-coded sets, are still labels
     assert list(load_csv(b"a,label\n1,0.0\n2,1.0\n3,0.0\n").y) == [0.0, 1.0, 0.0]
