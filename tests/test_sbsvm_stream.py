@@ -350,6 +350,19 @@ def test_dask_default_fit_of_a_small_array_is_the_in_memory_fit():
     assert_same_fit(a, b)
 
 
+def test_dask_array_of_few_but_wide_rows_is_gathered_and_fitted_in_memory(monkeypatch):
+    """At most 2,000 rows but more than 64 MB (d over 4,000) was refused: "Refusing to load the whole
+    Dask array ... pass inducing='random'", though the fit holds those rows anyway (a review). It is now
+    gathered, as narrower ones are, after the in-memory cost check."""
+    import bsvm.sbsvm.dask_fit as DF
+
+    monkeypatch.setattr(DF, "MAX_GATHER_BYTES", 1000)  # (a 300 x 20 array stands in for a wide one)
+    Xs, ys = X[:300], y[:300]
+    a = SBSVM(random_state=0).fit(Xs, ys)
+    b = SBSVM(random_state=0).fit(da.from_array(Xs, chunks=(100, 20)), da.from_array(ys, chunks=100))
+    np.testing.assert_allclose(b.predict_proba(Xt), a.predict_proba(Xt), atol=1e-12)
+
+
 def test_dask_fit_with_k_means_over_every_row():
     # up to 20 x n_inducing rows k-means++ takes every row: it was handed the Dask row source itself and
     # failed ("'DaskRows' object has no attribute 'T'") on every default Dask fit of <= 2,000 rows (a

@@ -284,11 +284,14 @@ def dask_fit_iter(est, X, y):
     # Up to AUTO_BATCH rows a default fit is one full-batch stage with the kernel="auto" stack, whose
     # candidates and weighting read rows in memory: such an array (at most 2000 rows) is gathered and
     # fitted in memory, the very same fit. Above it, stage 1 gathers its subset and stage 2 reduces.
-    small = (est.variant == "svi" and est.batch_size == "auto" and n <= AUTO_BATCH
-             and n * d * 8 <= MAX_GATHER_BYTES)
+    # (whatever its width: the other path gathers those rows for stage 1 too, and a wide array of at most
+    # 2,000 rows was refused with advice about inducing points, a review; the cost check below refuses
+    # one that cannot fit, before anything is gathered)
+    small = est.variant == "svi" and est.batch_size == "auto" and n <= AUTO_BATCH
     if est.variant == "batch" or small:
         if est.variant == "batch":
             est._check_params(n)  # its own n <= 4000 limit, before anything is computed
+        check_cost(est, n, d, len(probe.classes_))
         import dask
 
         Xc, yc = dask.compute(X, y)
