@@ -1759,3 +1759,22 @@ def test_number_options_state_their_range_in_their_help():
     at.switch_page("views/train.py").run()
     _ok(at)
     assert at.number_input(key="w:opt:msbpm:n_chains").help.endswith("Allowed: at least 4, at most 1,000.")
+
+
+def test_diagnostics_leaves_out_what_ms_bpm_does_not_sample_from_the_model_itself():
+    """The page took MS-BPM's structural zeros from the draws' constant columns, which would also have
+    hidden a chain stuck still; it now asks the model (``sampled_coefficients``), as ``to_arviz`` does."""
+    from bsvm.msbpm import MSBPM
+
+    at = _app(sample="ripley.csv")
+    data = at.session_state["data"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = MSBPM(random_state=0, n_samples=20, burn_in=10).fit(data.X_train, data.y_train)
+    keep = m.sampled_coefficients()
+    assert 0 < (~keep).sum() < keep.size
+    at.session_state["run"] = Run.from_fitted(m)
+    at.session_state["run_meta"] = {"method": "msbpm", "label": "MS-BPM", "options": {}, "data_key": data.key}
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    assert any(c.value.startswith(f"{(~keep).sum():,} of the model's parameters") for c in at.caption)

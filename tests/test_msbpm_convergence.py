@@ -71,6 +71,8 @@ def test_draws_out_match_predict_proba_and_arviz_schema():
     assert beta.shape == (4, 12, 1, len(pivots) + 1)
     assert list(beta["coef"].values) == [f"row {i}" for i in pivots] + ["bias"]
     np.testing.assert_array_equal(beta.values[:, :, 0], m.samples_[..., np.append(pivots, 50)])
+    # one source for what is sampled: the pivots and the bias (the Diagnostics page uses it too)
+    np.testing.assert_array_equal(np.flatnonzero(m.sampled_coefficients()), np.append(pivots, 50))
     np.testing.assert_allclose(dt["sample_stats"]["lp"].values, m.log_posterior_)
     from arviz_stats import summary
     with warnings.catch_warnings():
@@ -81,6 +83,7 @@ def test_draws_out_match_predict_proba_and_arviz_schema():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         assert coef.fit(X, y).to_arviz()["posterior"]["beta"].shape[1:] == (12, 1, 51)
+    assert coef.sampled_coefficients().all()
 
 
 def test_one_row_classes_fit_with_a_warning():

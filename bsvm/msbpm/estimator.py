@@ -1046,6 +1046,22 @@ class MSBPM(BayesianClassifier):
         """Alias of :meth:`predict_proba_draws` (the name the benchmarks and dashboard used first)."""
         return self.predict_proba_draws(X)
 
+    def sampled_coefficients(self) -> np.ndarray:
+        """(P,) bool over ``samples_``' last axis ((K - 1) blocks of N kernel weights then a bias): the
+        coefficients the sampler moves. With ``prior="rkhs"`` a row's kernel weight is sampled only where
+        it is a pivot row of K's factor (``coef_map_``); every other one is 0 by construction. The one
+        source for ``to_arviz`` and the dashboard's Diagnostics, which had each worked it out (from the
+        map, and from the draws' constant columns, which would also have hidden a chain stuck still)."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "samples_")
+        K = len(self.classes_)
+        per = self.samples_.shape[-1] // (K - 1)
+        block = np.ones(per, dtype=bool)
+        if getattr(self, "coef_map_", None) is not None:
+            block[:-1] = np.any(self.coef_map_ != 0, axis=1)
+        return np.tile(block, K - 1)
+
     def to_arviz(self):
         """The kept draws as an ArviZ DataTree (:func:`bsvm.draws.to_datatree`): ``posterior`` holds beta
         as (chain, draw, class, coef) (class = the non-anchor classes ``classes_[1:]``, coef = the N
@@ -1064,8 +1080,9 @@ class MSBPM(BayesianClassifier):
             # prior="rkhs": only the pivot rows of K's factor carry weights; every other row's is 0 in
             # every draw, which gave arviz_stats.summary 231 "invalid value" warnings and NaN R-hats for
             # a 150-row fit (a review)
-            rows = np.flatnonzero(np.any(self.coef_map_ != 0, axis=1))
-            beta = beta[..., np.append(rows, beta.shape[-1] - 1)]
+            keep = self.sampled_coefficients()[:beta.shape[-1]]
+            rows = np.flatnonzero(keep[:-1])
+            beta = beta[..., keep]
             extra = {"coef_rows": "the pivot rows of K's pivoted Cholesky factor; every other training "
                                   "row's kernel weight is 0 by construction"}
         # coefficient and row names as in ``param_names_`` and the other samplers' trees ("k0", dim "obs"
