@@ -256,6 +256,18 @@ def column_scales(X: np.ndarray) -> np.ndarray:
     return np.sqrt(ss / X.shape[0])
 
 
+def scale_spread(sd: np.ndarray) -> tuple[int, int] | None:
+    """(narrowest, widest) of the non-constant columns, by standard deviation ``sd``, when the two are
+    more than ``SCALE_SPREAD`` apart; else None. (The methods' warning below, and the dashboard's Data
+    page before any fit.)"""
+    sd = np.asarray(sd, dtype=float)
+    live = np.flatnonzero(np.isfinite(sd) & (sd > 0))
+    if live.size < 2:
+        return None
+    lo, hi = live[np.argmin(sd[live])], live[np.argmax(sd[live])]
+    return (int(lo), int(hi)) if sd[hi] / sd[lo] > SCALE_SPREAD else None
+
+
 def check_input_scale(estimator, X: np.ndarray, rule: str, sd: np.ndarray | None = None) -> None:
     """Warn (:class:`DataScaleWarning`) when the inputs' scales would silently mislead the method.
 
@@ -287,9 +299,9 @@ def check_input_scale(estimator, X: np.ndarray, rule: str, sd: np.ndarray | None
     def col(j):
         return str(names[j]) if names is not None else f"column {j}"
 
-    lo, hi = live[np.argmin(sd[live])], live[np.argmax(sd[live])]
     problems = []
-    if sd[hi] / sd[lo] > SCALE_SPREAD:
+    if (pair := scale_spread(sd)) is not None:
+        lo, hi = pair
         spread = f"column scales differ by a factor of {sd[hi] / sd[lo]:.3g} (standard deviation " \
                  f"{sd[lo]:.3g} in {col(lo)}, {sd[hi]:.3g} in {col(hi)})"
         if rule == "weights":  # (a linear model: one prior per weight, not one distance for all columns)
@@ -490,11 +502,23 @@ def guess_label(frame: pd.DataFrame) -> str:
     last = str(frame.columns[-1])
     if _measurement_kind(frame[frame.columns[-1]]) is None:
         return last
-    # the last column is a measurement (a file with its class column first): the column of whole numbers
-    # or text with the fewest distinct values (2 to 20) is the likely label
-    few = [(int(frame[c].nunique()), i) for i, c in enumerate(frame.columns)
-           if 2 <= frame[c].nunique() <= 20 and _measurement_kind(frame[c]) is None]
-    return str(frame.columns[min(few)[1]]) if few else last
+    # the last column is a measurement (a file with its class column first)
+    few = _fewest_valued(frame)
+    return few[1] if few else last
+
+
+def _fewest_valued(frame: pd.DataFrame, exclude=None) -> tuple[int, str] | None:
+    """(distinct values, name) of the column, other than ``exclude``, that looks most like class labels:
+    whole numbers or text with the fewest distinct values, 2 to 20 (the first such on ties); None if
+    there is none."""
+    found = None
+    for c in frame.columns:
+        if c == exclude:
+            continue
+        k = int(frame[c].nunique())
+        if 2 <= k <= 20 and (found is None or k < found[0]) and _measurement_kind(frame[c]) is None:
+            found = (k, str(c))
+    return found
 
 
 def _measurement_kind(col: pd.Series) -> str | None:
@@ -552,9 +576,7 @@ def _reject_measurement_label(frame: pd.DataFrame, label: str) -> None:
         return
     col = frame[label]
     v = col.to_numpy(dtype=np.float64) if pd.api.types.is_numeric_dtype(col) else col.to_numpy()
-    few = min(((int(frame[c].nunique()), str(c)) for c in frame.columns
-               if c != label and 2 <= frame[c].nunique() <= 20 and _measurement_kind(frame[c]) is None),
-              default=None)
+    few = _fewest_valued(frame, exclude=label)
     hint = f" Column {few[1]!r} has {few[0]} distinct values: is it the label?" if few else ""
     sample = ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in pd.unique(v)[:3])
     raise ValueError(f"The label column {label!r} holds {what} ({pd.unique(v).size:,} distinct values in "

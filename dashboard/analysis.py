@@ -521,24 +521,6 @@ def chain_arrays(model) -> tuple[np.ndarray | None, list[str], int]:
     return S, names, n_model
 
 
-def drop_constant_params(S: np.ndarray, names: list, n_extra: int) -> tuple[np.ndarray, list, int]:
-    """Leave out the model parameters (columns after the ``n_extra`` per-chain quantities) that take one
-    value in every draw of every chain: they have no chain diagnostics (R-hat and ESS divide by their
-    zero variance) and MS-BPM has many, its kernel weights off the pivot rows being 0 by construction
-    (1,895 of 2,001 on 2,000 Ripley rows). Nothing is dropped when every parameter is constant. Returns
-    (S, names, how many were dropped)."""
-    n_model = S.shape[2] - n_extra
-    if n_model <= 0 or S.shape[0] * S.shape[1] == 0:
-        return S, list(names), 0
-    model = S[:, :, n_extra:].reshape(-1, n_model)
-    # (NaN != NaN: a column with a NaN, a diverged chain, counts as moving and stays, flagged)
-    moving = ~np.all(model == model[:1], axis=0)
-    if moving.all() or not moving.any():
-        return S, list(names), 0
-    idx = np.r_[np.arange(n_extra), n_extra + np.flatnonzero(moving)]
-    return S[:, :, idx], [names[i] for i in idx], int(np.sum(~moving))
-
-
 def draw_surfaces(model, X: np.ndarray, n_draws: int = 30, seed: int = 0):
     """Per-draw surfaces for a posterior-draws view: ``(values (n, rows), level)`` where the decision
     boundary of draw i is ``values[i] == level``; None when the model keeps no draws.

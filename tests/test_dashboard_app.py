@@ -635,36 +635,28 @@ def test_diagnostics_page_tables_and_flags_chains():
     assert any("1 of the 3 quantities miss the stopping rule" in w.value for w in at.warning)
 
 
-def test_diagnostics_leaves_out_parameters_that_never_move():
+def test_diagnostics_leaves_out_parameters_the_model_does_not_sample():
     # MS-BPM's kernel weights off the pivot rows are 0 in every draw: 1,895 of 2,001 columns on 2,000
     # rows filled the table, the Quantity list and the CSV with rows that have no diagnostics
-    from dashboard.analysis import drop_constant_params
-
     S = np.random.default_rng(0).normal(size=(4, 300, 5))
     S[:, :, 2] = 0.0
     S[:, :, 4] = 0.0
     fake = _FakeSampler(S)
     fake.potential_ = S[:, :, 0] ** 2
     at = _app(sample="ripley.csv")
-    # without MS-BPM's structural zeros (coef_map_) every parameter stays: the exact-sampler overlay
-    # and the NetCDF's names count on their positions (a review)
+    # a model that does not say what it samples keeps every parameter: the exact-sampler overlay and the
+    # NetCDF's names count on their positions (a review)
     _open_diagnostics(at, Run.from_fitted(fake))
     _ok(at)
     assert len(at.dataframe[0].value) == 6
-    fake.coef_map_ = np.eye(5)[:, [0, 1, 3]]  # (its zero rows: the weights the model fixes at 0)
+    fake.sampled_coefficients = lambda: np.array([True, True, False, True, True])
     _open_diagnostics(at, Run.from_fitted(fake))
     _ok(at)
-    assert len(at.dataframe[0].value) == 4  # potential and the 3 moving parameters
-    assert any(c.value.startswith("2 of the model's parameters have the same value") for c in at.caption)
-    kept, names, dropped = drop_constant_params(np.concatenate([S[:, :, :1], S], axis=2),
-                                                ["u", "a", "b", "c", "d", "e"], 1)
-    assert dropped == 2 and names == ["u", "a", "b", "d"] and kept.shape == (4, 300, 4)
-    np.testing.assert_array_equal(kept[:, :, 3], S[:, :, 3])
-    same = np.zeros((2, 10, 3))  # nothing moves at all (chains that never moved): kept, and flagged
-    assert drop_constant_params(same, ["a", "b", "c"], 0)[2] == 0
-    same[1, 4, 1] = np.nan  # a diverged draw: not "the same value in every draw", so kept
-    assert drop_constant_params(same, ["a", "b", "c"], 0)[1] == ["b"]
-    assert drop_constant_params(same[:, :, :1], ["u"], 1)[2] == 0  # no model parameters at all
+    # potential and the 4 sampled parameters: column 4 is constant in the draws (a chain stuck still)
+    # but sampled, so it stays, flagged
+    table = at.dataframe[0].value
+    assert len(table) == 5 and table["flag"].iloc[-1] == "constant"
+    assert any(c.value.startswith("1 of the model's parameters has the same value") for c in at.caption)
 
 
 def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():

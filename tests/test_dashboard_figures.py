@@ -846,7 +846,22 @@ def test_a_chance_level_fit_that_warned_of_scales_names_them_as_the_cause():
     assert "found no pattern" in A.fit_note(Coin(), X, y)
     said = A.fit_note(Coin(), X, y, scaled_badly=True)
     assert "found no pattern" not in said and "likely cause is the features' scales" in said
-    assert A.scale_warned(["PlattSVM: column scales differ by a factor of 1e6 ..."])
+    # the library's own words, for each rule (the page matches them: a rewording must show here)
+    import warnings as W
+
+    from bsvm.data import DataScaleWarning, check_input_scale
+
+    wide = np.column_stack([X[:, 0], 1e6 * X[:, 1]])
+    for rule in ("adaptive", "unit", "weights"):
+        with W.catch_warnings(record=True) as got:
+            W.simplefilter("always")
+            check_input_scale(Coin(), wide, rule)
+        said = [str(w.message) for w in got if issubclass(w.category, DataScaleWarning)]
+        assert said and A.scale_warned(said), rule
+    with W.catch_warnings(record=True) as got:  # order-1 columns are fine; a tiny one is flagged alone
+        W.simplefilter("always")
+        check_input_scale(Coin(), 1e-5 * X, "unit")
+    assert A.scale_warned([str(w.message) for w in got])
     assert not A.scale_warned(["SBSVM used its max_iter=5 steps"])
 
 

@@ -36,7 +36,7 @@ with left:
 # so that a user can pick while they load.
 import numpy as np  # noqa: E402
 
-from bsvm.data import SCALE_SPREAD, guess_label, numeric_columns, read_csv_table  # noqa: E402
+from bsvm.data import guess_label, numeric_columns, read_csv_table, scale_spread  # noqa: E402
 from dashboard import figures, quickplot, ui  # noqa: E402
 from dashboard.analysis import pca2  # noqa: E402
 from dashboard.runner import Job, trace  # noqa: E402
@@ -256,9 +256,8 @@ with right:
             # (a crawl: a 1e6-scale column left three methods at chance level, and this page, whose PCA
             # read "PC1 (100% of variance)", said nothing; the methods' warnings came only after a fit)
             sd = data.X_train.std(axis=0)
-            live = np.flatnonzero(sd > 0)
-            if live.size > 1 and sd[live].max() / sd[live].min() > SCALE_SPREAD:
-                lo, hi = live[np.argmin(sd[live])], live[np.argmax(sd[live])]
+            if (pair := scale_spread(sd)) is not None:
+                lo, hi = pair
                 st.warning(f"The features' scales differ by a factor of {sd[hi] / sd[lo]:.3g} (standard "
                            f"deviation {sd[lo]:.3g} in '{data.feature_names[lo]}', {sd[hi]:.3g} in "
                            f"'{data.feature_names[hi]}'): a kernel's one length scale, or one prior on every "

@@ -21,7 +21,6 @@ from dashboard.analysis import (
     draw_surfaces,
     draws_csv,
     draws_netcdf,
-    drop_constant_params,
     energy_of,
     ess_by_draws,
     last_check,
@@ -123,14 +122,12 @@ names = [*extra, *param_names(est, data.feature_names, n_model_par)]
 # (only where the zeros are the model's own: MS-BPM's structural ones. Elsewhere a parameter's position
 # is its meaning: the exact-sampler overlay and the NetCDF's names count on every one, a review)
 constant = 0
-if hasattr(est, "sampled_coefficients") and est.sampled_coefficients().size == n_model_par:
-    # the model's own list of what it samples (a stuck chain's column stays, and is flagged)
-    keep = est.sampled_coefficients()
+keep = est.sampled_coefficients() if hasattr(est, "sampled_coefficients") else None
+if keep is not None and keep.size == n_model_par and not keep.all():
+    # what the model does not sample (MS-BPM's structural zeros), by the model's own account: a column
+    # that is merely constant in the draws (a chain stuck still) stays, and is flagged
     idx = np.r_[np.arange(len(extra)), len(extra) + np.flatnonzero(keep)]
     S, names, constant = S[:, :, idx], [names[i] for i in idx], int(np.sum(~keep))
-    n_model_par -= constant
-elif getattr(est, "coef_map_", None) is not None:
-    S, names, constant = drop_constant_params(S, names, len(extra))
     n_model_par -= constant
 n_chains, n_draws, n_par = S.shape
 
