@@ -813,8 +813,12 @@ class SubgradientHMC(_HingeSampler):
         n_leap = None if self.n_leapfrog is None else int(self.n_leapfrog)
         spec = EngineSpec(sampler, model, m if sg else None, n_leap, float(self.diffusion))
         # sgld/sgnht: the monitored log posterior needs a full-data pass; computing it at every k-th kept
-        # draw with k = ceil(n / (5 m)) keeps that under ~20 % of the sampling cost
-        monitor_every = max(1, math.ceil(n / (5 * m))) if sg else 1
+        # draw with k = ceil(n / (2.5 m)) keeps that to about a quarter of the fit's CPU (100,000 x 50,
+        # m = 1,000: k = 40). With k = ceil(n / (5 m)) it was a third once the minibatch gather got
+        # faster, and sgld's whole fit took 6.7-6.9 CPU s against 4.6 s (the rule's checks on the
+        # parameters, recorded at every draw, are unchanged; the monitored summaries keep >= 100 values
+        # per chain at the first check)
+        monitor_every = max(1, math.ceil(n / (2.5 * m))) if sg else 1
 
         def window_hook(t, carries, Phi_, y_, share):
             W = [np.stack(c.astate.window) for c in carries if c.astate.window]
