@@ -3,7 +3,7 @@
 ``python -m benchmarks subgradient [--tables accuracy,speed,parallel] [--sizes 1000x20,20000x20,100000x50]
 [--nuts-warmup 1000 --nuts-draws 1000] [--seed 0] [--nuts-cache FILE] [--ref-cache FILE] [--acc-seeds 0,1]
 [--data ripley,generated,linear] [--ref-draws 8000]
-[--par-sizes 20000x20] [--par-samplers hmc] [--par-draws 400] [--par-jobs 1,2] [--par-repeats 1]``
+[--par-sizes 20000x20] [--par-samplers hmc,gibbs] [--par-draws 400] [--par-jobs 1,2] [--par-repeats 1]``
 
 Table 1 (accuracy at defaults): on Ripley-like data (250 x 2), a 351 x 34 set (generated from the model:
 ionosphere's shape, which is not shipped) and 100k x 50 linear data, each subgradient sampler at its
@@ -26,9 +26,10 @@ convergence checks), one BLAS thread, beside NumPyro NUTS on the same posterior 
 N(0, I) prior, hinge potential, 4 chains one after another, float64, JAX on CPU, compile time apart:
 NumPyro's NUTS kernel compiled ahead of time once, see ``_nuts.py``). ``--nuts-cache FILE`` keeps the NUTS
 results in a JSON file across runs (development only: NUTS at 100k x 50 takes minutes).
-Table 3 (parallel chains, ``--par-sizes 20000x20 --par-samplers hmc --par-jobs 1,2 --par-repeats 1``): wall
-time of 4 chains with n_jobs=1 and n_jobs=2 (same draws), at defaults and at a fixed length, with the CPU
-seconds of the main process and of each worker, and the load average (the machine is shared).
+Table 3 (parallel chains, ``--par-sizes 20000x20 --par-samplers hmc,gibbs --par-jobs 1,2
+--par-repeats 1``): wall time of 4 chains with n_jobs=1 and n_jobs=2 (same draws), at defaults and at a
+fixed length, with the CPU seconds of the main process and of each worker, and the load average (the
+machine is shared).
 """
 
 from __future__ import annotations
@@ -412,7 +413,9 @@ def main(argv=None):
     ap.add_argument("--nuts-cache", default=None,
                     help="JSON file keeping NUTS results across runs (development: 100k x 50 takes minutes)")
     ap.add_argument("--par-sizes", default="20000x20", help="parallel table: n x d sizes")
-    ap.add_argument("--par-samplers", default="hmc", help="parallel table: hmc, sgld, sgnht, gibbs")
+    ap.add_argument("--par-samplers", default="hmc,gibbs",
+                    help="parallel table: hmc, sgld, sgnht, gibbs (gibbs is compute-bound; hmc at "
+                         "100k x 50 is bound by memory bandwidth, which two processes share)")
     ap.add_argument("--par-draws", type=int, default=400, help="parallel table: fixed-length draws")
     ap.add_argument("--par-jobs", default="1,2", help="parallel table: n_jobs values (interleaved)")
     ap.add_argument("--par-repeats", type=int, default=1, help="parallel table: repeats of each n_jobs")
