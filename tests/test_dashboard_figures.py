@@ -1232,7 +1232,8 @@ def test_a_single_map_is_exported_about_square_and_a_grid_of_maps_wide():
     one = figures.value_heatmap(grid, np.zeros(len(grid.points)), X, np.arange(50) % 2, [0, 1], title="t")
     h = int(one.layout.height)
     m = figures.MAP_MARGIN  # a square plot, its margins and its colour bar
-    assert ui.export_width(one, h) == h - m["t"] - m["b"] + m["l"] + m["r"] + ui.MAP_COLOURBAR_PX
+    plot = h - m["t"] - m["b"]
+    assert ui.export_width(one, h) == round(m["l"] + plot + ui.colourbar_px(one, plot))
     assert ui.export_width(figures.class_balance(np.array([0, 1]), [0, 1]), 300) == 1200
     maps = figures.heatmap_grid({"a": np.full(len(grid.points), 0.5), "b": np.full(len(grid.points), 0.4)},
                                 grid, X, np.arange(50) % 2, [0, 1])
@@ -1462,3 +1463,35 @@ def test_a_maps_png_has_its_title_off_the_edge_and_no_blank_band():
                                                    truth=np.full(400, 0.5), overlay=X,
                                                    overlay_name="support vectors"))
     assert two_rows.layout.margin.b == figures.MAP_MARGIN["b"]
+
+
+def test_a_map_is_as_wide_as_its_square_plot_and_the_colour_bar_it_has():
+    """At 1920 px a class map (3+ classes, no colour bar) kept 90 px of white for a bar it does not have,
+    a probability map 40 px beside its plot, and the entropy map's bar (its title on top) took 80 px more
+    than kept, so its plot shrank below the probability map's; in presentation mode the larger type did
+    not fit either. Widths measured in chromium: see ui.colourbar_px."""
+    from dashboard import ui
+    from dashboard.analysis import make_grid
+
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    y = np.arange(60) % 3
+    grid = make_grid(X, 10)
+    n = len(grid.points)
+    h, m = 430, figures.MAP_MARGIN
+    plot = h - m["t"] - m["b"]
+    three = figures.class_map(grid, np.full((n, 3), 1 / 3), X, y, [0, 1, 2])
+    assert ui.colourbar_px(three, plot) == 0
+    assert ui.export_width(three, h) == m["l"] + plot + m["r"]  # no room for a bar it does not have
+    p = figures.proba_heatmap(grid, np.full(n, 0.5), X, y % 2, [0, 1])
+    entropy = figures.value_heatmap(grid, np.zeros(n), X, y % 2, [0, 1], title="t",
+                                    colorbar_title="predictive entropy", zmax=0.69)
+    # a bar's title runs along it, so a long title does not widen it: the maps stacked on Calibration
+    # are one width, with plots of one size
+    assert entropy.data[0].colorbar.title.side == "right"
+    assert ui.export_width(entropy, h) == ui.export_width(p, h)
+    assert 75 <= ui.colourbar_px(p, plot) <= 95  # plotly.js took 78-92 px for these bars at 12 px type
+    shown = ui._presentation_style(p)  # larger type: a wider bar and left margin, the plot still square
+    assert ui.colourbar_px(shown, plot) > ui.colourbar_px(p, plot)
+    assert shown.layout.margin.l == ui.PRESENT_MAP_LEFT
+    assert ui.export_width(shown, h) > ui.export_width(p, h) - (shown.layout.margin.t - m["t"])
+
