@@ -1495,3 +1495,21 @@ def test_a_map_is_as_wide_as_its_square_plot_and_the_colour_bar_it_has():
     assert shown.layout.margin.l == ui.PRESENT_MAP_LEFT
     assert ui.export_width(shown, h) > ui.export_width(p, h) - (shown.layout.margin.t - m["t"])
 
+
+def test_a_class_maps_pale_cell_is_the_models_close_call():
+    """The crawl's "stray pale patch" in the top-right corner of PlattSVM's 3-class map was the model: a
+    pocket where the SVC's one-vs-one votes go round (a beats b, b beats c, c beats a), so its calibrated
+    probabilities are close, e.g. (0.21, 0.41, 0.38). The map must show it so: the top class's colour at
+    that confidence (pale), in that class's layer only, never a gap or another class's colour."""
+    grid = Grid(np.array([0.0, 1.0]), np.array([0.0, 1.0]))
+    P = np.array([[0.05, 0.9, 0.05], [0.21, 0.41, 0.38], [0.1, 0.1, 0.8], [0.8, 0.1, 0.1]])
+    fig = figures.class_map(grid, P, classes=["a", "b", "c"])
+    z = [np.asarray(t.z, dtype=float).ravel() for t in fig.data if t.type == "heatmap"]
+    assert len(z) == 3
+    assert z[1][1] == pytest.approx(0.41) and np.isnan(z[0][1]) and np.isnan(z[2][1])
+    assert all(np.isfinite(np.nansum([zk[i] for zk in z])) for i in range(4))  # every cell drawn once
+    assert [int(np.isfinite(zk).sum()) for zk in z] == [1, 2, 1]
+    # its opacity: near the pale end of the scale (1/K is fully pale, 1 fully coloured)
+    lo, hi = fig.data[1].zmin, fig.data[1].zmax
+    assert (0.41 - lo) / (hi - lo) < 0.15
+
