@@ -758,6 +758,13 @@ def _map_axes(grid: Grid, axis_titles, x: str = "x") -> tuple[dict, dict]:
             _axis(axis_titles[1], range=[ys[0], ys[-1]], constrain="domain", scaleanchor=x, scaleratio=ratio))
 
 
+def _colourbar(title: str) -> dict:
+    """A map's colour bar, its title along the bar (side "right"): a title on top is as wide as its text,
+    and "predictive entropy" widened the bar by 80 px, so the square plot beside it shrank (its map was
+    smaller than the probability map above it) and a width made for the usual bar did not fit it."""
+    return {"title": {"text": title, "side": "right"}, "len": 0.8, "thickness": 14}
+
+
 def _truth_trace(grid: Grid, truth, labels: bool = True) -> dict:
     """The true p(y|x) as dotted contours at 0.1, 0.3, ..., 0.9; ``labels=False`` leaves out the level
     labels, whose placement is most of a map's drawing time in the browser (measured: 200 ms against 60
@@ -794,8 +801,7 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
     light: cheaper to draw in the browser (no contour labels, no rims on the points), for live views.
     """
     traces = [{"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(p), "zmin": 0.0, "zmax": 1.0,
-               "colorscale": PROBA_SCALE, "colorbar": {"title": {"text": colorbar_title}, "len": 0.8,
-                                                       "thickness": 14},
+               "colorscale": PROBA_SCALE, "colorbar": _colourbar(colorbar_title),
                "hovertemplate": _hover(axis_titles)}]
     if truth is not None:
         traces.append(_truth_trace(grid, truth, labels=not light))
@@ -889,7 +895,7 @@ def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *,
     (a fixed top such as log K makes maps of different methods comparable)."""
     traces = [{"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(values),
                "colorscale": "Viridis", "zmin": 0.0, "zmax": zmax,
-               "colorbar": {"title": {"text": colorbar_title}, "len": 0.8, "thickness": 14},
+               "colorbar": _colourbar(colorbar_title),
                "hovertemplate": _hover(axis_titles, f"{colorbar_title}=%{{z:.3g}}")}]
     if X is not None:
         traces += _point_traces(X, y, classes)

@@ -226,6 +226,10 @@ def _presentation_style(fig):
     # sat on the plot
     if fig.layout.margin.t:
         fig.update_layout(margin_t=round(fig.layout.margin.t * PRESENT_MARGIN))
+    # a map's y tick labels and title at 15 and 17 px need about 57 px: plotly.js widened the left margin
+    # by itself, and the map, drawn as wide as its margins and square plot (export_width), shrank to fit
+    if fig.layout.margin.l and fig.layout.yaxis.scaleanchor:
+        fig.update_layout(margin_l=max(fig.layout.margin.l, PRESENT_MAP_LEFT))
     # colour bars and contour labels have fonts of their own too (they stayed at 10-12 px)
     for tr in fig.data:
         if "colorbar" in tr and (tr.showscale is not False):
@@ -237,6 +241,8 @@ def _presentation_style(fig):
 
 #: how much taller a chart's top margin is in presentation mode (its title goes from 15 to 21 px)
 PRESENT_MARGIN = 1.35
+#: a map's left margin in presentation mode (its y axis's labels at 15 px and title at 17 px)
+PRESENT_MAP_LEFT = 60
 
 
 @st.cache_resource(show_spinner=False)
@@ -287,13 +293,38 @@ def export_width(fig, height: int, default: int = 1200) -> int:
         if fig.layout.yaxis.scaleanchor and m.t is not None and m.b is not None:
             # a square map (figures._map_axes): as wide as its plot is high, plus the margins and colour
             # bar; wider, the map sat in a band of white with its colour bar far to its right
-            return int(height - m.t - m.b + (m.l or 0) + (m.r or 0) + MAP_COLOURBAR_PX)
+            plot = height - m.t - m.b
+            return int(round((m.l or 0) + plot + max(m.r or 0, colourbar_px(fig, plot))))
         return int(round(1.25 * height))
     return default
 
 
-#: the width of a map's colour bar with its labels, in a PNG
-MAP_COLOURBAR_PX = 90
+def colourbar_px(fig, plot_px: float) -> float:
+    """The right margin a map's colour bar takes (plotly.js widens the margin to fit it), from its fonts:
+    0 without one. A class map (3+ classes) has none, and the 90 px once kept for every map were white
+    after it; a bar's fixed 90 px also left 40 px of white beside the probability map, and were 15-70 px
+    short in presentation mode (larger type) or for a title on top of the bar (``figures._colourbar``
+    puts it along the bar). Measured in chromium (bars titled along them): 78-92 px at 12 px type, 80-106
+    px at presentation mode's 15-16 px; the estimate, 83-88 and 101, leaves the plots within 5 px of
+    square."""
+    bars = [t for t in fig.data if t.type in ("heatmap", "contour") and t.showscale is not False]
+    if not bars:
+        return 0.0
+    cb = bars[0].colorbar
+    base = fig.layout.font.size or 12
+    tick = cb.tickfont.size or base
+    title = cb.title.font.size or base
+    text = str(cb.title.text or "")
+    # tick labels such as "0.5" or "1.2k": about 2.4 em; a title along the bar: one line of its type, on
+    # top: as wide as its text; plotly.js's own room: the bar at x = 1.02 of the plot, its xpad, and
+    # 12 px after it
+    ticks = 2.4 * tick
+    if cb.title.side == "right":
+        titled = 1.5 * title if text else 0.0
+    else:
+        ticks, titled = max(ticks, 0.6 * title * len(text)), 0.0
+    pad = cb.xpad if cb.xpad is not None else 10
+    return 0.02 * plot_px + pad + (cb.thickness or 30) + ticks + titled + 12
 
 
 def for_export(fig) -> go.Figure:
@@ -314,13 +345,18 @@ def for_export(fig) -> go.Figure:
     return fig
 
 
+#: one row of a legend below a chart at 12 px type
+LEGEND_ROW_PX = 24
+
+
 def _legend_rows(fig, width: int) -> int:
     """About how many rows a legend below the plot takes in an image ``width`` px wide (generously: a
     symbol, gaps and ~7 px per character of 12 px type)."""
     names = [t.name for t in fig.data if t.name and t.showlegend is not False]
     row, rows = 0.0, 1
+    scale = (fig.layout.legend.font.size or 12) / 12  # (presentation mode's legend: 16 px)
     for n in names:
-        w = 55 + 7 * len(n)
+        w = scale * (55 + 7 * len(n))
         if row and row + w > width - 20:
             rows, row = rows + 1, 0.0
         row += w
@@ -335,7 +371,20 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
     if "width" not in kw and not shown.layout.width and _square_map(shown):
         # as wide as the square plot and its colour bar (at most the column): stretched to a wide
         # column, the plot sat in the middle and its colour bar far off at the right edge
-        shown.update_layout(width=export_width(shown, int(shown.layout.height or 430)))
+        h = int(shown.layout.height or 430)
+        width = export_width(shown, h)
+        # a legend of more rows than the map's bottom margin holds (two, at 12 px type; presentation
+        # mode's 16 px wraps to three) pushed the margin and shrank the square plot (179 px instead of
+        # 234 at 1920 px), leaving white between it and its colour bar: the figure grows instead
+        # (the legend wraps within the plot's width: the figure's less its margins and colour bar)
+        paper = width - (shown.layout.margin.l or 0) - max(shown.layout.margin.r or 0,
+                                                            colourbar_px(shown, h)) + 20
+        # (presentation mode only: at 12 px type the margin's two rows held every map's legend in the
+        # browser, and this estimate, which errs wide, added an empty row)
+        extra = max(0, _legend_rows(shown, paper) - 2) * LEGEND_ROW_PX * 16 / 12
+        if shown.layout.margin.b and extra and presenting():
+            shown.update_layout(height=round(h + extra), margin_b=round(shown.layout.margin.b + extra))
+        shown.update_layout(width=width)
         kw["width"] = "content"
     st.plotly_chart(shown, key=key, **{"config": PLOTLY_CONFIG, **kw})
     if png:

@@ -1232,7 +1232,8 @@ def test_a_single_map_is_exported_about_square_and_a_grid_of_maps_wide():
     one = figures.value_heatmap(grid, np.zeros(len(grid.points)), X, np.arange(50) % 2, [0, 1], title="t")
     h = int(one.layout.height)
     m = figures.MAP_MARGIN  # a square plot, its margins and its colour bar
-    assert ui.export_width(one, h) == h - m["t"] - m["b"] + m["l"] + m["r"] + ui.MAP_COLOURBAR_PX
+    plot = h - m["t"] - m["b"]
+    assert ui.export_width(one, h) == round(m["l"] + plot + ui.colourbar_px(one, plot))
     assert ui.export_width(figures.class_balance(np.array([0, 1]), [0, 1]), 300) == 1200
     maps = figures.heatmap_grid({"a": np.full(len(grid.points), 0.5), "b": np.full(len(grid.points), 0.4)},
                                 grid, X, np.arange(50) % 2, [0, 1])
@@ -1462,3 +1463,70 @@ def test_a_maps_png_has_its_title_off_the_edge_and_no_blank_band():
                                                    truth=np.full(400, 0.5), overlay=X,
                                                    overlay_name="support vectors"))
     assert two_rows.layout.margin.b == figures.MAP_MARGIN["b"]
+
+
+def test_a_map_is_as_wide_as_its_square_plot_and_the_colour_bar_it_has():
+    """At 1920 px a class map (3+ classes, no colour bar) kept 90 px of white for a bar it does not have,
+    a probability map 40 px beside its plot, and the entropy map's bar (its title on top) took 80 px more
+    than kept, so its plot shrank below the probability map's; in presentation mode the larger type did
+    not fit either. Widths measured in chromium: see ui.colourbar_px."""
+    from dashboard import ui
+    from dashboard.analysis import make_grid
+
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    y = np.arange(60) % 3
+    grid = make_grid(X, 10)
+    n = len(grid.points)
+    h, m = 430, figures.MAP_MARGIN
+    plot = h - m["t"] - m["b"]
+    three = figures.class_map(grid, np.full((n, 3), 1 / 3), X, y, [0, 1, 2])
+    assert ui.colourbar_px(three, plot) == 0
+    assert ui.export_width(three, h) == m["l"] + plot + m["r"]  # no room for a bar it does not have
+    p = figures.proba_heatmap(grid, np.full(n, 0.5), X, y % 2, [0, 1])
+    entropy = figures.value_heatmap(grid, np.zeros(n), X, y % 2, [0, 1], title="t",
+                                    colorbar_title="predictive entropy", zmax=0.69)
+    # a bar's title runs along it, so a long title does not widen it: the maps stacked on Calibration
+    # are one width, with plots of one size
+    assert entropy.data[0].colorbar.title.side == "right"
+    assert ui.export_width(entropy, h) == ui.export_width(p, h)
+    assert 75 <= ui.colourbar_px(p, plot) <= 95  # plotly.js took 78-92 px for these bars at 12 px type
+    shown = ui._presentation_style(p)  # larger type: a wider bar and left margin, the plot still square
+    assert ui.colourbar_px(shown, plot) > ui.colourbar_px(p, plot)
+    assert shown.layout.margin.l == ui.PRESENT_MAP_LEFT
+    assert ui.export_width(shown, h) > ui.export_width(p, h) - (shown.layout.margin.t - m["t"])
+
+
+def test_a_class_maps_pale_cell_is_the_models_close_call():
+    """The crawl's "stray pale patch" in the top-right corner of PlattSVM's 3-class map was the model: a
+    pocket where the SVC's one-vs-one votes go round (a beats b, b beats c, c beats a), so its calibrated
+    probabilities are close, e.g. (0.21, 0.41, 0.38). The map must show it so: the top class's colour at
+    that confidence (pale), in that class's layer only, never a gap or another class's colour."""
+    grid = Grid(np.array([0.0, 1.0]), np.array([0.0, 1.0]))
+    P = np.array([[0.05, 0.9, 0.05], [0.21, 0.41, 0.38], [0.1, 0.1, 0.8], [0.8, 0.1, 0.1]])
+    fig = figures.class_map(grid, P, classes=["a", "b", "c"])
+    z = [np.asarray(t.z, dtype=float).ravel() for t in fig.data if t.type == "heatmap"]
+    assert len(z) == 3
+    assert z[1][1] == pytest.approx(0.41) and np.isnan(z[0][1]) and np.isnan(z[2][1])
+    assert all(np.isfinite(np.nansum([zk[i] for zk in z])) for i in range(4))  # every cell drawn once
+    assert [int(np.isfinite(zk).sum()) for zk in z] == [1, 2, 1]
+    # its opacity: near the pale end of the scale (1/K is fully pale, 1 fully coloured)
+    lo, hi = fig.data[1].zmin, fig.data[1].zmax
+    assert (0.41 - lo) / (hi - lo) < 0.15
+
+
+def test_a_run_to_its_stopping_rule_is_estimated_as_a_range():
+    """MS-BPM on 3 classes: the Train page said "about 6 s" and the run took 11-16 s (its sweeps to the
+    stopping rule depend on how fast the posterior mixes). Such an estimate is a range with the reason;
+    a fixed-length fit keeps its one number; presentation mode keeps the range and drops the brackets."""
+    from bsvm.cost import SLOW_NOTE, Cost
+    from dashboard.analysis import AUTO_LENGTH_RANGE, cost_caption
+
+    auto = Cost(19.1e6, 6.48, "N^2 kernel", "", SLOW_NOTE)
+    text = cost_caption(auto, 175)
+    lo, hi = (round(f * 6.48) for f in AUTO_LENGTH_RANGE)
+    assert f"{lo} to {hi} seconds" in text and "stopping rule" in text and "about 6 s" not in text
+    assert hi >= 16  # the runs seen, 11 and 16 s, are inside it
+    short = cost_caption(auto, 175, short=True)
+    assert short == f"Estimated cost on 175 rows: about 19.1 MB and {lo} to {hi} seconds."
+    fixed = cost_caption(Cost(1.5e5, 0.2, "libsvm"), 175)
+    assert fixed == "Estimated cost on 175 rows: about 150.0 kB and under a second (libsvm)."

@@ -132,9 +132,15 @@ def maps_for(d: Prepared, fitted: dict, where: str):
              "each region in its predicted class's colour, more transparent where the top class is less "
              f"sure, that is, where the {len(d.classes)} classes are a close call")
     both = "Both maps use the same colour scale" if len(fitted) > 1 else "The colour scale"
+    # a crawl took PlattSVM's pale pocket in a corner of a 3-class map for a drawing fault: it is the
+    # model's (bsvm.platt: the SVC's one-vs-one votes tie there, each class beating one other, and its
+    # calibrated probabilities are close, e.g. 0.41 / 0.38 / 0.21)
+    votes = (" PlattSVM's regions meet along sharp edges, and it can show a pale pocket where its "
+             "one-vs-one votes tie (each class beats one other): there its probabilities are close."
+             if not d.binary and any(hasattr(e, "svc_decision_function") for e in fitted.values()) else "")
     st.caption(f"{both}: {scale}"
                + ("; dotted black lines: contours of the true p(y|x) at 0.1, 0.3, 0.5, 0.7, 0.9." if d.truth
-                  else "."))
+                  else ".") + votes)
     kinds = {ENTROPY: "predictive entropy (every method, one scale)",
              LATENT_VARIANCE: "latent variance (Gaussian-posterior methods)"}
     # offered only when a model here has one: the option drew two "has no latent Gaussian predictive"

@@ -17,6 +17,7 @@ from dashboard import figures, state, ui
 from dashboard.analysis import (
     check_fraction,
     check_text,
+    cost_caption,
     last_check,
     page_warning,
     param_names,
@@ -282,12 +283,9 @@ with right:
         cost_slot.error(f"This run cannot fit in memory, so Start is off: {page_words(refused)}",
                         icon=":material/block:")
     elif cost is not None:
-        describe = cost.describe() if hasattr(cost, "describe") else \
-            f"about {float(cost.memory_bytes) / 2**20:,.0f} MB and {float(cost.seconds):,.1f} s"
-        if ui.presenting():  # one line: the details in brackets pushed the charts below a projector's fold
-            describe = describe.split(" (")[0]
+        # (presentation mode: one line, the details in brackets pushed the charts below a projector's fold)
         shown = st.session_state["_train_cost_caption"] = \
-            f"Estimated cost on {len(data.y_train):,} rows: {describe}."
+            cost_caption(cost, len(data.y_train), short=ui.presenting())
         cost_slot.caption(shown)
     if warned:
         warn_slot.warning(warned, icon=":material/schedule:")
