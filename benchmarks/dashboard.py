@@ -23,7 +23,7 @@ driven by Playwright with Debian's /usr/bin/chromium (flags in benchmarks/_brows
    child process, CPU seconds, against ``fit_cpu_s``), ``server_cpu_s`` and ``browser_cpu_s`` (CPU
    seconds of the Streamlit server and of chromium over the watched run), ``draws``/``draw_ms`` (the
    browser's live-chart draws and their total time), ``start_lat_s`` (click to the child's first
-   record) and ``end_lat_s`` (the child's last record to the page saying done), from the server's
+   record) and ``end_lat_s`` (the child's last record to the first frame painted with done), from the server's
    event log (``BSVM_DASH_TRACE``, set to a temporary file when unset). Each method's ``fit()`` is
    timed, and its Start clicked, once the server and the browser are idle (the previous run's final
    map and figures drawn, the new page drawn). ``watched_s`` is the browser's own clock: from the
@@ -227,25 +227,35 @@ class _PriorityKeeper:
 
 def _arm_clock(pg) -> None:
     """Install the browser-side clock of a watched run (read by :func:`_wait_end`): the time of the next
-    click as the page receives it, and the frame after the progress text first says done or failed.
+    click as the page receives it, and the frame after the progress text, having said something else
+    since that click, first says done or failed.
 
     A user's wait is from their click to the painted "done". Timing it from this process instead added
     Playwright's click preamble (actionability checks, a round trip) and up to one polling period of
-    ``wait_for_function`` (50 ms) to every row, the benchmark's latency, not the dashboard's."""
+    ``wait_for_function`` (50 ms) to every row, the benchmark's latency, not the dashboard's. A "done"
+    already on the page when the clock is armed (a page reused after a run) does not count until the
+    text has changed after the click. The end is stamped in a task queued from the frame's animation
+    callback, i.e. once that frame's style, layout and paint have run."""
     pg.evaluate(
         f"""() => {{
             window.__bsvmClick = null; window.__bsvmDone = null; window.__bsvmText = null;
             const now = () => performance.timeOrigin + performance.now();
+            const text = () => {{
+                const p = document.querySelector('{PROGRESS_SELECTOR}');
+                return p ? p.textContent.trim() : '';
+            }};
+            const finished = (t) => /^(done|failed)/.test(t);
+            let moved = !finished(text());  // a stale "done" must give way to another text first
             document.addEventListener('click', () => {{ window.__bsvmClick = now(); }},
                                       {{capture: true, once: true}});
             const seen = () => {{
-                const p = document.querySelector('{PROGRESS_SELECTOR}');
-                const t = p ? p.textContent.trim() : '';
-                if (window.__bsvmClick !== null && /^(done|failed)/.test(t)) {{
-                    observer.disconnect();
-                    window.__bsvmText = t;
-                    requestAnimationFrame(() => {{ window.__bsvmDone = now(); }});
-                }}
+                if (window.__bsvmClick === null) return;
+                const t = text();
+                if (!finished(t)) {{ moved = true; return; }}
+                if (!moved) return;
+                observer.disconnect();
+                window.__bsvmText = t;
+                requestAnimationFrame(() => setTimeout(() => {{ window.__bsvmDone = now(); }}, 0));
             }};
             const observer = new MutationObserver(seen);
             observer.observe(document.body, {{subtree: true, childList: true, characterData: true}});

@@ -343,7 +343,8 @@ def _parallel_estimator(sampler, n_jobs, seed, n_samples):
     return GibbsSVM(**kw) if sampler == "gibbs" else SubgradientHMC(sampler, **kw)
 
 
-def parallel_table(sizes=((20_000, 20),), samplers=("hmc",), seed=0, n_samples=400, jobs=(1, 2), repeats=1):
+def parallel_table(sizes=((20_000, 20),), samplers=("hmc", "gibbs"), seed=0, n_samples=400, jobs=(1, 2),
+                   repeats=1):
     """Wall time of 4 chains with n_jobs = 1 and 2 (joblib's default loky processes), same draws.
 
     For each size and sampler: a defaults row (n_samples="auto", the run length decided by the stopping
@@ -414,8 +415,9 @@ def main(argv=None):
                     help="JSON file keeping NUTS results across runs (development: 100k x 50 takes minutes)")
     ap.add_argument("--par-sizes", default="20000x20", help="parallel table: n x d sizes")
     ap.add_argument("--par-samplers", default="hmc,gibbs",
-                    help="parallel table: hmc, sgld, sgnht, gibbs (gibbs is compute-bound; hmc at "
-                         "100k x 50 is bound by memory bandwidth, which two processes share)")
+                    help="parallel table: hmc, sgld, sgnht, gibbs (gibbs's sweeps are compute-bound; "
+                         "hmc's gradients at 100000x50 are bound by memory bandwidth, which two "
+                         "processes share)")
     ap.add_argument("--par-draws", type=int, default=400, help="parallel table: fixed-length draws")
     ap.add_argument("--par-jobs", default="1,2", help="parallel table: n_jobs values (interleaved)")
     ap.add_argument("--par-repeats", type=int, default=1, help="parallel table: repeats of each n_jobs")

@@ -19,8 +19,8 @@ a constant multiple of the last one. A sampler stops at the first check that pas
 Progress records carry ``rhat``, ``ess_bulk``, ``ess_tail`` (the worst over the quantities), ``draws``
 (kept draws per chain) and the rule's thresholds ``rhat_target``, ``ess_target`` (owners.md).
 
-Public API: ``StoppingRule``, ``ConvergenceStatus``, ``assess``, ``ConvergenceMonitor``, ``monitor_rows``,
-``warn_not_converged``.
+Public API: ``StoppingRule``, ``ConvergenceStatus``, ``assess``, ``combine``, ``ConvergenceMonitor``,
+``monitor_rows``, ``warn_not_converged``.
 """
 
 from __future__ import annotations
@@ -140,6 +140,44 @@ def assess(quantities, rule: StoppingRule = StoppingRule(), names=None) -> Conve
                              per_quantity=per)
 
 
+_CRITERIA = ("R-hat ", "bulk ESS ", "tail ESS ")
+_CONSTANT = "every monitored quantity is constant"
+
+
+def combine(statuses, rule: StoppingRule = StoppingRule(), draws: int | None = None) -> ConvergenceStatus:
+    """One outcome from :func:`assess` outcomes on disjoint sets of quantities (e.g. summaries recorded at
+    every k-th draw and parameters at every draw): the worst R-hat and ESS over all of them, every failure
+    (the rule's three criteria restated from those worst values), the notes and the per-quantity
+    diagnostics of each. A set whose quantities are all constant carries no information and is left out,
+    as :func:`assess` leaves out a constant quantity. ``draws``: the draws per chain to report (default:
+    the largest of the outcomes')."""
+    statuses = [st for st in statuses if st is not None]
+    live = [st for st in statuses if _CONSTANT not in st.failed] or statuses[:1]
+    C = live[0].n_chains
+    D = int(draws) if draws is not None else max(st.draws for st in live)
+    rh = [st.rhat for st in live if np.isfinite(st.rhat)]
+    rhat = max(rh) if rh else math.nan
+    ess_b = min(st.ess_bulk for st in live)
+    ess_t = min(st.ess_tail for st in live)
+    failed = list(dict.fromkeys(f for st in live for f in st.failed if not f.startswith(_CRITERIA)))
+    if any(f.startswith("R-hat ") for st in live for f in st.failed):
+        failed.append(f"R-hat {rhat:.3f} > {rule.rhat:g}")
+    if any(f.startswith("bulk ESS ") for st in live for f in st.failed):
+        failed.append(f"bulk ESS {ess_b:.0f} < {rule.ess_bulk:g}")
+    if any(f.startswith("tail ESS ") for st in live for f in st.failed):
+        failed.append(f"tail ESS {ess_t:.0f} < {rule.ess_tail:g}")
+    notes = tuple(dict.fromkeys(n for st in live for n in st.notes))
+    per = {}
+    parts = [st.per_quantity for st in live if st.per_quantity]
+    if parts:
+        per = {"names": [n for p in parts for n in p["names"]],
+               **{k: np.concatenate([np.asarray(p[k], float) for p in parts])
+                  for k in ("rhat", "ess_bulk", "ess_tail")}}
+    converged = all(st.converged for st in live) and not failed
+    return ConvergenceStatus(D, C, rhat, ess_b, ess_t, converged=converged, failed=tuple(failed),
+                             notes=notes, per_quantity=per)
+
+
 class ConvergenceMonitor:
     """Decides when to check the rule: at geometrically spaced draw counts per chain.
 
@@ -163,9 +201,13 @@ class ConvergenceMonitor:
         return draws >= self.next_check
 
     def check(self, quantities, names=None) -> ConvergenceStatus:
-        st = assess(quantities, self.rule, names)
+        return self.record(assess(quantities, self.rule, names))
+
+    def record(self, st: ConvergenceStatus, draws: int | None = None) -> ConvergenceStatus:
+        """Keep ``st`` (e.g. :func:`combine`'s) as the last check's outcome and schedule the next check;
+        ``draws``: the count the schedule is kept in (default ``st.draws``)."""
         self.status = st
-        D = max(st.draws, 1)
+        D = max(st.draws if draws is None else int(draws), 1)
         ess = min(st.ess_bulk, st.ess_tail)
         target = max(self.rule.ess_bulk, self.rule.ess_tail)
         factor = self.max_growth

@@ -236,18 +236,20 @@ def test_hmc_chains_on_a_dask_local_cluster():
 
 
 def test_run_length_does_not_depend_on_where_segments_end():
-    """sgld monitors every monitor_every-th draw (here ceil(100 / (5 * 5)) = 4) and the stopping rule is
-    checked only at its scheduled draw counts (multiples of 4 draws), even when segments end elsewhere
+    """sgld monitors every monitor_every-th draw (here ceil(100 / (2.5 * 5)) = 8) and the stopping rule is
+    checked only at its scheduled draw counts (multiples of 8 draws), even when segments end elsewhere
     (records every 3 iterations here; with n_jobs > 1, the workers' time slices). Before, such a run
-    stopped up to 3 draws early (4567 draws here, 4568 with the default records), so the run length
-    depended on n_jobs and timing."""
+    stopped up to k - 1 draws early, so the run length depended on n_jobs and timing."""
     from bsvm.datasets import make_ripley
 
     X, y = make_ripley(100, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = SubgradientHMC("sgld", batch_size=5, random_state=0, record_every=3).fit(X, y)
-    assert est.converged_ and est.samples_.shape[1] % 4 == 0
+        ref = SubgradientHMC("sgld", batch_size=5, random_state=0).fit(X, y)
+    assert est._monitor_every == 8
+    assert est.converged_ and est.samples_.shape[1] % est._monitor_every == 0
+    np.testing.assert_array_equal(est.samples_, ref.samples_)
 
 
 def test_take_chains_slices_every_per_chain_array_and_refuses_shared_ones():

@@ -7,7 +7,14 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from bsvm.chains import ChainPool, ChainRNG, chain_groups, chain_seeds
-from bsvm.convergence import ConvergenceMonitor, StoppingRule, assess, monitor_rows, warn_not_converged
+from bsvm.convergence import (
+    ConvergenceMonitor,
+    StoppingRule,
+    assess,
+    combine,
+    monitor_rows,
+    warn_not_converged,
+)
 from bsvm.draws import to_datatree
 
 
@@ -38,6 +45,31 @@ def test_assess_one_chain_nan_and_constant_quantities():
     const[..., 1] = 1.0  # p(y|x) = 1 far from the boundary: skipped, not a failure
     st = assess(const)
     assert st.converged and st.per_quantity["names"] == ["q0"]
+
+
+def test_combine_equals_one_assessment_of_all_quantities():
+    """combine() of assessments of disjoint quantity sets gives what one assessment of them all gives
+    (worst R-hat and ESS, the rule's failures restated from them, the per-quantity table); a set of
+    constant quantities is left out as assess() leaves out a constant column."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 300, 5))
+    x[1, :, 3] += 0.4  # one chain off in one quantity: R-hat fails there
+    x[:, :, 4] = np.cumsum(x[:, :, 4], axis=1) * 0.2 + x[:, :, 4]  # slow: low ESS
+    whole = assess(x, names=list("abcde"))
+    parts = combine([assess(x[..., :2], names=list("ab")), assess(x[..., 2:], names=list("cde"))])
+    assert not whole.converged and not parts.converged
+    assert parts.rhat == pytest.approx(whole.rhat) and parts.ess_bulk == pytest.approx(whole.ess_bulk)
+    assert parts.ess_tail == pytest.approx(whole.ess_tail) and parts.failed == whole.failed
+    assert parts.per_quantity["names"] == whole.per_quantity["names"]
+    np.testing.assert_allclose(parts.per_quantity["ess_bulk"], whole.per_quantity["ess_bulk"])
+    good = assess(x[..., :3])
+    assert good.converged and combine([good, assess(np.ones((4, 300, 2)))]).converged
+    # the draws reported are the caller's (summaries every k-th draw, parameters at every draw)
+    assert combine([good, assess(x[..., :3][:, ::2])], draws=300).draws == 300
+    # a failure outside the three criteria (non-finite draws) is kept
+    bad = x[..., :2].copy()
+    bad[0, 5, 0] = np.nan
+    assert "non-finite" in combine([good, assess(bad)]).failed[0]
 
 
 def test_monitor_schedule_is_geometric_and_rule_is_described():

@@ -35,6 +35,7 @@ from ..convergence import (
     ConvergenceMonitor,
     StoppingRule,
     assess,
+    combine,
     monitor_rows,
     warn_not_converged,
     warn_single_chain,
@@ -199,7 +200,7 @@ class _HingeSampler(BayesianClassifier):
                          _slice_tuning(tuning0, g), 0, theta0[g]) for g in groups]
         store = GrowingDraws()
         monitor = ConvergenceMonitor(C, RULE)
-        self._monitor_every = int(monitor_every)
+        self._monitor_every = self.monitor_every_ = int(monitor_every)
         auto = self._n_samples is None
         if auto:
             end = B + (self._max_iter if self._max_iter is not None else _DEFAULT_MAX_ITER[spec.kind])
@@ -305,7 +306,7 @@ class _HingeSampler(BayesianClassifier):
                         # linearly in the quantities, and most checks fail on the summaries)
                         status = monitor.check(Q, self._quantity_names(rows, False))
                         if passes(status):
-                            status = monitor.check(self._monitored(store), self._quantity_names(rows))
+                            status = monitor.record(self._assess_all(store, rows), Q.shape[1])
                         checked = True
                         if passes(status):
                             stop_reason = "converged"
@@ -340,24 +341,29 @@ class _HingeSampler(BayesianClassifier):
     def _final_status(self, store, status, checked, rows):
         if checked and status is not None:
             return status
-        Q = self._monitored(store)
+        Q = store.view("quantities")
         if Q is None or Q.shape[1] == 0:
             return status
-        return assess(Q, RULE, self._quantity_names(rows))
+        return self._assess_all(store, rows)
 
-    def _monitored(self, store):
-        """(C, k, 1 + R + P): the log posterior and p(y|x) at the monitored rows (recorded at every
-        ``monitor_every``-th kept draw) and, at the same draws, every model parameter. The parameters are
-        monitored too because the log posterior and p(y|x) can look converged while slow directions of
-        the weights are not: on 100,000 x 50 linear data, runs that met the rule on those quantities
-        alone stopped with the weights' R-hat up to 1.016-1.021 (10-12 of 51 above 1.01) and bulk ESS
-        down to 302 (docs/subgradient.md). The run loop checks the parameters only once the summaries
-        pass (most checks fail on those, and a check's cost grows with the quantities)."""
+    def _assess_all(self, store, rows):
+        """The rule on every monitored quantity: the log posterior and p(y|x) at the monitored rows
+        (recorded at every ``monitor_every``-th kept draw) and every model parameter, at every kept draw.
+        The parameters are monitored too because the log posterior and p(y|x) can look converged while
+        slow directions of the weights are not: on 100,000 x 50 linear data, runs that met the rule on
+        those quantities alone stopped with the weights' R-hat up to 1.016-1.021 (10-12 of 51 above 1.01)
+        and bulk ESS down to 302 (docs/subgradient.md). The run loop checks the parameters only once the
+        summaries pass (most checks fail on those, and a check's cost grows with the quantities).
+        (The parameters were once checked at the summaries' draws only: with sgld's k = 40 at
+        100,000 x 50 that capped their measured ESS near 4 chains x the summaries' count, and runs went
+        on 1.3-2.2x longer for it.)"""
         Q = store.view("quantities")
-        if Q is None:
-            return None
-        D = store.view("draws")[:, ::self._monitor_every][:, :Q.shape[1]]
-        return np.concatenate([Q, D], axis=-1)
+        draws = store.view("draws")[:, :Q.shape[1] * self._monitor_every]
+        if self._monitor_every == 1:  # one array, one assessment (the same draws)
+            return assess(np.concatenate([Q, draws], axis=-1), RULE, self._quantity_names(rows))
+        return combine([assess(Q, RULE, self._quantity_names(rows, False)),
+                        assess(draws, RULE, self._quantity_names(rows)[Q.shape[-1]:])], RULE,
+                       draws=draws.shape[1])
 
     def _quantity_names(self, rows, params=True):
         return ["log_posterior", *[f"p(y|x[{r}])" for r in rows],
@@ -529,8 +535,10 @@ _RUN_DOC = """
     n_samples="auto" (default) runs burn-in, then keeps draws until rank-normalised split R-hat <= 1.01 and
     bulk and tail ESS >= 400 (Vehtari et al. 2021, arviz-stats) hold on the log posterior, on p(y|x) at
     20 fixed training rows (evenly spaced row indices) and on every model parameter (the weights can mix
-    more slowly than those summaries; sgld/sgnht check all of them at every k-th draw, the draws at which
-    the log posterior is computed, see below). The rule is checked at geometrically spaced draw
+    more slowly than those summaries; sgld/sgnht compute the log posterior and p(y|x), a pass over all
+    the data, at every k-th kept draw, k = ceil(n / (2.5 m)) for minibatches of m rows, so those passes
+    cost about a quarter of the fit, and check the parameters at every draw; ``monitor_every_`` = k).
+    The rule is checked at geometrically spaced draw
     counts (x1.25 to x1.5 apart), so checks stay cheap. It stops there, or when ``max_iter`` (iterations,
     burn-in included; default: burn-in + {max_iter}) or ``max_time`` (seconds of computation; default
     None, no limit) is spent; then a ``ConvergenceWarning`` names the budget and what failed. An integer
@@ -814,10 +822,9 @@ class SubgradientHMC(_HingeSampler):
         spec = EngineSpec(sampler, model, m if sg else None, n_leap, float(self.diffusion))
         # sgld/sgnht: the monitored log posterior needs a full-data pass; computing it at every k-th kept
         # draw with k = ceil(n / (2.5 m)) keeps that to about a quarter of the fit's CPU (100,000 x 50,
-        # m = 1,000: k = 40). With k = ceil(n / (5 m)) it was a third once the minibatch gather got
-        # faster, and sgld's whole fit took 6.7-6.9 CPU s against 4.6 s (the rule's checks on the
-        # parameters, recorded at every draw, are unchanged; the monitored summaries keep >= 100 values
-        # per chain at the first check)
+        # m = 1,000: k = 40; with n / (5 m) it was a third once the minibatch gather got faster). The
+        # parameters are checked at every kept draw (_assess_all), so k thins only the log posterior and
+        # p(y|x), whose count at the first check is then ConvergenceMonitor's (100 per chain for 4 chains)
         monitor_every = max(1, math.ceil(n / (2.5 * m))) if sg else 1
 
         def window_hook(t, carries, Phi_, y_, share):

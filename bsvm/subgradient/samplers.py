@@ -134,6 +134,11 @@ class Potential:
                  layout: ChainLayout | None = None, Z: np.ndarray | None = None):
         self.model, self.X, self.y, self.layout = model, X, y, layout
         self.Z = Z if model.n_classes == 2 else None  # the binary fast path (potential.signed_design)
+        if self.Z is not None and batch_size is not None and batch_size < X.shape[0] \
+                and not self.Z.flags.c_contiguous:
+            # minibatches take rows (__call__): np.take copies a source that is not row-major in full at
+            # every call (a 100,000 x 52 column-major Z: 43 MB and 8 ms per step), so once here instead
+            self.Z = np.ascontiguousarray(self.Z)
         n = X.shape[0]
         self.batch_size = None if batch_size is None or batch_size >= n else int(batch_size)
 
@@ -212,9 +217,11 @@ class Potential:
                 return binary_full(self.model, theta, self.Z)
             n, m = self.Z.shape[0], self.batch_size
             idx = rng.integers(0, n, size=(theta.shape[0], m))
-            # np.take on the contiguous design (its column of ones too, which binary_batch ignores):
+            # np.take on the row-major design (its column of ones too, which binary_batch ignores):
             # fresh random rows are a gather bound by memory latency, and take's row copies cost
-            # 130 us per 4 x 1,000 rows of 52 against 300 us for fancy indexing (Z[idx]) at 100,000 x 52
+            # 130-150 us per 4 x 1,000 rows of 52 against 300-320 us for fancy indexing of the view
+            # without the ones (Z[:, :p][idx]) at 100,000 x 52. (np.take on that view copied the whole
+            # view first, 4-5 ms a step: why an earlier trial of take was slower.)
             return binary_batch(self.model, theta, np.take(self.Z, idx, axis=0), n / m, cv, idx)
         if self.batch_size is None:
             return potential_and_grad(self.model, theta, self.X, self.y, layout=self.layout)

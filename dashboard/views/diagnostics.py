@@ -158,9 +158,14 @@ if rule_table is not None:
         + (" (it thins its draws to every other one past its memory cap, so they can be fewer)"
            if n_draws < status.draws else "") + ": their numbers differ a little from these.")
     # (a crawl read "on 929 draws per chain" above "8 chains x 520 draws" as a contradiction)
+    k = int(getattr(est, "monitor_every_", 1) or 1)
+    # (sgld/sgnht on large data: the log posterior and p(y|x) need a pass over all rows, so they are
+    # computed at every k-th draw only; a review read "on 9000 draws" as true of those rows too)
+    every = (f" (the log posterior and p(y|x) at every {k}th of them: each needs a pass over all the data)"
+             if k > 1 else "")
     st.caption(f"The numbers the sampler computed at its last check, on {status.draws} draws per chain "
-               f"({status.n_chains} chains): the quantities its run length was decided on. Failing rows "
-               f"come first.{since}")
+               f"({status.n_chains} chains){every}: the quantities its run length was decided on. Failing "
+               f"rows come first.{since}")
 # A run stopped or paused before its end has no final verdict (convergence_ is set by the end of the fit),
 # but its progress records carry every check it made: the last one is the verdict so far. Without it the
 # table below, which has the parameters only, said "All 32 quantities within the thresholds" for a Gibbs
