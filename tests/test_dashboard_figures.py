@@ -1178,8 +1178,8 @@ def test_draw_surfaces_evaluates_only_the_picked_draws_and_energy_needs_no_datat
 
 
 def test_a_samplers_last_check_in_words_and_as_a_fraction():
-    """The Train page's bar for a run that stops when its rule is met: the smaller ESS over the ESS
-    wanted (never full before the end), both ESS and a four-decimal R-hat in words."""
+    """The Train page's bar for a run that stops when its rule is met: the smaller of ESS over the ESS
+    wanted and R-hat's share (never full before the end), both ESS and a four-decimal R-hat in words."""
     hist = [Progress(10, 0.1, {"log_posterior": -5.0}, {}),
             Progress(20, 0.2, {"ess_bulk": np.nan, "ess_tail": np.nan, "ess_target": 400.0}, {}),
             Progress(30, 0.3, {"ess_bulk": 405.0, "ess_tail": 343.0, "ess_target": 400.0, "rhat": 1.0104,
@@ -1195,6 +1195,19 @@ def test_a_samplers_last_check_in_words_and_as_a_fraction():
     # records without a check (before the first, or a fixed-length run's before its end) are told apart
     assert not A.check_made(early) and A.check_made(checked) and not A.check_made(None)
     assert A.check_fraction({"ess_bulk": 900.0, "ess_tail": 800.0, "ess_target": 400.0}) == 0.99
+    # R-hat holds the run back: its share of the draws, (1.01 - 1) / (R-hat - 1), not a full bar
+    held = {"ess_bulk": 793.0, "ess_tail": 1574.0, "ess_target": 400.0, "rhat": 1.0198, "rhat_target": 1.01}
+    assert A.check_fraction(held) == pytest.approx(0.01 / 0.0198)
+    assert A.check_fraction({**held, "rhat": np.nan}) == 0.99  # one chain: ESS alone
+
+
+def test_time_ranges_read_as_words():
+    """Train's and Compare's estimates of runs to a stopping rule are ranges; one starting under a second
+    says "up to" (it said "under a second to 2 seconds": a crawl)."""
+    assert A.seconds_range(0.3, 2.0) == "up to 2 seconds"
+    assert A.seconds_range(3.0, 19.0) == "3 to 19 seconds"
+    assert A.seconds_range(0.2, 0.9) == "under a second"
+    assert A.seconds_range(30.0, 150.0) == "30 seconds to 2 minutes"
 
 
 def test_the_statistics_panel_is_chosen_alike_on_both_pages():

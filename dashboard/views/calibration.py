@@ -146,13 +146,19 @@ def maps_for(d: Prepared, fitted: dict, where: str):
     # offered only when a model here has one: the option drew two "has no latent Gaussian predictive"
     # boxes and no map for a sampler beside PlattSVM (a crawl)
     latent = any(hasattr(est, "predict_latent") for est in fitted.values())
-    kind = st.radio("Uncertainty", list(kinds) if latent else [ENTROPY], horizontal=True,
-                    key=f"cal_unc_kind_{where}_{int(latent)}", format_func=kinds.get,  # (a widget per set)
-                    help="Predictive entropy -sum p log p of each model's probabilities, from 0 (certain) "
-                         "to log K (a coin toss), on one fixed scale, so the maps compare. The latent "
-                         "variance Var q(f(x)) exists only for methods with a Gaussian latent posterior "
-                         "(S-BSVM, Seeger ARD) and has its own scale"
-                         + ("." if latent else ": none of these models has one."))
+    if latent:
+        kind = st.radio("Uncertainty", list(kinds), horizontal=True, key=f"cal_unc_kind_{where}_1",
+                        format_func=kinds.get,
+                        help="Predictive entropy -sum p log p of each model's probabilities, from 0 "
+                             "(certain) to log K (a coin toss), on one fixed scale, so the maps compare. "
+                             "The latent variance Var q(f(x)) exists only for methods with a Gaussian "
+                             "latent posterior (S-BSVM, Seeger ARD) and has its own scale.")
+    else:
+        # (a radio with its one option looked like a control that did nothing: a crawl)
+        kind = ENTROPY
+        st.caption("Uncertainty: predictive entropy -sum p log p of each model's probabilities, from 0 "
+                   "(certain) to log K (a coin toss), one scale for every map. (Latent variance is offered "
+                   "for S-BSVM and Seeger ARD, whose latent posterior is Gaussian.)")
     cols = st.columns(max(2, len(fitted)))
     for col, (name, est) in zip(cols, fitted.items()):
         with col:

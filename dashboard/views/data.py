@@ -170,7 +170,7 @@ with left:
         elif skipped:
             st.caption(f"Not numeric, so not offered as features: {', '.join(skipped)}.")
         c["features"] = [f for f in c["features"] if f in numeric]
-        state.bind(st.multiselect, "features", "Feature columns (empty = all numeric columns)",
+        state.bind(st.multiselect, "features", "Feature columns (empty = all numeric but a row number)",
                    options=numeric,
                    help="Pick exactly two features to see probability heatmaps of the raw features. The "
                         "true p(y|x) of a generated sample is drawn only with all its columns in order.")
