@@ -119,25 +119,32 @@ def assess(quantities, rule: StoppingRule = StoppingRule(), names=None) -> Conve
     with np.errstate(divide="ignore", invalid="ignore"):
         r_all, ess_b, ess_t = rank_diagnostics(x, prob=(0.05, 0.95))
     ess_b, ess_t = np.where(np.isfinite(ess_b), ess_b, 0.0), np.where(np.isfinite(ess_t), ess_t, 0.0)
-    failed = []
     if C >= 2:
         r = np.where(np.isfinite(r_all), r_all, np.inf)
         worst_r = float(r.max())
-        if worst_r > rule.rhat:
-            failed.append(f"R-hat {worst_r:.3f} > {rule.rhat:g}")
     else:
         r, worst_r = np.full(len(ess_b), np.nan), math.nan
         notes.append("R-hat is undefined with one chain (it compares chains): run n_chains >= 2 to check "
                      "convergence")
-    if ess_b.min() < rule.ess_bulk:
-        failed.append(f"bulk ESS {ess_b.min():.0f} < {rule.ess_bulk:g}")
-    if ess_t.min() < rule.ess_tail:
-        failed.append(f"tail ESS {ess_t.min():.0f} < {rule.ess_tail:g}")
+    failed = _criteria_failures(worst_r, float(ess_b.min()), float(ess_t.min()), rule)
     live_names = [n for n, keep in zip(names, live) if keep]
     per = {"names": live_names, "rhat": r, "ess_bulk": ess_b, "ess_tail": ess_t}
     return ConvergenceStatus(D, C, worst_r, float(ess_b.min()), float(ess_t.min()),
                              converged=not failed and C >= 2, failed=tuple(failed), notes=tuple(notes),
                              per_quantity=per)
+
+
+def _criteria_failures(rhat: float, ess_bulk: float, ess_tail: float, rule: StoppingRule) -> list[str]:
+    """The rule's three criteria that the worst values miss, in words (NaN misses none: R-hat with one
+    chain, ESS of an assessment that stopped early, which says why in its own failures)."""
+    failed = []
+    if rhat > rule.rhat:
+        failed.append(f"R-hat {rhat:.3f} > {rule.rhat:g}")
+    if ess_bulk < rule.ess_bulk:
+        failed.append(f"bulk ESS {ess_bulk:.0f} < {rule.ess_bulk:g}")
+    if ess_tail < rule.ess_tail:
+        failed.append(f"tail ESS {ess_tail:.0f} < {rule.ess_tail:g}")
+    return failed
 
 
 _CRITERIA = ("R-hat ", "bulk ESS ", "tail ESS ")
@@ -153,19 +160,16 @@ def combine(statuses, rule: StoppingRule = StoppingRule(), draws: int | None = N
     the largest of the outcomes')."""
     statuses = [st for st in statuses if st is not None]
     live = [st for st in statuses if _CONSTANT not in st.failed] or statuses[:1]
-    C = live[0].n_chains
     D = int(draws) if draws is not None else max(st.draws for st in live)
-    rh = [st.rhat for st in live if np.isfinite(st.rhat)]
-    rhat = max(rh) if rh else math.nan
-    ess_b = min(st.ess_bulk for st in live)
-    ess_t = min(st.ess_tail for st in live)
+
+    def worst(values, pick):
+        values = [v for v in values if not math.isnan(v)]
+        return pick(values) if values else math.nan
+
+    rhat = worst([st.rhat for st in live], max)  # (inf, a non-finite R-hat, stays the worst)
+    ess_b, ess_t = worst([st.ess_bulk for st in live], min), worst([st.ess_tail for st in live], min)
     failed = list(dict.fromkeys(f for st in live for f in st.failed if not f.startswith(_CRITERIA)))
-    if any(f.startswith("R-hat ") for st in live for f in st.failed):
-        failed.append(f"R-hat {rhat:.3f} > {rule.rhat:g}")
-    if any(f.startswith("bulk ESS ") for st in live for f in st.failed):
-        failed.append(f"bulk ESS {ess_b:.0f} < {rule.ess_bulk:g}")
-    if any(f.startswith("tail ESS ") for st in live for f in st.failed):
-        failed.append(f"tail ESS {ess_t:.0f} < {rule.ess_tail:g}")
+    failed += _criteria_failures(rhat, ess_b, ess_t, rule)
     notes = tuple(dict.fromkeys(n for st in live for n in st.notes))
     per = {}
     parts = [st.per_quantity for st in live if st.per_quantity]
@@ -174,8 +178,8 @@ def combine(statuses, rule: StoppingRule = StoppingRule(), draws: int | None = N
                **{k: np.concatenate([np.asarray(p[k], float) for p in parts])
                   for k in ("rhat", "ess_bulk", "ess_tail")}}
     converged = all(st.converged for st in live) and not failed
-    return ConvergenceStatus(D, C, rhat, ess_b, ess_t, converged=converged, failed=tuple(failed),
-                             notes=notes, per_quantity=per)
+    return ConvergenceStatus(D, live[0].n_chains, rhat, ess_b, ess_t, converged=converged,
+                             failed=tuple(failed), notes=notes, per_quantity=per)
 
 
 class ConvergenceMonitor:

@@ -9,6 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 from bsvm.chains import ChainPool, ChainRNG, chain_groups, chain_seeds
 from bsvm.convergence import (
     ConvergenceMonitor,
+    ConvergenceStatus,
     StoppingRule,
     assess,
     combine,
@@ -70,6 +71,10 @@ def test_combine_equals_one_assessment_of_all_quantities():
     bad = x[..., :2].copy()
     bad[0, 5, 0] = np.nan
     assert "non-finite" in combine([good, assess(bad)]).failed[0]
+    # a non-finite R-hat (assess's inf) stays the worst, not dropped for a finite one
+    stuck = ConvergenceStatus(300, 4, np.inf, 500.0, 500.0, failed=("R-hat inf > 1.01",))
+    both = combine([good, stuck])
+    assert both.rhat == np.inf and both.failed == ("R-hat inf > 1.01",) and not both.converged
 
 
 def test_monitor_schedule_is_geometric_and_rule_is_described():

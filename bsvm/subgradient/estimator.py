@@ -306,7 +306,7 @@ class _HingeSampler(BayesianClassifier):
                         # linearly in the quantities, and most checks fail on the summaries)
                         status = monitor.check(Q, self._quantity_names(rows, False))
                         if passes(status):
-                            status = monitor.record(self._assess_all(store, rows), Q.shape[1])
+                            status = monitor.record(self._assess_all(store, rows, status), Q.shape[1])
                         checked = True
                         if passes(status):
                             stop_reason = "converged"
@@ -346,7 +346,7 @@ class _HingeSampler(BayesianClassifier):
             return status
         return self._assess_all(store, rows)
 
-    def _assess_all(self, store, rows):
+    def _assess_all(self, store, rows, summaries=None):
         """The rule on every monitored quantity: the log posterior and p(y|x) at the monitored rows
         (recorded at every ``monitor_every``-th kept draw) and every model parameter, at every kept draw.
         The parameters are monitored too because the log posterior and p(y|x) can look converged while
@@ -356,12 +356,13 @@ class _HingeSampler(BayesianClassifier):
         summaries pass (most checks fail on those, and a check's cost grows with the quantities).
         (The parameters were once checked at the summaries' draws only: with sgld's k = 40 at
         100,000 x 50 that capped their measured ESS near 4 chains x the summaries' count, and runs went
-        on 1.3-2.2x longer for it.)"""
+        on 1.3-2.2x longer for it.) ``summaries``: their assessment on the stored quantities, when the
+        caller has just made it."""
         Q = store.view("quantities")
         draws = store.view("draws")[:, :Q.shape[1] * self._monitor_every]
-        if self._monitor_every == 1:  # one array, one assessment (the same draws)
-            return assess(np.concatenate([Q, draws], axis=-1), RULE, self._quantity_names(rows))
-        return combine([assess(Q, RULE, self._quantity_names(rows, False)),
+        if summaries is None:
+            summaries = assess(Q, RULE, self._quantity_names(rows, False))
+        return combine([summaries,
                         assess(draws, RULE, self._quantity_names(rows)[Q.shape[-1]:])], RULE,
                        draws=draws.shape[1])
 
