@@ -161,10 +161,10 @@ if rule_table is not None:
     k = int(getattr(est, "monitor_every_", 1) or 1)
     # (sgld/sgnht on large data: the log posterior and p(y|x) need a pass over all rows, so they are
     # computed at every k-th draw only; a review read "on 9000 draws" as true of those rows too)
-    every = (f" (the log posterior and p(y|x) at one in {k} of them: each needs a pass over all the data)"
+    every = (f"; the log posterior and p(y|x) at one in {k} of them, each needing a pass over all the data"
              if k > 1 else "")
     st.caption(f"The numbers the sampler computed at its last check, on {status.draws} draws per chain "
-               f"({status.n_chains} chains){every}: the quantities its run length was decided on. Failing "
+               f"({status.n_chains} chains{every}): the quantities its run length was decided on. Failing "
                f"rows come first.{since}")
 # A run stopped or paused before its end has no final verdict (convergence_ is set by the end of the fit),
 # but its progress records carry every check it made: the last one is the verdict so far. Without it the
