@@ -98,6 +98,8 @@ def test_kernel_gradient_matches_finite_differences():
     fd = [(np.sum(G * k.with_theta(k.theta + h * e)(X, Y)) - np.sum(G * k.with_theta(k.theta - h * e)(X, Y)))
           / (2 * h) for e in np.eye(k.theta.size)]
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+    # the same from the kernel matrix a caller already has (its exponentials read off it)
+    np.testing.assert_allclose(k.grad_contract(X, Y, G, K=k(X, Y)), grad, rtol=1e-10, atol=1e-12)
     # eq. 8 directly, one pair
     x, xp = X[0], Y[1]
     direct = 1.7 * (np.exp(-np.sum(k.w * (x - xp) ** 2) / (2 * 3)) + 0.3)

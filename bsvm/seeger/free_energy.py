@@ -158,4 +158,11 @@ def theta_gradient(kernel, X, prior: Prior, q: QParams, jitter=JITTER) -> np.nda
     G = W @ W.T
     np.subtract(Kinv, G, out=G)
     G *= 0.5
-    return kernel.grad_contract(X, X, G) + kernel.grad_nugget(jitter, float(np.trace(G)))
+    trace_G = float(np.trace(G))
+    # prior.K holds the kernel's exponentials (grad_contract reads them off it rather than recomputing
+    # them) but also the nugget on its diagonal, which K = kernel(X) has not: read as kernel values it adds
+    # nugget * tr(G) to the log C component (dK_aa / dlog C = K_aa), taken out here before the nugget's
+    # own gradient is added
+    g = kernel.grad_contract(X, X, G, K=prior.K)
+    g[-2] -= kernel.nugget(jitter) * trace_G
+    return g + kernel.grad_nugget(jitter, trace_G)

@@ -53,11 +53,17 @@ class SeegerKernel(Kernel):
     def diag(self, X):
         return np.full(X.shape[0], self.C * (1.0 + self.v))
 
-    def grad_contract(self, X, Y, G):
-        """sum_ab G_ab dK_ab / d(log w_1..log w_d, log C, log v)."""
+    def grad_contract(self, X, Y, G, K=None):
+        """sum_ab G_ab dK_ab / d(log w_1..log w_d, log C, log v). ``K``: this kernel's matrix on (X, Y) if
+        the caller has it: the exponentials are then read off it, E = K / C - v, instead of recomputed
+        (at n = 3,000 the distances and exponentials were 15 % of a SeegerARD fit)."""
         Y = X if Y is None else Y
-        E = self.exp_part(X, Y)
-        GE = G * E
+        if K is None:
+            GE = self.exp_part(X, Y)
+        else:
+            GE = K * (1.0 / self.C)
+            GE -= self.v
+        GE *= G
         # dK/dlog w_i = -C E w_i (x_i - x'_i)^2 / (2d)
         d_w = -self.C * self.w / (2.0 * self.w.size) * _weighted_sq_dist_per_dim(X, Y, GE)
         sum_G = float(G.sum())
