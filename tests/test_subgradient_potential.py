@@ -128,3 +128,50 @@ def test_signed_design_fast_path_equals_the_general_one():
     U2, g2 = binary_batch(model, theta, Z[idx], 300 / 40, cv, idx)
     np.testing.assert_allclose(U2, U, rtol=1e-12)
     np.testing.assert_allclose(g2, g, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("with_cv", [False, True])
+def test_block_minibatches_of_a_shuffled_design_are_unbiased(with_cv):
+    """sgld/sgnht's binary minibatches: m consecutive rows (wrapping) of the signed design with its rows
+    permuted. Averaged over every start the estimate is exactly the full-data U and subgradient (every row
+    is in m of the n blocks), and each block's estimate equals the general path's on the same data rows,
+    control variate included (its per-row terms are indexed through the permutation)."""
+    from bsvm.chains import ChainRNG
+    from bsvm.subgradient.potential import control_variate, potential_and_grad_cv, signed_design
+    from bsvm.subgradient.samplers import Potential
+
+    rng = np.random.default_rng(11)
+    n, m = 53, 10  # m does not divide n: blocks wrap past the end
+    X, y = _data(rng, n, 3, 2)
+    model = HingeModel(1.3, 0.7, 2, 3)
+    theta = rng.normal(size=(1, 4))
+    order = rng.permutation(n)
+    cv = control_variate(model, rng.normal(size=4), X, y) if with_cv else None
+    pot = Potential(model, X, y, m, None, signed_design(X[order], y[order]), order)
+
+    class Start:  # a ChainRNG stand-in whose integers() gives the start asked for
+        def __init__(self, s):
+            self.s = s
+
+        def integers(self, low, high, size):
+            assert (low, high, size) == (0, n, 1)
+            return np.array([self.s])
+
+    Us, gs = [], []
+    for s in range(n):
+        U, g = pot(Start(s), theta, cv)
+        rows = order[(s + np.arange(m)) % n]
+        if with_cv:
+            U_ref, g_ref = potential_and_grad_cv(model, cv, theta, X[rows][None], y[rows][None], rows[None], n / m)
+        else:
+            U_ref, g_ref = potential_and_grad(model, theta, X[rows], y[rows], n / m)
+        np.testing.assert_allclose(U, U_ref, rtol=1e-12)
+        np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12)
+        Us.append(U)
+        gs.append(g)
+    U_full, g_full = potential_and_grad(model, theta, X, y)
+    np.testing.assert_allclose(np.mean(Us, axis=0), U_full, rtol=1e-12)
+    np.testing.assert_allclose(np.mean(gs, axis=0), g_full, rtol=1e-12, atol=1e-12)
+    # with a real per-chain generator: one start per chain, from that chain's own stream
+    U3, _ = pot(ChainRNG.from_seeds([1, 2, 3]), np.repeat(theta, 3, axis=0), cv)
+    assert U3.shape == (3,)

@@ -29,10 +29,10 @@ class EngineSpec(NamedTuple):
     diffusion: float = 1.0
 
 
-def build_engine(spec: EngineSpec, X, y, layout: ChainLayout | None = None, Z=None):
+def build_engine(spec: EngineSpec, X, y, layout: ChainLayout | None = None, Z=None, Z_rows=None):
     if spec.kind == "gibbs":
         return Gibbs(spec.model, X, y)
-    pot = Potential(spec.model, X, y, None if spec.kind == "hmc" else spec.batch_size, layout, Z)
+    pot = Potential(spec.model, X, y, None if spec.kind == "hmc" else spec.batch_size, layout, Z, Z_rows)
     if spec.kind == "hmc":
         return HMC(pot, spec.n_leapfrog)
     return SGLD(pot) if spec.kind == "sgld" else SGNHT(pot, spec.diffusion)
@@ -50,7 +50,7 @@ def attach_screen(spec: EngineSpec, data, carries: list, share) -> list:
     engine would build itself (``make_screen`` of the same Z, centre and factor), so no draw changes."""
     if spec.kind != "hmc" or not carries or carries[0].tuning.centre is None:
         return carries
-    X, y, Z = data
+    X, y, Z, _ = data
     out = []
     for c in carries:
         tun = c.tuning
@@ -107,14 +107,15 @@ def monitored(spec: EngineSpec, theta, U_full, X_rows, y_rows, layout=None):
 
 def run_segment(spec: EngineSpec, data, y_index_rows, adaptation: WindowAdaptation, plan: Plan,
                 carry: Carry, t0: int, t1: int, path_wanted: bool, layout: ChainLayout) -> SegmentOut:
-    """``data`` = (X, y, Z): features, labels (+-1 binary) and the signed design (binary, else None)."""
+    """``data`` = (X, y, Z, Z_rows): features, labels (+-1 binary), the signed design (binary, else None)
+    and the data row of each of its rows (None: the same order)."""
     with _blas_limit(1):
         return _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout)
 
 
 def _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout):
-    X, y, Z = data
-    engine = build_engine(spec, X, y, layout, Z)
+    X, y, Z, Z_rows = data
+    engine = build_engine(spec, X, y, layout, Z, Z_rows)
     rng, astate, tuning, kept = carry.rng, carry.astate, carry.tuning, carry.kept
     state = carry.state if carry.state is not None else engine.init(rng, carry.theta0)
     C = len(rng)

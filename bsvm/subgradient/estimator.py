@@ -182,9 +182,11 @@ class _HingeSampler(BayesianClassifier):
                          parallel_threshold_seconds())
 
     def _drive(self, spec, Phi, y, y_index, seeds, theta0_rng_fn, tuning0, adaptation, monitor_every,
-               window_hook=None, pool=None):
+               window_hook=None, pool=None, row_order=None):
         """Generator of progress records; runs the chains in segments (see ``driver.py``). ``pool``: a
-        :class:`ChainPool` made (and perhaps started, ``ChainPool.predict``) by the caller, else a new one."""
+        :class:`ChainPool` made (and perhaps started, ``ChainPool.predict``) by the caller, else a new one.
+        ``row_order``: a permutation of the rows, the order of the signed design's rows (binary minibatches:
+        ``samplers.Potential`` then takes each minibatch as consecutive rows of it)."""
         C, n = self._n_chains, Phi.shape[0]
         B, thin = self._n_burnin, self._thin
         chain_rng = ChainRNG.from_seeds(seeds)
@@ -227,8 +229,12 @@ class _HingeSampler(BayesianClassifier):
             if self.model_.n_classes == 2 and spec.kind != "gibbs":
                 # column-major for full-data HMC (per-chain matrix-vector products stream columns),
                 # row-major for minibatches (they gather rows)
-                Z = signed_design(Phi, y, order="F" if spec.kind == "hmc" else "C")
-            data = (pool.share(Phi), y, None if Z is None else pool.share(Z))
+                if row_order is None:
+                    Z = signed_design(Phi, y, order="F" if spec.kind == "hmc" else "C")
+                else:
+                    Z = signed_design(Phi[row_order], y[row_order])
+            data = (pool.share(Phi), y, None if Z is None else pool.share(Z),
+                    None if Z is None or row_order is None else pool.share(row_order))
             y_rows = np.asarray(y_index)[rows]
             while True:
                 resumed = time.perf_counter()
@@ -857,8 +863,12 @@ class SubgradientHMC(_HingeSampler):
                                       astate=adaptation.restart_step(c.astate, tun)))
             return out
 
+        # binary minibatches come from the signed design with its rows in a random order, as m consecutive
+        # rows from a random start (samplers.Potential): drawn here, after every other draw of the shared
+        # generator, so that no other draw of the fit moves
+        row_order = rng.permutation(n) if sg and m < n and model.n_classes == 2 else None
         yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, monitor_every,
-                               window_hook if windows else None, pool)
+                               window_hook if windows else None, pool, row_order)
 
 
 class GibbsSVM(_HingeSampler):

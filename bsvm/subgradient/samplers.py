@@ -122,6 +122,12 @@ def _nan(C):
     return np.full(C, np.nan)
 
 
+def _block(A: np.ndarray, start: int, m: int) -> np.ndarray:
+    """Rows start, ..., start + m - 1 of A, wrapping past the last row to the first."""
+    end = start + m
+    return A[start:end] if end <= A.shape[0] else np.concatenate([A[start:], A[:end - A.shape[0]]])
+
+
 # --------------------------------------------------------------------------- the data term
 class Potential:
     """``U(theta)`` and a subgradient for every chain, full data or a minibatch per chain per call
@@ -131,9 +137,12 @@ class Potential:
     incremental_min_size = 300_000
 
     def __init__(self, model: HingeModel, X: np.ndarray, y: np.ndarray, batch_size: int | None = None,
-                 layout: ChainLayout | None = None, Z: np.ndarray | None = None):
+                 layout: ChainLayout | None = None, Z: np.ndarray | None = None,
+                 Z_rows: np.ndarray | None = None):
         self.model, self.X, self.y, self.layout = model, X, y, layout
         self.Z = Z if model.n_classes == 2 else None  # the binary fast path (potential.signed_design)
+        # Z's row i is the signed design of data row Z_rows[i] (a random permutation; None: Z[i] is row i)
+        self.Z_rows = Z_rows if self.Z is not None else None
         n = X.shape[0]
         self.batch_size = None if batch_size is None or batch_size >= n else int(batch_size)
         if self.Z is not None and self.batch_size is not None and not self.Z.flags.c_contiguous:
@@ -215,6 +224,17 @@ class Potential:
             if self.batch_size is None:
                 return binary_full(self.model, theta, self.Z)
             n, m = self.Z.shape[0], self.batch_size
+            if self.Z_rows is not None:
+                # Z's rows in a random order: each chain's minibatch is m consecutive rows of it from a
+                # uniform start, wrapping at the end, so every data row is in it with probability m / n and
+                # eq. 7's estimate stays unbiased (as without replacement from a random permutation). A
+                # block is one contiguous copy: at 100,000 x 52, 4 x 1,000 rows and the estimate cost
+                # 110-135 us against 230 us for the same from random rows (np.take below: a gather bound
+                # by memory latency); sgld there spent 25 % of its fit in that gather
+                starts = rng.integers(0, n, size=theta.shape[0])
+                Zb = np.stack([_block(self.Z, o, m) for o in starts])
+                idx = None if cv is None else np.stack([_block(self.Z_rows, o, m) for o in starts])
+                return binary_batch(self.model, theta, Zb, n / m, cv, idx)
             idx = rng.integers(0, n, size=(theta.shape[0], m))
             # np.take on the row-major design (its column of ones too, which binary_batch ignores):
             # fresh random rows are a gather bound by memory latency, and take's row copies cost
