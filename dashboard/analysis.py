@@ -154,9 +154,24 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
                           for j in order[:8])
         if len(classes) > 8:
             table += f", and {len(classes) - 8:,} more classes"
-        raise TooFewRowsError(f"Too few rows to split: every class needs at least {MIN_CLASS_ROWS} rows in "
-                              f"the training part, and the test part at least 1 row of each class with 3 "
-                              f"or more ({table}).",
+        # the cause and what to do, first (a 2-row file read "every class needs at least 2 rows in the
+        # training part, and the test part at least 1 row of each class with 3 or more (...)": a crawl
+        # found it hard to parse)
+        if counts.min() < MIN_CLASS_ROWS:
+            few = classes[counts < MIN_CLASS_ROWS]
+            cause = (f"class{'es' if len(few) > 1 else ''} {', '.join(map(str, few[:8].tolist()))} "
+                     f"ha{'ve' if len(few) > 1 else 's'} a single row, and a class needs at least "
+                     f"{MIN_CLASS_ROWS} training rows to be fitted: add rows")
+        elif n_test < len(classes):
+            cause = (f"a test fraction of {test_size:g} leaves {n_test} test row{'' if n_test == 1 else 's'} "
+                     f"for {len(classes)} classes: raise the test fraction")
+        else:
+            n_train = len(y) - n_test
+            cause = (f"a test fraction of {test_size:g} leaves {n_train} training "
+                     f"row{'' if n_train == 1 else 's'}, and each of the {len(classes)} classes needs "
+                     f"{MIN_CLASS_ROWS}: lower the test fraction")
+        raise TooFewRowsError(f"Too few rows to split into training and test parts: {cause}. The table has "
+                              f"{len(y):,} rows ({table}).",
                               classes[counts < MIN_CLASS_ROWS].tolist(),
                               int((counts >= MIN_CLASS_ROWS).sum()))
     whole = classes[counts == MIN_CLASS_ROWS]

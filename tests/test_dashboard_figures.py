@@ -57,6 +57,24 @@ def test_prepare_rejects_bad_settings_with_a_message(kwargs, message):
         prepare(load_sample("moons.csv"), **kwargs)
 
 
+@pytest.mark.parametrize("labels, test_size, says", [
+    ([0, 1], 0.3, "classes 0, 1 have a single row"),  # a 2-row file
+    ([0] * 5 + [1] * 5 + [2], 0.3, "class 2 has a single row"),
+    ([0, 0, 1, 1, 1], 0.05, "leaves 1 test row for 2 classes: raise the test fraction"),
+    ([0, 0, 0, 1, 1, 1], 0.8, "leaves 1 training row, and each of the 2 classes needs 2: lower the test"),
+])
+def test_too_few_rows_says_the_cause_and_what_to_do(labels, test_size, says):
+    from bsvm.data import LoadedCSV
+
+    X = np.random.default_rng(0).normal(size=(len(labels), 2))
+    loaded = LoadedCSV(X, np.asarray(labels), ["a", "b"], "label", pd.DataFrame(X))
+    from dashboard.analysis import TooFewRowsError
+
+    with pytest.raises(TooFewRowsError, match="Too few rows") as err:
+        prepare(loaded, test_size=test_size)
+    assert says in str(err.value) and f"The table has {len(labels)} rows" in str(err.value)
+
+
 def test_pca2_matches_the_eigen_decomposition_of_the_covariance():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(500, 4)) @ np.diag([3.0, 2.0, 1.0, 0.5])
