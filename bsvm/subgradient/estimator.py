@@ -232,7 +232,7 @@ class _HingeSampler(BayesianClassifier):
                 if row_order is None:
                     Z = signed_design(Phi, y, order="F" if spec.kind == "hmc" else "C")
                 else:
-                    Z = signed_design(Phi[row_order], y[row_order])
+                    Z = signed_design(Phi, y, rows=row_order)
             data = (pool.share(Phi), y, None if Z is None else pool.share(Z),
                     None if Z is None or row_order is None else pool.share(row_order))
             y_rows = np.asarray(y_index)[rows]
