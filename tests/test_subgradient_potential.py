@@ -175,3 +175,16 @@ def test_block_minibatches_of_a_shuffled_design_are_unbiased(with_cv):
     # with a real per-chain generator: one start per chain, from that chain's own stream
     U3, _ = pot(ChainRNG.from_seeds([1, 2, 3]), np.repeat(theta, 3, axis=0), cv)
     assert U3.shape == (3,)
+
+
+def test_signed_design_of_permuted_rows_equals_the_design_of_the_permuted_data():
+    """``signed_design(X, y, rows=perm)`` (gathered in chunks of 65,536 rows) is the design of X[perm]."""
+    from bsvm.subgradient.potential import signed_design
+
+    rng = np.random.default_rng(2)
+    n = 70_000  # more than one chunk
+    X, y = rng.normal(size=(n, 3)), np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    perm = rng.permutation(n)
+    Z = signed_design(X, y, rows=perm)
+    np.testing.assert_array_equal(Z, signed_design(X[perm], y[perm]))
+    assert Z.flags.c_contiguous
