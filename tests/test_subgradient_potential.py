@@ -149,29 +149,32 @@ def test_block_minibatches_of_a_shuffled_design_are_unbiased(with_cv):
     cv = control_variate(model, rng.normal(size=4), X, y) if with_cv else None
     pot = Potential(model, X, y, m, None, signed_design(X[order], y[order]), order)
 
-    class Start:  # a ChainRNG stand-in whose integers() gives the start asked for
-        def __init__(self, s):
-            self.s = s
+    class Starts:  # a ChainRNG stand-in whose integers() gives the starts asked for, one per chain
+        def __init__(self, starts):
+            self.starts = np.asarray(starts)
 
         def integers(self, low, high, size):
-            assert (low, high, size) == (0, n, 1)
-            return np.array([self.s])
+            assert (low, high, size) == (0, n, len(self.starts))
+            return self.starts
 
     Us, gs = [], []
     for s in range(n):
-        U, g = pot(Start(s), theta, cv)
-        rows = order[(s + np.arange(m)) % n]
-        if with_cv:
-            U_ref, g_ref = potential_and_grad_cv(model, cv, theta, X[rows][None], y[rows][None], rows[None], n / m)
-        else:
-            U_ref, g_ref = potential_and_grad(model, theta, X[rows], y[rows], n / m)
-        np.testing.assert_allclose(U, U_ref, rtol=1e-12)
-        np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12)
-        Us.append(U)
-        gs.append(g)
+        starts = [s, (s + 17) % n, (s + 40) % n]  # three chains, three different blocks (one wraps)
+        U, g = pot(Starts(starts), np.repeat(theta, 3, axis=0), cv)
+        for c, o in enumerate(starts):
+            rows = order[(o + np.arange(m)) % n]
+            if with_cv:
+                U_ref, g_ref = potential_and_grad_cv(model, cv, theta, X[rows][None], y[rows][None],
+                                                     rows[None], n / m)
+            else:
+                U_ref, g_ref = potential_and_grad(model, theta, X[rows], y[rows], n / m)
+            np.testing.assert_allclose(U[c:c + 1], U_ref, rtol=1e-12)
+            np.testing.assert_allclose(g[c:c + 1], g_ref, rtol=1e-12, atol=1e-12)
+        Us.append(U[0])
+        gs.append(g[0])
     U_full, g_full = potential_and_grad(model, theta, X, y)
-    np.testing.assert_allclose(np.mean(Us, axis=0), U_full, rtol=1e-12)
-    np.testing.assert_allclose(np.mean(gs, axis=0), g_full, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.mean(Us), U_full[0], rtol=1e-12)
+    np.testing.assert_allclose(np.mean(gs, axis=0), g_full[0], rtol=1e-12, atol=1e-12)
     # with a real per-chain generator: one start per chain, from that chain's own stream
     U3, _ = pot(ChainRNG.from_seeds([1, 2, 3]), np.repeat(theta, 3, axis=0), cv)
     assert U3.shape == (3,)
@@ -188,3 +191,33 @@ def test_signed_design_of_permuted_rows_equals_the_design_of_the_permuted_data()
     Z = signed_design(X, y, rows=perm)
     np.testing.assert_array_equal(Z, signed_design(X[perm], y[perm]))
     assert Z.flags.c_contiguous
+
+
+def test_the_fits_shuffled_design_holds_each_data_rows_signed_row():
+    """In a real sgld fit the engine's design row i is the signed row Z_rows[i] of the data: the
+    permutation the estimator drew is the one the minibatches and the control variate are indexed by."""
+    from bsvm import SubgradientHMC
+    from bsvm.subgradient import driver
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=3000) > 0).astype(int)
+    X, y = X[np.argsort(y, kind="stable")], np.sort(y)  # sorted by class: the order must not matter
+    seen = []
+    build = driver.build_engine
+
+    def spy(spec, X_, y_, layout=None, Z=None, Z_rows=None):
+        engine = build(spec, X_, y_, layout, Z, Z_rows)
+        seen.append(engine.potential)
+        return engine
+
+    driver.build_engine = spy
+    try:
+        SubgradientHMC("sgld", random_state=0, batch_size=100, n_samples=20, n_burnin=20).fit(X, y)
+    finally:
+        driver.build_engine = build
+    pot = seen[-1]
+    assert pot.Z_rows is not None and sorted(pot.Z_rows.tolist()) == list(range(3000))
+    signed = np.where(y == 1, 1.0, -1.0)[pot.Z_rows, None]
+    np.testing.assert_array_equal(pot.Z[:, :3], signed * X[pot.Z_rows])
+    np.testing.assert_array_equal(pot.Z[:, 3], signed[:, 0])

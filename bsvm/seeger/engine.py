@@ -67,6 +67,9 @@ class StepInfo(NamedTuple):
     n_trials: int                  # kernel settings tried by the line search
     grad_norm: float
     accepted: bool
+    # whether H took this step's BFGS update (the curvature condition held): its g'Hg is then a model of
+    # F along the latest step, not a stale or reset one
+    updated: bool = False
 
 
 def optimise_q(prior: Prior, t, q: QParams, cfg: Config):
@@ -176,11 +179,12 @@ def step(state: SeegerState, kernel, X, t, cfg: Config):
     grad = theta_gradient(k, X, prior, q, cfg.jitter) + theta_penalty(theta_new, cfg)[1]
     s, y = theta_new - state.theta, grad - g
     sy = float(s @ y)
-    if sy > 1e-10:
+    updated = sy > 1e-10
+    if updated:
         if np.allclose(H, np.eye(g.size)):
             H = np.eye(g.size) * sy / float(y @ y)   # Nocedal & Wright (6.20) initial scaling
         rho = 1.0 / sy
         V = np.eye(g.size) - rho * np.outer(s, y)
         H = V @ H @ V.T + rho * np.outer(s, s)
     new = SeegerState(theta_new, q, F, grad, H, prior)
-    return new, StepInfo(F, total_nit, alpha, trial, float(np.linalg.norm(grad)), True)
+    return new, StepInfo(F, total_nit, alpha, trial, float(np.linalg.norm(grad)), True, updated)

@@ -864,8 +864,9 @@ class SubgradientHMC(_HingeSampler):
             return out
 
         # binary minibatches come from the signed design with its rows in a random order, as m consecutive
-        # rows from a random start (samplers.Potential): drawn here, after every other draw of the shared
-        # generator, so that no other draw of the fit moves
+        # rows from a random start (samplers.Potential): drawn here, after the pilot's and the step size's
+        # draws of the shared generator, so those did not move (the metric windows' noise estimates draw
+        # after it)
         row_order = rng.permutation(n) if sg and m < n and model.n_classes == 2 else None
         yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, monitor_every,
                                window_hook if windows else None, pool, row_order)
