@@ -387,7 +387,12 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
         shown.update_layout(width=width)
         kw["width"] = "content"
     st.plotly_chart(shown, key=key, **{"config": PLOTLY_CONFIG, **kw})
-    if png:
+    from .figures import is_placeholder  # (lazily: see the TYPE_CHECKING import above)
+
+    # a message in a chart frame ("No step size or acceptance to tune", GibbsSVM's statistics on the
+    # Diagnostics page) got a PNG button that downloaded a picture of the sentence (a crawl); the Train
+    # page's row of PNG buttons already skips such panels
+    if png and not is_placeholder(fig):
         png_button(lambda: shown, key, name)
 
 

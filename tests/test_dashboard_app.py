@@ -1774,3 +1774,23 @@ def test_diagnostics_leaves_out_what_ms_bpm_does_not_sample_from_the_model_itsel
     at.switch_page("views/diagnostics.py").run()
     _ok(at)
     assert any(c.value.startswith(f"{(~keep).sum():,} of the model's parameters") for c in at.caption)
+
+
+def _chart_png_script():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path.cwd()))
+    from dashboard import figures, ui
+
+    ui.chart(figures.empty_figure("No step size or acceptance to tune"), key="msg", name="statistics")
+    ui.chart(figures.class_balance([0, 1, 1], [0, 1]), key="bars", name="balance")
+
+
+def test_chart_of_a_message_has_no_png_button():
+    """A message in a chart frame (GibbsSVM's statistics panel on Diagnostics) is no picture to download:
+    no PNG button under it (a crawl saw one); a real chart keeps its button."""
+    at = AppTest.from_function(_chart_png_script, default_timeout=60)
+    at.run()
+    _ok(at)
+    assert [b.key for b in at.get("download_button")] == ["png:bars"]
