@@ -487,7 +487,9 @@ def objective_curve(history, height: int = 300, stages=None):
         label, hint = label[:-1].split(" (", 1)
         sub.append(hint)
     if numbered:
-        sub.append("dotted: the next candidate fit (hover its number)")
+        # (at most 42 characters, as the other notes: "dotted: the next candidate fit (hover its number)"
+        # was cut at "numbe" on S-BSVM's ELBO in presentation mode at 1280 px, a crawl)
+        sub.append("dotted: next candidate fit (hover number)")
     if sub:
         label = _subtitled(label, "; ".join(sub))
     shapes, notes = [], []

@@ -1431,6 +1431,9 @@ def test_the_objectives_labels_sit_above_the_plot_and_apart():
                                    float(est.history_[-1].iteration - est.history_[0].iteration))
     assert all(a["hi"] <= b["lo"] for a, b in zip(groups, groups[1:]))
     assert [a.text for a in notes] == [g["text"] for g in groups]
+    # the title's note fits a half-width chart in presentation mode at 1280 px (it was cut at "numbe")
+    note = fig.layout.title.text.split("<br>")[1]
+    assert "candidate" in note and len(re.sub("<[^>]+>", "", note)) <= 42
     # marks far apart keep their own labels
     far = figures._label_groups([(0.0, " 2", "2"), (50.0, " 3", "3"), (100.0, " stack", "s")], 0.0, 100.0)
     assert [g["text"].strip() for g in far] == ["2", "3", "stack"]
