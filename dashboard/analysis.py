@@ -501,7 +501,12 @@ def snapshot_names(history, key: str, model=None, feature_names=None, classes=No
     elif key == "confusion" and len(rest) == 2 and classes is not None and len(classes) == rest[0] == rest[1]:
         inner = [f"true {a}, predicted {b}" for a in classes for b in classes]
     elif key == "mean" and len(rest) == 1:  # S-BSVM: q(u)'s mean at its first inducing points
-        inner = [f"inducing point {j + 1}" for j in range(rest[0])]
+        # as many as the widest record holds: S-BSVM's candidate fits keep different numbers of inducing
+        # points, and with the newest one's 3 the legend read "inducing point 1-3, mean[3], mean[4]"
+        # (a crawl, presentation mode at 1280 px)
+        widest = max([rest[0]] + [np.size(r.snapshot.get("mean", ())) for r in history
+                                  if np.ndim(r.snapshot.get("mean", ())) == 1])
+        inner = [f"inducing point {j + 1}" for j in range(widest)]
     elif key == "projection" and len(rest) == 1:
         inner = [f"direction {j + 1}" for j in range(rest[0])]
     elif key == "w" and len(rest) == 1 and feature_names is not None and len(feature_names) == rest[0]:

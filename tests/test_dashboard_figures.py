@@ -1564,3 +1564,12 @@ def test_a_run_to_its_stopping_rule_is_estimated_as_a_range():
     assert short == f"Estimated cost on 175 rows: about 19.1 MB and {lo} to {hi} seconds."
     fixed = cost_caption(Cost(1.5e5, 0.2, "libsvm"), 175)
     assert fixed == "Estimated cost on 175 rows: about 150.0 kB and under a second (libsvm)."
+
+
+def test_sbsvm_mean_traces_are_named_after_inducing_points_across_candidate_fits():
+    """S-BSVM's candidate fits keep different numbers of inducing points: with the newest record's 3 and
+    earlier ones' 5, the legend read "inducing point 1, 2, 3, mean[3], mean[4]" (a crawl); every series
+    is named after its inducing point."""
+    hist = [Progress(i, 0.1, {}, {"mean": np.arange(5.0 if i < 6 else 3.0)}) for i in range(1, 10)]
+    fig = figures.named_snapshot_traces(hist, "mean")
+    assert [t.name for t in fig.data] == [f"inducing point {j}" for j in range(1, 6)]
