@@ -136,6 +136,14 @@ function presentLayout(layout, data) {
     layout.legend = {orientation: "h", yref: "container", y: 0.0, yanchor: "bottom", x: 0.0};
   if ((layout.legend || {}).orientation === "h" && entries > 2)
     layout.height = (layout.height || 320) + 28 * (entries - 2);
+  // two legend columns of half the width each (figures.LEGEND_BELOW_2COL) hold 10 px names, not 16 px
+  // ones: "inducing point 1" ran into the next column's line (a crawl at 1280 px); the height above
+  // makes room for one entry per line, so the entries wrap as they need
+  if ((layout.legend || {}).entrywidthmode === "fraction") {
+    layout.legend = Object.assign({}, layout.legend);
+    delete layout.legend.entrywidth;
+    delete layout.legend.entrywidthmode;
+  }
   layout.font = size(layout.font, 17);
   const titled = (t, n) => typeof t === "string" ? {text: t, font: {size: n}} :
     Object.assign({}, t, {font: size(t.font, n)});

@@ -1573,3 +1573,14 @@ def test_sbsvm_mean_traces_are_named_after_inducing_points_across_candidate_fits
     hist = [Progress(i, 0.1, {}, {"mean": np.arange(5.0 if i < 6 else 3.0)}) for i in range(1, 10)]
     fig = figures.named_snapshot_traces(hist, "mean")
     assert [t.name for t in fig.data] == [f"inducing point {j}" for j in range(1, 6)]
+
+
+def test_presentation_mode_drops_the_two_column_legend():
+    """A half-width live chart's two legend columns (LEGEND_BELOW_2COL) hold 10 px names: at
+    presentation mode's 16 px "inducing point 1" ran into the next column (a crawl at 1280 px), so
+    livechart.js's presentLayout lets the entries wrap, one a line (the height it adds assumes that)."""
+    from dashboard import livechart
+
+    assert figures.LEGEND_BELOW_2COL["entrywidthmode"] == "fraction"
+    js = livechart._JS[livechart._JS.index("function presentLayout"):]
+    assert 'entrywidthmode === "fraction"' in js and "delete layout.legend.entrywidth;" in js
