@@ -15,6 +15,25 @@ import pandas as pd
 
 from bsvm.data import LoadedCSV
 
+
+def class_name(c) -> str:
+    """A class's name in text and legends: "class 1", but a label that already says so as it is
+    ("class_0", not "class class_0": the Data page's too-few-rows message read "class class_a: 30 rows",
+    a crawl)."""
+    text = str(c)
+    return text if text.lower().startswith("class") else f"class {text}"
+
+
+def _classes(labels, items=None) -> str:
+    """``labels`` in a sentence: "class 2", "classes 0, 1", but "class_c" or "class_b, class_c" as they are
+    (not "classes class_b, class_c"). ``items``: the text per label (default: the label)."""
+    labels = [str(c) for c in labels]
+    text = ", ".join(items if items is not None else labels)
+    if all(n.lower().startswith("class") for n in labels):
+        return text
+    return f"class{'es' if len(labels) > 1 else ''} {text}"
+
+
 # bsvm.datasets (scipy.special) and bsvm.metrics are imported where they are used: the Data page imports
 # this module, and it must be usable within 2 s of the request.
 
@@ -134,9 +153,9 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
     rare = counts < MIN_CLASS_ROWS
     if drop_rare and rare.any() and (~rare).sum() >= 2:
         keep = ~np.isin(y, classes[rare])
-        said = ", ".join(f"{k} ({n} row{'' if n == 1 else 's'})"
-                         for k, n in zip(classes[rare].tolist(), counts[rare].tolist()))
-        notes.append(f"Left out class{'es' if rare.sum() > 1 else ''} {said}: a class needs at least "
+        gone = list(zip(classes[rare].tolist(), counts[rare].tolist()))
+        said = _classes([k for k, _ in gone], [f"{k} ({n} row{'' if n == 1 else 's'})" for k, n in gone])
+        notes.append(f"Left out {said}: a class needs at least "
                      f"{MIN_CLASS_ROWS} training rows to be fitted. {int(keep.sum())} rows remain.")
         X, y = X[keep], y[keep]
         classes, counts = classes[~rare], counts[~rare]
@@ -150,7 +169,7 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
         # in words, not a Python dict ("{0: 2, 1: 1}")
         # (rare classes first, at most 8: a column of near-unique values listed 800 "classes", 4,000 px)
         order = np.argsort(counts, kind="stable") if len(classes) > 8 else np.arange(len(classes))
-        table = ", ".join(f"class {classes[j]}: {counts[j]} row{'' if counts[j] == 1 else 's'}"
+        table = ", ".join(f"{class_name(classes[j])}: {counts[j]} row{'' if counts[j] == 1 else 's'}"
                           for j in order[:8])
         if len(classes) > 8:
             table += f", and {len(classes) - 8:,} more classes"
@@ -159,7 +178,7 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
         # found it hard to parse)
         if counts.min() < MIN_CLASS_ROWS:
             few = classes[counts < MIN_CLASS_ROWS]
-            cause = (f"class{'es' if len(few) > 1 else ''} {', '.join(map(str, few[:8].tolist()))} "
+            cause = (f"{_classes(few[:8].tolist())} "
                      f"ha{'ve' if len(few) > 1 else 's'} a single row, and a class needs at least "
                      f"{MIN_CLASS_ROWS} training rows to be fitted: add rows")
         elif n_test < len(classes):

@@ -14,7 +14,15 @@ import plotly.colors as pcolors
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .analysis import _POSITIONAL, SNAPSHOT_TITLES, Grid, feature_label, snapshot_names, thin_index
+from .analysis import (
+    _POSITIONAL,
+    SNAPSHOT_TITLES,
+    Grid,
+    class_name,
+    feature_label,
+    snapshot_names,
+    thin_index,
+)
 
 MAX_CURVE_POINTS = 600
 CLASS_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
@@ -731,11 +739,6 @@ def _point_traces(X, y, classes, showlegend=True, xaxis=None, yaxis=None, outlin
     return out
 
 
-def class_name(c) -> str:
-    """A class's legend name: "class 1", but a label that already says so as it is ("class_0", not
-    "class class_0")."""
-    text = str(c)
-    return text if text.lower().startswith("class") else f"class {text}"
 
 
 def _points(fig, X, y, classes, row=None, col=None, showlegend=True):

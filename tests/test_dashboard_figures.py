@@ -1584,3 +1584,22 @@ def test_presentation_mode_drops_the_two_column_legend():
     assert figures.LEGEND_BELOW_2COL["entrywidthmode"] == "fraction"
     js = livechart._JS[livechart._JS.index("function presentLayout"):]
     assert 'entrywidthmode === "fraction"' in js and "delete layout.legend.entrywidth;" in js
+
+
+def test_too_few_rows_message_does_not_double_class():
+    """Labels that already say "class" (class_a, class_b) are not named "class class_a" in the Data
+    page's too-few-rows message (a crawl); other labels keep their "class " prefix."""
+    import pandas as pd
+
+    from bsvm.data import load_csv
+    from dashboard.analysis import class_name, prepare
+
+    assert class_name("class_0") == "class_0" and class_name(1) == "class 1"
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"f1": rng.normal(size=40), "f2": rng.normal(size=40),
+                       "kind": ["class_a"] * 20 + ["class_b"] * 19 + ["class_c"]})
+    with pytest.raises(ValueError) as err:
+        prepare(load_csv(df.to_csv(index=False).encode(), label="kind"), None, True, 0.3, 0)
+    text = str(err.value)
+    assert "class_c has a single row" in text and "class_a: 20 rows" in text
+    assert "class class" not in text
