@@ -103,11 +103,15 @@ class Method:
         return any(o.name == name and o.kind in ("int", "float") for o in self.options)
 
     def fast_note(self) -> str:
-        """What the quick settings change, e.g. "max_iter 60 (library 2000)"; empty when nothing."""
+        """What the quick settings change, e.g. "Max steps 60 (library 2000)"; empty when nothing.
+
+        In the option boxes' words (the Train page's labels): the Compare page said "n_samples 20
+        (library automatic), n_burnin 100" beside boxes named "Draws per chain" and "Burn-in" (a crawl)."""
         lib = self.library_defaults()
+        labels = {o.name: o.label for o in self.options}
         def shown(v):
             return "automatic" if v is None or isinstance(v, str) else v
-        return ", ".join(f"{k} {v} (library {shown(lib[k])})"
+        return ", ".join(f"{labels.get(k, k)} {v} (library {shown(lib[k])})"
                          for k, v in self.fast.items() if k in lib and lib[k] != v)
 
     @property

@@ -613,7 +613,10 @@ def test_dashboard_defaults_are_the_librarys_and_quick_settings_say_what_they_ch
         assert made == lib, m.key  # the estimator the dashboard builds is the library's default one
     note = METHODS["sbsvm"].fast_note()
     lib = METHODS["sbsvm"].library_defaults()
-    assert f"max_iter 60 (library {lib['max_iter']})" in note
+    assert f"Max steps 60 (library {lib['max_iter']})" in note
+    # in the option boxes' words, not the parameters' (a crawl read "n_samples 20, n_burnin 100")
+    note = METHODS["subgradient_hmc"].fast_note()
+    assert "Draws per chain 100" in note and "Burn-in 100" in note and "n_samples" not in note
 
 
 def test_import_errors_name_the_failing_method(monkeypatch):
