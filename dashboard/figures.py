@@ -739,8 +739,6 @@ def _point_traces(X, y, classes, showlegend=True, xaxis=None, yaxis=None, outlin
     return out
 
 
-
-
 def _points(fig, X, y, classes, row=None, col=None, showlegend=True):
     for tr in _point_traces(X, y, classes, showlegend):
         if row:
