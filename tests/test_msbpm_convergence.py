@@ -19,6 +19,10 @@ def test_default_run_stops_by_the_rule_and_reports_it():
     assert m.sampler_ == "hmc" and m.converged_ and m.stop_reason_ == "converged"
     st = m.convergence_
     assert st.rhat <= 1.01 and st.ess_bulk >= 400 and st.ess_tail >= 400
+    # the monitored quantities are named as SubgradientHMC's and GibbsSVM's (p(y|x[33]), not p(y|x)[33])
+    names = list(st.per_quantity["names"])
+    assert len(names) > 1 and names[0] == "log_posterior"
+    assert all(q.startswith("p(y|x[") and q.endswith("])") for q in names[1:])
     last = m.history_[-1].metrics
     for key in ("rhat", "ess_bulk", "ess_tail", "draws", "rhat_target", "ess_target", "acceptance"):
         assert np.isfinite(last[key]), key

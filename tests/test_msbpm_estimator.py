@@ -62,6 +62,11 @@ def test_vote_fractions_match_manual_count_and_bayes_point():
         m2.fit(X, y)
         m2.fit(X, np.where(y == 2, 7, y))
     assert m2.param_names_[151] == "beta[class 7, row 0]"
+    # labels that say "class" already are not doubled (wine's class_1 read "beta[class class_1, row 0]")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m2.fit(X, np.asarray(["class_a", "class_b", "class_c"])[y])
+    assert m2.param_names_[0] == "beta[class_b, row 0]" and m2.param_names_[151] == "beta[class_c, row 0]"
     np.testing.assert_allclose(m.decision_function(X[:7]), manual)
     m.set_params(predictor="bayes_point")
     assert np.array_equal(m.predict(X[:7]), m.classes_[np.argmax(np.column_stack(

@@ -723,7 +723,9 @@ class MSBPM(BayesianClassifier):
         self.stopping_rule_ = rule.describe(len(rows))
         sd_rows = self._conditional_sd(X[rows])
         phi_rows = self._features(X[rows])
-        names = ["log_posterior"] + [f"p(y|x)[{i}]" for i in rows]
+        # (named as SubgradientHMC and GibbsSVM name theirs: the stopping-rule table of the Diagnostics
+        # page read p(y|x)[0] for MS-BPM and p(y|x[33]) for the subgradient samplers, a crawl)
+        names = ["log_posterior"] + [f"p(y|x[{i}])" for i in rows]
         store = _DrawStore(self._max_stored)
         self.converged_, self.convergence_ = False, None
         # the LOO vote on the training rows (bsvm/msbpm/loo.py), from its own stream so that the draws are
@@ -974,8 +976,10 @@ class MSBPM(BayesianClassifier):
             bayes_point = self.samples_.mean(axis=(0, 1))
         self.bayes_point_ = bayes_point.reshape(len(self.classes_) - 1, -1)
         n_rows = self.bayes_point_.shape[1] - 1
-        # ("class": a class called "beta" read beta[beta, row 0])
-        blocks = [""] if len(self.classes_) == 2 else [f"class {c}, " for c in self.classes_[1:]]
+        # ("class": a class called "beta" read beta[beta, row 0]; but a label that says so already as it
+        # is: wine's class_1 read beta[class class_1, row 0], a crawl)
+        blocks = [""] if len(self.classes_) == 2 else [
+            f"{c}, " if str(c).lower().startswith("class") else f"class {c}, " for c in self.classes_[1:]]
         key = (tuple(blocks), n_rows)
         if getattr(self, "_param_names_key", None) != key or not getattr(self, "param_names_", None):
             # (once per run: the names of every record; the key holds every class, so a refit on other
