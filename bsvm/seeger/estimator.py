@@ -252,9 +252,10 @@ class SeegerARD(BayesianClassifier):
                 quiet = quiet + 1 if small else 0
                 # the quasi-Newton model's predicted decrease of the next step, g' H g / 2 (the Newton
                 # decrement): when it is small too, a second quiet step would only confirm it, at the
-                # price of a Cholesky, K^-1 and an n^3 gradient (twonorm, n = 3,000: one step less in
-                # each of the last two stages, 2.7 of 14.7 CPU s). Trusted only after a full step whose
-                # BFGS update was made, and halved: the next step's decrease was 1.1-1.6x the prediction
+                # price of a Cholesky, K^-1 and an n^3 gradient (n = 3,000, with the gradient's reuse of
+                # K: twonorm 12.2-15.4 -> 8.9-10.3 CPU s, ringnorm 24-30 -> 16-17). Trusted only after a
+                # full step whose BFGS update was made, and halved: the next step's decrease was 1.1-1.6x
+                # the prediction
                 # (quartiles over 119 late steps; 90 % below 1.9x: the review of 29 November 2026)
                 predicted = 0.5 * float(state.grad @ state.H @ state.grad)
                 trusted = info.accepted and info.updated and info.step_size == 1.0
