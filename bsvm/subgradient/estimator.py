@@ -612,7 +612,11 @@ class SubgradientHMC(_HingeSampler):
         iterations (adaptation happens here); None: 200 (hmc) or 500 (sgld/sgnht). thin : keep every
         thin-th iteration. n_chains : independent
         chains from dispersed starts. max_iter, max_time, n_jobs : see "Run length".
-    batch_size : minibatch size for sgld/sgnht (None: min(n, 1000)); hmc always uses the full data.
+    batch_size : minibatch size for sgld/sgnht (None: min(n, 1000)); hmc always uses the full data. On
+        two classes a minibatch is batch_size consecutive rows, from a uniform start (wrapping), of the
+        training rows in an order shuffled once per fit from ``random_state``: every row is in it with
+        probability batch_size / n, so eq. 7's estimate is unbiased, and a contiguous block costs half a
+        gather of scattered rows. More classes: batch_size rows drawn with replacement.
     step_size : h (hmc: initial value, None = adapted per chain by dual averaging in burn-in towards
         ``target_accept``; sgld/sgnht: h0 of the schedule h_t = h0 (1 + t / step_decay_b)^-step_decay,
         None = chosen from the estimated minibatch noise with the laplace preconditioner, see
