@@ -447,8 +447,9 @@ def current_data() -> Prepared | None:
                      "under the upload to leave those rows out, or fix the file.")
         elif up and getattr(exc, "rare", None) and exc.classes_left >= 2 and not c.get("droprare"):
             # (a one-row class refused the whole file, and only editing the file helped: a crawl)
-            st.error(f"The data could not be used{where}: {exc} Tick **{DROP_RARE_LABEL}** under the upload "
-                     "to fit the other classes, or add rows.")
+            # (the message ends "add rows" already: "..., or add rows" said it twice, a crawl)
+            st.error(f"The data could not be used{where}: {exc} Or tick **{DROP_RARE_LABEL}** under the "
+                     "upload to fit the other classes.")
         else:
             st.error(f"The data could not be used{where}: {exc}")
         return None

@@ -452,6 +452,7 @@ def test_a_class_too_small_to_split_can_be_left_out():
     _ok(at)
     said = " ".join(e.value for e in at.error)
     assert "class C: 1 row" in said and "Leave out classes with a single row" in said
+    assert said.count("add rows") == 1  # the cause's remedy, then the option (it said "add rows" twice)
     at.checkbox(key="w:cfg:droprare").check().run()
     _ok(at)
     assert not at.error
