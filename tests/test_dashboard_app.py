@@ -472,6 +472,18 @@ def test_a_class_too_small_to_split_can_be_left_out():
     assert "Too few rows" in said and "Leave out classes" not in said
 
 
+def test_a_refused_upload_is_said_beside_its_controls():
+    """The refusal of an upload (missing values, too few rows) is in the right column, where the chart
+    would be: under the left column's controls it was below the fold at 1280x720 (a crawl)."""
+    for content, words in [(b"x1,x2,label\n1,2,0\n3,,1\n4,5,0\n6,7,1\n2,2,1\n5,1,0\n", "missing values"),
+                           (b"x1,x2,label\n0.1,1,0\n0.2,2,1\n", "Too few rows")]:
+        at = _upload(_app(), content)
+        _ok(at)
+        left, right = at.columns[0], at.columns[1]
+        assert any(words in e.value for e in right.error), [e.value for e in at.error]
+        assert not left.error
+
+
 def test_a_linear_sampler_on_many_inputs_ends_with_its_posterior_weights():
     """No map with 20 inputs: a finished GibbsSVM run shows its weights' posterior (a PNG of it too)
     instead of a placeholder."""

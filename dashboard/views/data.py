@@ -1,6 +1,7 @@
 """Data page: pick a shipped sample, generate and edit a 2-D playground, or upload a CSV; choose columns,
 standardisation and the split."""
 
+import contextlib
 import hashlib
 import inspect
 
@@ -187,7 +188,12 @@ with left:
                    help="Seeds the split and every method (and the playground's draw), so a shared link "
                         "reproduces the same run.")
 
-data = state.current_data() if frame is not None else None
+# A refused upload's error ("missing values in 4 of 120 rows ... Tick Drop rows ...", "Too few rows")
+# is said at the top of the right column, where the data's chart would be: under the left column's
+# controls it came below the fold at 1280x720, beside an empty right half (a crawl). The playground's
+# hint keeps its place (its canvas fills the right column).
+with right if c["sample"] != state.PLAYGROUND else contextlib.nullcontext():
+    data = state.current_data() if frame is not None else None
 if data is not None and c["sample"] == state.UPLOAD:
     with drop_notes:
         # "Dropped 3 rows with missing values ...", "Left out class C (1 row) ..."
