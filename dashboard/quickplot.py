@@ -87,7 +87,10 @@ def scatter_svg(X2, y, classes, axis_titles=("x1", "x2"), title: str = "", heigh
     ok = np.all(np.isfinite(X2), axis=1)
     X2, y = X2[ok], y[ok]
     if len(keep) < n_all:
-        title = f"{title} ({len(keep):,} of {n_all:,} rows shown)"
+        shown = f"{len(keep):,} of {n_all:,} rows shown"
+        # one parenthesis: the Data page's PCA title read "All rows (first two principal components)
+        # (3,000 of 20,000 rows shown)" (a crawl, a 20,000-row upload)
+        title = (f"{title[:-1]}; {shown})" if title.endswith(")") else f"{title} ({shown})")
     legend_w = min(160, 30 + 7 * max((len(_class_name(c)) for c in classes), default=7))
     left, right, top, bottom = 52, 10 + legend_w, 36, 48
     pw, ph = _W - left - right, height - top - bottom

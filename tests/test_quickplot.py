@@ -59,6 +59,9 @@ def test_scatter_draws_a_bounded_subset_of_a_big_table_and_says_so():
     assert quickplot.MAX_POINTS - 1 <= n <= quickplot.MAX_POINTS  # the NaN row, if drawn, is left out
     assert "3,000 of 20,000 rows shown" in svg and "nan" not in svg.lower()
     assert len(svg) < 400_000  # small enough to send with the page
+    # a title with its own parenthesis gets one, not two in a row (a crawl)
+    svg = quickplot.scatter_svg(X, y, [0, 1], title="All rows (first two principal components)")
+    assert "All rows (first two principal components; 3,000 of 20,000 rows shown)" in svg
 
 
 def test_bars_show_the_counts():
