@@ -89,6 +89,9 @@ def _subtitled(title: str, note: str) -> str:
 
 #: a title's note's size, relative to the title's
 SUBTITLE_EM = 0.8
+#: the note of a chart whose lines are named on hover only (no legend on the page); a PNG of it shows a
+#: legend instead (``ui.for_export``)
+HOVER_NOTE = "hover a line for its name"
 
 
 def _axis(title: str = "", **kw) -> dict:
@@ -680,7 +683,7 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
         legend = {"legend": LEGEND_RIGHT}
     else:
         legend = {"showlegend": False}
-        notes.append("hover a line for its name")
+        notes.append(HOVER_NOTE)
     margin = {}
     if notes:
         title = _subtitled(title, "; ".join(notes))

@@ -329,7 +329,7 @@ def colourbar_px(fig, plot_px: float) -> float:
 
 def for_export(fig) -> go.Figure:
     """A copy of the figure with a template of real colours (see :func:`png_bytes`)."""
-    from .figures import MAP_MARGIN
+    from .figures import HOVER_NOTE, LEGEND_RIGHT, MAP_MARGIN
     from .livechart import _template
 
     fig = go.Figure(fig)
@@ -342,6 +342,14 @@ def for_export(fig) -> go.Figure:
     # has one map, and its legend's one row left a blank band above it
     if fig.layout.margin.b == MAP_MARGIN["b"] and _legend_rows(fig, export_width(fig, fig.layout.height)) < 2:
         fig.update_layout(margin_b=MAP_MARGIN["b"] - 28, height=(fig.layout.height or 430) - 28)
+    # lines named on hover only (a trace of many long names, e.g. 'chain 0, w[température]'): an image
+    # cannot be hovered, and its subtitle still said "hover a line for its name" above twelve unnamed
+    # lines (a crawl's Train-page traces PNG); the 1200 px image has room for a legend at the right
+    title = fig.layout.title.text or ""
+    if HOVER_NOTE in title and fig.layout.showlegend is False:
+        title = title.replace(f"; {HOVER_NOTE}", "").replace(HOVER_NOTE, "")
+        title = re.sub(r"<br><span[^>]*></span>$", "", title)  # (a subtitle of the note alone)
+        fig.update_layout(title_text=title, showlegend=True, legend=LEGEND_RIGHT)
     return fig
 
 

@@ -274,6 +274,17 @@ def test_snapshot_series_are_named_by_chain_and_parameter():
     fig = figures.snapshot_traces(many, "coords", names=long)
     assert len(fig.data) == 6 and fig.layout.showlegend is False
     assert "6 of its 12 series shown; hover a line for its name" in fig.layout.title.text
+    # a PNG cannot be hovered: it has the legend at the right, and its title no hover note (the Train
+    # page's traces PNG said "hover a line for its name" above unnamed lines: a crawl)
+    from dashboard import ui
+
+    out = ui.for_export(fig)
+    assert out.layout.showlegend is True and out.layout.legend.orientation == "v"
+    assert "hover" not in out.layout.title.text and "6 of its 12 series shown" in out.layout.title.text
+    assert fig.layout.showlegend is False  # (the page's figure is left as it is)
+    only = figures.snapshot_traces(many[:1] * 3, "coords", names=long, max_series=12)
+    assert figures.HOVER_NOTE in only.layout.title.text
+    assert "<br>" not in ui.for_export(only).layout.title.text
 
 
 def test_chart_messages_are_wrapped_to_fit_a_half_width_chart():
