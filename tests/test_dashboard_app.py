@@ -335,6 +335,23 @@ def test_calibration_page_reports_the_metrics_of_both_models():
     assert table.iloc[0]["mean |p - p_true|"] == pytest.approx(ref["mad_true"])
 
 
+def test_calibration_fit_now_is_for_the_data_it_was_asked_on():
+    """'Fit ... now', then another data set chosen while it ran: back on the page, nothing is fitted on
+    the new data until asked (the request was kept as True and fitted the new data unasked: a crawl)."""
+    at = _app(sample="ripley.csv", method="platt")
+    at.switch_page("views/calibration.py").run()
+    _button(at, "Fit").click().run()
+    at.session_state["cfg"]["sample"] = "moons.csv"  # the Data page's choice of another sample
+    at.session_state["w:cfg:sample"] = "moons.csv"
+    at.switch_page("views/calibration.py").run()
+    _until(lambda: not _workers(), at=at)
+    at.run()
+    _ok(at)
+    run = at.session_state["run"] if "run" in at.session_state else None
+    assert run is None or run.meta.get("data_key") != at.session_state["data"].key
+    assert _button(at, "Fit") is not None and not at.dataframe
+
+
 def test_calibration_of_sbsvm_against_platt():
     pytest.importorskip("bsvm.sbsvm")
     at = _app(sample="moons.csv", method="sbsvm", **{"o.max_iter": "60"})

@@ -84,8 +84,11 @@ else:
     if method is not None:
         opts = state.method_options(method.key)
         if st.button(f"Fit {method.label} now", type="primary"):
-            st.session_state["cal_fit_now"] = True
-        if st.session_state.get("cal_fit_now"):
+            st.session_state["cal_fit_now"] = data.key
+        # the request holds for the data it was made on: a True flag outlived a switch of data set, and
+        # coming back the page fitted the method on the new data unasked (a crawl: "Fit MS-BPM now" on
+        # an upload, then a sample picked on the Data page while it ran)
+        if st.session_state.get("cal_fit_now") == data.key:
             est = fit_job("cal_fit", method, opts, data, int(c["seed"]))
             if est is not None:
                 st.session_state.pop("cal_fit_now", None)
