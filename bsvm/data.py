@@ -659,9 +659,12 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
         if constant and len(constant) < len(features):
             features = [c for c in features if c not in constant]
             many = len(constant) > 1
-            notes.append(f"Column{'s' if many else ''} {constant} ha{'ve' if many else 's'} the same value "
-                         f"in every row, so no method can learn from {'them' if many else 'it'}: left out of "
-                         "the features (choose it among the feature columns to keep it).")
+            them = "them" if many else "it"
+            # names quoted as the row-number note quotes them ("Column ['const']" printed a Python list)
+            said = ", ".join(repr(str(c)) for c in constant)
+            notes.append(f"Column{'s' if many else ''} {said} ha{'ve' if many else 's'} the same value "
+                         f"in every row, so no method can learn from {them}: left out of the features "
+                         f"(choose {them} among the feature columns to keep {them}).")
     else:
         missing = [f for f in features if f not in frame.columns]
         if missing:

@@ -323,6 +323,11 @@ def test_a_column_with_one_value_in_every_row_is_left_out_with_a_note():
     data = load_csv(text)
     assert data.feature_names == ["x1", "x2"] and data.X.shape == (30, 2)
     assert any("'const'" in n and "same value in every row" in n for n in data.notes)
+    said = [n for n in data.notes if "same value in every row" in n][0]
+    assert said.startswith("Column 'const' has") and "keep it)" in said  # not "Column ['const']"
+    two = load_csv(("x1,c1,c2,label\n" + "".join(f"{i % 7},5.0,1,{i % 2}\n" for i in range(30))).encode())
+    said = [n for n in two.notes if "same value in every row" in n][0]
+    assert said.startswith("Columns 'c1', 'c2' have") and "keep them)" in said
     assert load_csv(text, features=["x1", "const", "x2"]).feature_names == ["x1", "const", "x2"]
     only = load_csv(b"c,label\n1,0\n1,1\n1,0\n")  # nothing else to use: kept (the page says so)
     assert only.feature_names == ["c"]
