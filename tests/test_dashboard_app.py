@@ -352,6 +352,32 @@ def test_calibration_fit_now_is_for_the_data_it_was_asked_on():
     assert _button(at, "Fit") is not None and not at.dataframe
 
 
+def test_calibration_fits_msbpm_on_many_rows_in_a_process_that_cancel_ends():
+    """MS-BPM's N x N set-up comes before its first progress record, so a thread job could not stop it:
+    after a switch of data set it went on for a minute at 3.3 GB (a crawl). Above PROCESS_ROWS it runs
+    in a child process, and Cancel (here: leaving the data) terminates it at once."""
+    from dashboard.runner import PROCESS_ROWS
+
+    rng = np.random.default_rng(0)
+    n = int(PROCESS_ROWS / 0.7) + 200  # training rows (70 %) above the threshold
+    X = rng.normal(size=(n, 2))
+    rows = "".join(f"{a:.4f},{b:.4f},{int(a + b > 0)}\n" for a, b in X)
+    at = _upload(_app(method="msbpm"), ("x1,x2,label\n" + rows).encode(), name="big.csv")
+    _ok(at)
+    assert len(at.session_state["data"].y_train) > PROCESS_ROWS
+    at.switch_page("views/calibration.py").run()
+    _button(at, "Fit").click().run()
+    job = at.session_state["_registry"].get("cal_fit")
+    assert job is not None and job.process  # a child process, not a thread
+    _until(lambda: job.token._proc is not None and job.token._proc.pid is not None, timeout=30)
+    proc = job.token._proc
+    assert proc.is_alive()  # still setting up (a spawned interpreter imports bsvm first)
+    job.cancel("test")
+    assert job.join(10.0)
+    proc.join(10)
+    assert not proc.is_alive() and job.status == "cancelled"
+
+
 def test_calibration_of_sbsvm_against_platt():
     pytest.importorskip("bsvm.sbsvm")
     at = _app(sample="moons.csv", method="sbsvm", **{"o.max_iter": "60"})

@@ -35,6 +35,14 @@ st.markdown(
 c = state.cfg()
 
 
+#: methods whose work before their first progress record grows faster than the rows: one SVC fit
+#: (PlattSVM), MS-BPM's N x N kernel and its eigendecomposition, SeegerARD's n^3 steps. A thread job can
+#: only stop between records, so above PROCESS_ROWS they run in a child process, which Cancel terminates
+#: (a crawl: "Fit MS-BPM now" on a 20,000-row upload went on for a minute at 100 % CPU and 3.3 GB after
+#: the data set was switched). The price: a start of about a second and no progress bar.
+PROCESS_METHODS = ("platt", "msbpm", "seeger")
+
+
 def fit_job(name: str, method, options, d: Prepared, seed: int):
     """Fit ``method`` to the end as a registry job (progress bar, Cancel; a big PlattSVM fit in a child
     process, since one SVC fit cannot be interrupted otherwise). Returns the fitted estimator once done,
@@ -47,7 +55,7 @@ def fit_job(name: str, method, options, d: Prepared, seed: int):
         est = ui.safe(method.make, dict(options), seed, what=f"Setting up {method.label}")
         if est is None:
             return None
-        if method.key == "platt" and len(d.y_train) > PROCESS_ROWS:
+        if method.key in PROCESS_METHODS and len(d.y_train) > PROCESS_ROWS:
             job = Job(fit_plain, est, d.X_train, d.y_train, label=f"Fitting {method.label}", process=True)
         else:
             job = Job(fit_in_job, est, d.X_train, d.y_train, method.cap(options), method.label,
