@@ -107,6 +107,17 @@ def _unusable_values(kinds: list[str]) -> str:
     return text[0].upper() + text[1:] + " values"
 
 
+def says_class(label) -> bool:
+    """Whether a class label names itself a class ("class_1", "Class A"): text then shows it as it is,
+    not as "class class_1" (the dashboard's messages and legends, MS-BPM's parameter names)."""
+    return str(label).lower().startswith("class")
+
+
+def class_name(label) -> str:
+    """A class's name in text: "class 1", but "class_0" as it is."""
+    return str(label) if says_class(label) else f"class {label}"
+
+
 def _label_text(value) -> str:
     """A label as the user wrote it: 'imL', not np.str_('imL'); 3, not np.int64(3)."""
     return repr(value.item() if isinstance(value, np.generic) else value)

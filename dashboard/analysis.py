@@ -13,15 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from bsvm.data import LoadedCSV
-
-
-def class_name(c) -> str:
-    """A class's name in text and legends: "class 1", but a label that already says so as it is
-    ("class_0", not "class class_0": the Data page's too-few-rows message read "class class_a: 30 rows",
-    a crawl)."""
-    text = str(c)
-    return text if text.lower().startswith("class") else f"class {text}"
+# class_name: the Data page's too-few-rows message read "class class_a: 30 rows" (a crawl)
+from bsvm.data import LoadedCSV, class_name, says_class
 
 
 def _classes(labels, items=None) -> str:
@@ -29,7 +22,7 @@ def _classes(labels, items=None) -> str:
     (not "classes class_b, class_c"). ``items``: the text per label (default: the label)."""
     labels = [str(c) for c in labels]
     text = ", ".join(items if items is not None else labels)
-    if all(n.lower().startswith("class") for n in labels):
+    if all(says_class(n) for n in labels):
         return text
     return f"class{'es' if len(labels) > 1 else ''} {text}"
 

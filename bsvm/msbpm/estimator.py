@@ -18,7 +18,7 @@ from ..convergence import (
     warn_not_converged,
     warn_single_chain,
 )
-from ..data import check_predict_data
+from ..data import check_predict_data, class_name
 from ..draws import proba_draws_chunked, to_datatree
 from ..kernels import RBF, Kernel, Linear
 from ..params import (
@@ -978,8 +978,7 @@ class MSBPM(BayesianClassifier):
         n_rows = self.bayes_point_.shape[1] - 1
         # ("class": a class called "beta" read beta[beta, row 0]; but a label that says so already as it
         # is: wine's class_1 read beta[class class_1, row 0], a crawl)
-        blocks = [""] if len(self.classes_) == 2 else [
-            f"{c}, " if str(c).lower().startswith("class") else f"class {c}, " for c in self.classes_[1:]]
+        blocks = [""] if len(self.classes_) == 2 else [f"{class_name(c)}, " for c in self.classes_[1:]]
         key = (tuple(blocks), n_rows)
         if getattr(self, "_param_names_key", None) != key or not getattr(self, "param_names_", None):
             # (once per run: the names of every record; the key holds every class, so a refit on other
