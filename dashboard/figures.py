@@ -422,8 +422,33 @@ def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=No
     bars = [{"type": "bar", "orientation": "h", "x": values, "y": names, "marker": {"color": "#1f77b4"},
              "hovertemplate": "%{y}: w = %{x:.3g}<extra></extra>"}]
     return _fast_figure(bars, f"ARD weights w at iteration {history[-1].iteration}{more}",
-                        max(height, 16 * len(shown) + 90), xaxis=_axis("w (log scale)", type="log"),
+                        max(height, 16 * len(shown) + 90),
+                        xaxis=_axis("w (log scale)", type="log", tickangle=0, **_log_ticks(values)),
                         yaxis={"automargin": True}, showlegend=False)
+
+
+def _log_ticks(values, most: int = 4) -> dict:
+    """At most ``most`` ticks of the 1-2-5 series for a log axis over ``values``: weights within one
+    decade got Plotly's tick every 0.02 (0.04, 0.06, ..., 0.14), turned on end and run together on a
+    half-width chart beside long feature names (a crawl, 1280 px). Empty (Plotly's own) where the series
+    has fewer than two ticks in range."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return {}
+    lo, hi = np.log10(v.min()), np.log10(v.max())
+    ticks = [m * 10.0 ** k for k in range(int(np.floor(lo)) - 1, int(np.ceil(hi)) + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if lo - 1e-9 <= np.log10(t) <= hi + 1e-9]
+    for series in ((1, 2, 5), (1,)):  # 1-2-5, else decades, else every k-th decade (below)
+        kept = [t for t in ticks if round(t / 10.0 ** np.floor(np.log10(t) + 1e-9)) in series]
+        if len(kept) <= most:
+            break
+        ticks = kept
+    if len(kept) > most:
+        kept = kept[::-(-len(kept) // most)]
+    if len(kept) < 2:
+        return {}
+    return {"tickvals": kept, "ticktext": [f"{t:g}" for t in kept]}
 
 
 #: the longest parameter name the weights chart shows whole
@@ -771,15 +796,27 @@ def _colourbar(title: str) -> dict:
     return {"title": {"text": title, "side": "right"}, "len": 0.8, "thickness": 14}
 
 
-def _truth_trace(grid: Grid, truth, labels: bool = True) -> dict:
-    """The true p(y|x) as dotted contours at 0.1, 0.3, ..., 0.9; ``labels=False`` leaves out the level
-    labels, whose placement is most of a map's drawing time in the browser (measured: 200 ms against 60
-    ms without, for a 45 x 45 grid): for maps redrawn live."""
+def _truth_trace(grid: Grid, truth) -> dict:
+    """The true p(y|x) as dotted contours at 0.1, 0.3, ..., 0.9, unlabelled: for maps redrawn live and for
+    grids of small maps (the labels' placement is most of a map's drawing time in the browser, measured:
+    200 ms against 60 ms without, for a 45 x 45 grid). :func:`_truth_traces` labels the 0.5 level."""
     return {"type": "contour", "x": grid.xs, "y": grid.ys, "z": grid.reshape(truth),
             "showscale": False, "name": "true p(y|x)", "showlegend": True, "hoverinfo": "skip",
-            "contours": {"coloring": "none", "showlabels": labels, "start": 0.1, "end": 0.9,
-                         "size": 0.2, "labelfont": {"size": 10, "color": "black"}},
+            "legendgroup": "truth",
+            "contours": {"coloring": "none", "showlabels": False, "start": 0.1, "end": 0.9, "size": 0.2},
             "line": {"color": "black", "width": 1.2, "dash": "dot"}}
+
+
+def _truth_traces(grid: Grid, truth) -> list[dict]:
+    """The true p(y|x) for a map that is looked at, not redrawn live: the levels of :func:`_truth_trace`
+    (legend hidden, same legend group) under the 0.5 level (the Bayes boundary), drawn a little heavier
+    and labelled. With every level labelled, a saddle such as XOR's centre, where all levels meet, piled
+    eight labels on one spot (a crawl); the other levels run in order away from the labelled line."""
+    levels = {**_truth_trace(grid, truth), "showlegend": False}
+    half = {**_truth_trace(grid, truth), "line": {"color": "black", "width": 1.8, "dash": "dot"},
+            "contours": {"coloring": "none", "showlabels": True, "start": 0.5, "end": 0.5, "size": 0.2,
+                         "labelfont": {"size": 10, "color": "black"}}}
+    return [levels, half]
 
 
 def _overlay_trace(overlay, overlay_name: str) -> dict:
@@ -810,7 +847,7 @@ def proba_heatmap(grid: Grid, p: np.ndarray, X=None, y=None, classes=(), *, over
                "colorscale": PROBA_SCALE, "colorbar": _colourbar(colorbar_title),
                "hovertemplate": _hover(axis_titles)}]
     if truth is not None:
-        traces.append(_truth_trace(grid, truth, labels=not light))
+        traces += [_truth_trace(grid, truth)] if light else _truth_traces(grid, truth)
     if X is not None:
         traces += _point_traces(X, y, classes, outline=not light)
     if overlay is not None and len(overlay):
@@ -1211,7 +1248,7 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
                                      colorscale=PROBA_SCALE, showscale=(k == 0),
                                      colorbar=dict(title="p", len=0.8)), row=r, col=c)
         if truth is not None and not (P.ndim == 2 and P.shape[1] > 2):
-            fig.add_trace(go.Contour({**_truth_trace(grid, truth, labels=False), "showlegend": k == 0}),
+            fig.add_trace(go.Contour({**_truth_trace(grid, truth), "showlegend": k == 0}),
                           row=r, col=c)
         for tr in _point_traces(X, y, classes, showlegend=(k == 0)):
             if P.ndim == 2 and P.shape[1] > 2:  # a dark rim on regions of the points' own colour

@@ -287,6 +287,9 @@ def export_width(fig, height: int, default: int = 1200) -> int:
     chart on the page, came out as a 1200 x 430 strip."""
     if fig.layout.width:
         return int(fig.layout.width)
+    grid = _grid_width(fig, height)
+    if grid is not None:
+        return grid
     one_axes = not any(k.startswith("xaxis") and k != "xaxis" for k in fig.layout.to_plotly_json())
     if one_axes and any(t.type in ("heatmap", "contour") for t in fig.data):
         m = fig.layout.margin
@@ -297,6 +300,35 @@ def export_width(fig, height: int, default: int = 1200) -> int:
             return int(round((m.l or 0) + plot + max(m.r or 0, colourbar_px(fig, plot))))
         return int(round(1.25 * height))
     return default
+
+
+#: the height a one-row legend below the plot takes from it (figures.LEGEND_BELOW: plotly.js raises the
+#: plot's bottom to make room), measured in chromium at 12 px type: 40 px
+LEGEND_ROW_PX = 40
+
+
+def _grid_width(fig, height: int) -> int | None:
+    """The width of a grid of square maps (several heatmaps on subplots, each y axis anchored to its x
+    axis: the Compare page's maps) at which each map fills its cell: at the default 1,200 px three maps
+    of 205 px sat in cells of 360 px with white between them (a crawl). None for any other figure."""
+    lay = fig.layout.to_plotly_json()
+    # the maps' axes (an empty cell after the last map has axes of its own, not anchored)
+    ys = [k for k in lay if k.startswith("yaxis") and lay[k].get("scaleanchor")]
+    if len(ys) < 2 or not any(t.type == "heatmap" for t in fig.data):
+        return None
+    m = fig.layout.margin
+    below = fig.layout.legend.yref == "container" and (fig.layout.legend.y or 0) == 0
+    plot_h = height - (m.t or 0) - (m.b or 0) - (LEGEND_ROW_PX if below else 0)
+    plot_w = 0.0
+    for yk in ys:
+        dx = lay.get("xaxis" + yk[len("yaxis"):], {}).get("domain", (0.0, 1.0))
+        dy = lay[yk].get("domain", (0.0, 1.0))
+        if dx[1] > dx[0]:
+            plot_w = max(plot_w, (dy[1] - dy[0]) * plot_h / (dx[1] - dx[0]))
+    if plot_w <= 0:
+        return None
+    cell_h = max(lay[k].get("domain", (0.0, 1.0))[1] - lay[k].get("domain", (0.0, 1.0))[0] for k in ys) * plot_h
+    return int(round((m.l or 0) + plot_w + max(m.r or 0, colourbar_px(fig, cell_h))))
 
 
 def colourbar_px(fig, plot_px: float) -> float:

@@ -126,9 +126,16 @@ def test_proba_heatmap_draws_probabilities_truth_points_and_overlay():
     heat = fig.data[0]
     assert heat.type == "heatmap" and heat.zmin == 0.0 and heat.zmax == 1.0
     np.testing.assert_allclose(np.asarray(heat.z), grid.reshape(p))
-    kinds = [t.type for t in fig.data]
-    assert "contour" in kinds
+    contours = [t for t in fig.data if t.type == "contour"]
+    # all five levels unlabelled, and the 0.5 level (the Bayes boundary) on top with its label: labels on
+    # every level piled up where the levels meet (XOR's centre); one legend entry for the truth
+    assert [(t.contours.start, t.contours.end, bool(t.contours.showlabels)) for t in contours] == [
+        (0.1, 0.9, False), (0.5, 0.5, True)]
+    assert [t.showlegend for t in contours] == [False, True]
+    assert {t.legendgroup for t in contours} == {"truth"}
     assert [t.name for t in fig.data].count("inducing") == 1
+    light = figures.proba_heatmap(grid, p, X, y, [0, 1], truth=p, light=True)
+    assert [bool(t.contours.showlabels) for t in light.data if t.type == "contour"] == [False]
     pts = [t for t in fig.data if t.name == "class 1"][0]
     np.testing.assert_allclose(pts.x, [0.5, -0.5])
 
@@ -168,6 +175,17 @@ def _ard_history(n, d):
     return [Progress(i, 0.1 * i, {"free_energy": 50.0 - i, "C": 2.0, "v": 0.1,
                                   **{f"w[x{j}]": (1.0 if j < 2 else 0.5 ** i) for j in range(d)}}, {})
             for i in range(n)]
+
+
+def test_ard_weight_axis_has_a_few_upright_ticks_of_the_1_2_5_series():
+    """Weights within one decade got a tick every 0.02, turned on end and run together (a crawl)."""
+    hist = [Progress(3, 0.1, {f"w[x{j}]": 0.04 + 0.1 * j / 29 for j in range(30)}, {})]
+    ax = figures.ard_weights(hist).layout.xaxis
+    assert ax.type == "log" and ax.tickangle == 0
+    assert list(ax.tickvals) == [0.05, 0.1] and list(ax.ticktext) == ["0.05", "0.1"]
+    assert figures._log_ticks([1e-6, 1e3])["tickvals"] == [1e-6, 1e-3, 1.0, 1e3]  # at most 4, decades
+    assert figures._log_ticks([0.05, 0.5])["ticktext"] == ["0.05", "0.1", "0.2", "0.5"]
+    assert figures._log_ticks([0.3, 0.35]) == {}  # no two ticks in range: Plotly's own
 
 
 def test_ard_weights_bars_sorted_largest_on_top_and_many_curves_drop_the_legend():
@@ -554,7 +572,7 @@ def test_model_map_overlay_draws_the_models_inducing_points_column_for_column():
                                                                           "x2 (standardised)")
     raw = prepare(load_sample("ripley.csv"), standardize=False, seed=0)
     assert raw.axis_names == ["x1", "x2"]
-    assert [t.name for t in fig.data if t.type == "contour"] == ["true p(y|x)"]
+    assert [t.name for t in fig.data if t.type == "contour" and t.showlegend] == ["true p(y|x)"]
 
 
 def test_the_truth_is_kept_only_on_the_generators_own_axes_and_labels():
@@ -918,7 +936,8 @@ def test_playground_map_lines_up_with_the_raw_canvas():
     fig = figures.model_map_raw(est, data, grid, pg.X, pg.y, "Platt")
     model_pts = (grid.points - data.center) / data.scale  # the raw grid in the model's coordinates
     np.testing.assert_allclose(np.asarray(fig.data[0].z), grid.reshape(est.predict_proba(model_pts)[:, 1]))
-    (truth,) = [t for t in fig.data if t.type == "contour"]
+    truth, half = [t for t in fig.data if t.type == "contour"]  # the levels, and the labelled 0.5 level
+    np.testing.assert_allclose(np.asarray(half.z), np.asarray(truth.z))
     np.testing.assert_allclose(np.asarray(truth.z), grid.reshape(GENERATORS["ripley"].proba(grid.points)))
     (sv,) = [t for t in fig.data if t.name == "support vectors"]
     np.testing.assert_allclose(sv.x, est.support_vectors_[:, 0] * data.scale[0] + data.center[0])
@@ -952,9 +971,9 @@ def test_light_live_map_leaves_out_contour_labels_and_point_rims():
     X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
     for light in (False, True):
         fig = figures.proba_heatmap(g, p, X, y, (0, 1), truth=p, light=light).to_dict()
-        contour = next(t for t in fig["data"] if t["type"] == "contour")
+        contours = [t for t in fig["data"] if t["type"] == "contour"]
         points = [t for t in fig["data"] if t.get("mode") == "markers"]
-        assert contour["contours"]["showlabels"] is (not light)
+        assert any(t["contours"]["showlabels"] for t in contours) is (not light)
         assert all(("line" in t["marker"]) is (not light) for t in points) and len(points) == 2
 
 
@@ -1282,7 +1301,22 @@ def test_a_single_map_is_exported_about_square_and_a_grid_of_maps_wide():
     assert ui.export_width(figures.class_balance(np.array([0, 1]), [0, 1]), 300) == 1200
     maps = figures.heatmap_grid({"a": np.full(len(grid.points), 0.5), "b": np.full(len(grid.points), 0.4)},
                                 grid, X, np.arange(50) % 2, [0, 1])
-    assert ui.export_width(maps, int(maps.layout.height)) == 1200  # subplots: the default width
+    # a grid of square maps: as wide as its maps fill their cells (at 1,200 px three maps of 205 px sat
+    # in cells of 360 px: a crawl); each cell's plot then as wide as it is high
+    H = int(maps.layout.height)
+    w = ui.export_width(maps, H)
+    lay, mm = maps.layout, maps.layout.margin
+    plot_h = H - mm.t - mm.b - ui.LEGEND_ROW_PX
+    plot_w = w - mm.l - max(mm.r, ui.colourbar_px(maps, plot_h))
+    for ax in ("", "2"):
+        cell_w = (lay[f"xaxis{ax}"].domain[1] - lay[f"xaxis{ax}"].domain[0]) * plot_w
+        cell_h = (lay[f"yaxis{ax}"].domain[1] - lay[f"yaxis{ax}"].domain[0]) * plot_h
+        assert cell_w == pytest.approx(cell_h, abs=1.0)
+    assert w < 1000
+    five = figures.heatmap_grid({k: np.full(len(grid.points), 0.5) for k in "abcde"}, grid, X,
+                                np.arange(50) % 2, [0, 1])  # the empty sixth cell's axes do not count
+    assert ui.export_width(five, int(five.layout.height)) < 1200
+    assert ui.export_width(figures.chain_traces(np.zeros((2, 10, 3)), 0), 300) == 1200
     assert ui.export_width(figures.empty_figure("nothing"), 300) == 1200
 
 
@@ -1487,7 +1521,7 @@ def test_presentation_mode_scales_every_chart_text():
     fig = figures.proba_heatmap(grid, np.full(400, 0.5), truth=np.full(400, 0.5), title="t")
     shown = ui._presentation_style(fig)
     assert shown.layout.title.font.size == 21 and shown.layout.xaxis.tickfont.size == 15
-    assert shown.data[0].colorbar.tickfont.size == 15 and shown.data[1].contours.labelfont.size == 14
+    assert shown.data[0].colorbar.tickfont.size == 15 and shown.data[2].contours.labelfont.size == 14
     assert shown.layout.margin.t == round(figures.MAP_MARGIN["t"] * ui.PRESENT_MARGIN)
     # a note's size is relative to its title's: it grows with it (no fixed px size left in titles)
     note = figures.sampler_statistics([Progress(i, 0.1, {"step_size": 0.5, "rhat_target": 1.01}, {})
