@@ -319,15 +319,15 @@ def _grid_width(fig, height: int) -> int | None:
     m = fig.layout.margin
     below = fig.layout.legend.yref == "container" and (fig.layout.legend.y or 0) == 0
     plot_h = height - (m.t or 0) - (m.b or 0) - (LEGEND_ROW_PX if below else 0)
-    plot_w = 0.0
+    plot_w = cell_h = 0.0
     for yk in ys:
         dx = lay.get("xaxis" + yk[len("yaxis"):], {}).get("domain", (0.0, 1.0))
         dy = lay[yk].get("domain", (0.0, 1.0))
+        cell_h = max(cell_h, (dy[1] - dy[0]) * plot_h)
         if dx[1] > dx[0]:
             plot_w = max(plot_w, (dy[1] - dy[0]) * plot_h / (dx[1] - dx[0]))
     if plot_w <= 0:
         return None
-    cell_h = max(lay[k].get("domain", (0.0, 1.0))[1] - lay[k].get("domain", (0.0, 1.0))[0] for k in ys) * plot_h
     return int(round((m.l or 0) + plot_w + max(m.r or 0, colourbar_px(fig, cell_h))))
 
 
