@@ -370,6 +370,15 @@ def check_fraction(checked: dict) -> float:
     return float(np.clip(share, 0.0, 0.99))
 
 
+def rule_fraction(history) -> float | None:
+    """The progress bar of a run that stops when its rule is met: the largest :func:`check_fraction` of
+    its checks so far, None before the first check. A bar that follows the last check alone stepped back
+    whenever R-hat rose or an ESS estimate fell between two checks (a crawl), which reads as a fault; the
+    text beside the bar says what the last check found (:func:`check_text`)."""
+    shares = [check_fraction(h.metrics) for h in history if "ess_target" in h.metrics]
+    return max(shares) if shares else None
+
+
 def check_made(checked: dict | None) -> bool:
     """Whether a record's check was made: a rule-driven run's records carry NaN until its first check, a
     fixed-length run's until its end (it checks once, at the end)."""

@@ -1250,6 +1250,11 @@ def test_a_samplers_last_check_in_words_and_as_a_fraction():
     held = {"ess_bulk": 793.0, "ess_tail": 1574.0, "ess_target": 400.0, "rhat": 1.0198, "rhat_target": 1.01}
     assert A.check_fraction(held) == pytest.approx(0.01 / 0.0198)
     assert A.check_fraction({**held, "rhat": np.nan}) == 0.99  # one chain: ESS alone
+    # the bar never steps back: a later check with a higher R-hat leaves it at the best share so far
+    worse = Progress(40, 0.4, {**held, "rhat": 1.05}, {})
+    assert A.rule_fraction(hist[:1]) is None and A.rule_fraction(hist[:2]) == 0.0
+    assert A.rule_fraction(hist + [worse]) == pytest.approx(343 / 400)
+    assert A.check_fraction(worse.metrics) == pytest.approx(0.2)  # what the last check alone says
 
 
 def test_time_ranges_read_as_words():

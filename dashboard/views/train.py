@@ -15,12 +15,12 @@ import streamlit as st
 
 from dashboard import figures, state, ui
 from dashboard.analysis import (
-    check_fraction,
     check_text,
     cost_caption,
     last_check,
     page_warning,
     param_names,
+    rule_fraction,
     scale_warned,
     stack_summary,
     stage_progress,
@@ -495,9 +495,9 @@ with right:
         if not r.max_iter and r.status != DONE:
             # a sampler that runs until its rule is met (no length to count against): the share of the
             # effective draws it wants that its last check had (the bar stayed empty all run)
-            checked = last_check(r.history[-200:])
-            if checked:
-                return check_fraction(checked)
+            shown = rule_fraction(r.history)
+            if shown is not None:
+                return shown
         staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
         if staged is None or r.status == DONE:
             return r.fraction
