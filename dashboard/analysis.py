@@ -379,6 +379,17 @@ def rule_fraction(history) -> float | None:
     return max(shares) if shares else None
 
 
+def record_fraction(rec, cap: int | None, shown: float = 0.0) -> float:
+    """A job's bar after progress record ``rec``: its iteration over ``cap`` for a method with an
+    iteration budget; for a sampler run to its stopping rule (no cap) the share of its checks so far,
+    never less than ``shown`` (the bar before this record; see :func:`rule_fraction`)."""
+    if cap:
+        return min(1.0, rec.iteration / cap)
+    if "ess_target" in (rec.metrics or {}):
+        return max(shown, check_fraction(rec.metrics))
+    return shown
+
+
 def check_made(checked: dict | None) -> bool:
     """Whether a record's check was made: a rule-driven run's records carry NaN until its first check, a
     fixed-length run's until its end (it checks once, at the end)."""

@@ -538,7 +538,7 @@ class Registry:
 def fit_in_job(token: Token, estimator, X, y, cap: int | None = None, label: str = ""):
     """A job body: fit ``estimator`` to the end, reporting progress and honouring Cancel between
     records. Returns the fitted estimator."""
-    from .analysis import check_fraction, check_text
+    from .analysis import check_text, record_fraction
 
     name = label or type(estimator).__name__
     token.progress(0.0, f"{name}: starting")
@@ -552,8 +552,7 @@ def fit_in_job(token: Token, estimator, X, y, cap: int | None = None, label: str
         if "ess_target" in (rec.metrics or {}):
             checked = rec.metrics
         said = f" ({check_text(checked)})" if checked else ""
-        if checked:  # the best share so far: a bar that steps back reads as a fault (analysis.rule_fraction)
-            fraction = max(fraction, check_fraction(checked))
+        fraction = record_fraction(rec, None, fraction)  # the best share so far (analysis.rule_fraction)
         token.progress(fraction, f"{name}: iteration {rec.iteration}{said}")
     return estimator
 

@@ -1255,6 +1255,12 @@ def test_a_samplers_last_check_in_words_and_as_a_fraction():
     assert A.rule_fraction(hist[:1]) is None and A.rule_fraction(hist[:2]) == 0.0
     assert A.rule_fraction(hist + [worse]) == pytest.approx(343 / 400)
     assert A.check_fraction(worse.metrics) == pytest.approx(0.2)  # what the last check alone says
+    # a job's bar (Compare, Calibration, Diagnostics): iterations over a cap, else the checks, never back
+    assert A.record_fraction(Progress(50, 0.5, {}, {}), 200) == 0.25
+    shown = 0.0
+    for rec in hist + [worse]:
+        shown = A.record_fraction(rec, None, shown)
+    assert shown == pytest.approx(343 / 400)
 
 
 def test_time_ranges_read_as_words():

@@ -7,7 +7,15 @@ import streamlit as st
 
 from bsvm.data import DataScaleWarning
 from dashboard import figures, state, ui
-from dashboard.analysis import cost_range, evaluate, fit_note, metrics_csv, page_warning, seconds_range
+from dashboard.analysis import (
+    cost_range,
+    evaluate,
+    fit_note,
+    metrics_csv,
+    page_warning,
+    record_fraction,
+    seconds_range,
+)
 from dashboard.methods import METHODS
 from dashboard.procrun import FINAL_DRAWS, map_model, thinned
 from dashboard.runner import Cancelled, Job
@@ -99,8 +107,10 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
             # pattern" beside a chance-level fit on unstandardised columns (a crawl)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", DataScaleWarning)
+                frac = 0.0
                 for rec in est.fit_iter(data.X_train, data.y_train):
-                    frac = min(1.0, rec.iteration / cap) if cap else 0.5
+                    # (a sampler run to its stopping rule sat at half its share: its checks now count)
+                    frac = record_fraction(rec, cap, frac)
                     token.progress((k + frac) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): "
                                                               f"iteration {rec.iteration}")
             scale = next((str(w.message) for w in caught if issubclass(w.category, DataScaleWarning)), "")
