@@ -390,6 +390,11 @@ def current_data() -> Prepared | None:
     from .analysis import prepare
 
     c = cfg()
+    if c["sample"] == PLAYGROUND and st.session_state.get("playground") is None:
+        # the key names the points (their digest): drawn after it, they changed the key at the next
+        # rerun, and a link's first Start on the Train page was stopped at once as "made for other
+        # data" (a crawl)
+        _playground_draw(c)
     key = data_key(c)
     cached = st.session_state.get("data")
     if cached is not None and cached.key == key:

@@ -1246,6 +1246,17 @@ def test_a_playground_link_to_the_train_page_opens_its_points():
     pg = at.session_state["playground"]
     assert (pg.generator, len(pg.y), pg.noise) == ("xor", 300, 0.5)
     assert at.session_state["data"].n_features == 2 and _button(at, "Start").disabled is False
+    # the data's key names the points: the same at the next rerun (it was computed before the points
+    # were drawn, changed then, and the link's first Start was stopped at once as "made for other data")
+    key = at.session_state["data"].key
+    assert key.startswith("playground:" + pg.digest)
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status == "done", 120)
+    at.run()
+    _ok(at)
+    assert at.session_state["data"].key == key and run.status == "done"
+    assert not any("made for other data" in i.value for i in at.info)
     at.switch_page("views/data.py").run()
     _ok(at)
     assert at.session_state["playground"] is pg  # the same points, not a second draw
