@@ -50,6 +50,10 @@ class Option:
         return None
 
 
+#: the subgradient samplers' own names (Hu, Zhu & Zhang 2016), by the ``sampler`` option's values
+SAMPLER_NAMES = {"hmc": "Subgradient HMC", "sgld": "SGLD", "sgnht": "SGNHT"}
+
+
 @dataclass(frozen=True)
 class Method:
     key: str
@@ -81,6 +85,16 @@ class Method:
         """The label without its parenthesised description ("PlattSVM (SVC + Platt scaling)" -> "PlattSVM"):
         what lists, tables and messages show."""
         return self.label.split(" (")[0]
+
+    def run_label(self, options: dict | None = None) -> str:
+        """The label of a run made with ``options``: the sampler's own name where the method has several
+        ("SGNHT (subgradient MCMC)"), else :attr:`label`. "Subgradient MCMC (HMC, SGLD, SGNHT)" on
+        Diagnostics, in the overlay's legend and in Compare's table did not say which of the three had
+        run (a crawl)."""
+        sampler = (options or {}).get("sampler")
+        if sampler in SAMPLER_NAMES and any(o.name == "sampler" for o in self.options):
+            return f"{SAMPLER_NAMES[sampler]} (subgradient MCMC)"
+        return self.label
 
     def visible_options(self) -> list[Option]:
         ok = self.accepted()
@@ -346,10 +360,11 @@ METHODS: dict[str, Method] = {m.key: m for m in [
 
 
 def run_method_name(meta: dict, fallback: str = "another method") -> str:
-    """The short name of the method that made a run, from the run's meta (its ``method`` key; else its
-    label without the description, else ``fallback``)."""
+    """The short name of the method that made a run, from the run's meta (its ``method`` key and options:
+    :meth:`Method.run_label`; else its label without the description, else ``fallback``)."""
     m = METHODS.get(meta.get("method"))
-    return m.short_name if m is not None else str(meta.get("label", fallback)).split(" (")[0]
+    label = m.run_label(meta.get("options")) if m is not None else str(meta.get("label", fallback))
+    return label.split(" (")[0]
 
 
 def available_methods(binary: bool = True) -> list[Method]:

@@ -557,6 +557,43 @@ def fit_in_job(token: Token, estimator, X, y, cap: int | None = None, label: str
     return estimator
 
 
+class CheckedModel:
+    """A fitted model whose ``predict_proba`` / ``predict`` / ``decision_function`` run over ``rows`` rows
+    at a time with a Cancel check (``token.check``) between blocks; any other attribute is the model's.
+    A job's work after the fit (test metrics, the map, the fit's note) has no progress records: Compare's
+    Cancel on a 20,000-row MS-BPM fit left 6-10 s of full CPU in that stage (a crawl). Each row's
+    prediction is its own, so the blocks change no value."""
+
+    def __init__(self, model, token: Token, rows: int = 256):
+        self._model, self._token, self._rows = model, token, int(rows)
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def _blocks(self, method: str, X):
+        self._token.check()
+        fn = getattr(self._model, method)
+        n = len(X)
+        if n <= self._rows:
+            return fn(X)
+        import numpy as np  # (lazily, as the rest of this module's numerics)
+
+        parts = []
+        for s in range(0, n, self._rows):
+            parts.append(fn(X[s:s + self._rows]))
+            self._token.check()
+        return np.concatenate(parts, axis=0)
+
+    def predict_proba(self, X):
+        return self._blocks("predict_proba", X)
+
+    def predict(self, X):
+        return self._blocks("predict", X)
+
+    def decision_function(self, X):
+        return self._blocks("decision_function", X)
+
+
 def fit_plain(estimator, X, y):
     """A process-job body (no token: the process is terminated on Cancel). Returns the fitted
     estimator, pickled back to the server."""

@@ -9,6 +9,7 @@ back on a session's first run, so a shared link opens the same demo.
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import TYPE_CHECKING
 
@@ -383,6 +384,15 @@ def data_key(c: dict) -> str:
     if src == PLAYGROUND and st.session_state.get("playground") is not None:
         src = "playground:" + st.session_state["playground"].digest
     return f"{src}|{c['label']}|{','.join(c['features'])}|{c['std']}|{c['test']}|{c['seed']}"
+
+
+def run_data_meta(data: Prepared) -> dict:
+    """What a run keeps of the data it is fitted to (in its ``run_meta``): the prepared split itself (the
+    same object, not a copy), the settings and the upload's name. The Diagnostics page describes the
+    run: after a change of data its posterior-draws chart drew the old fit over the new points, and
+    "Run GibbsSVM on the same data" fitted the new rows and called the old run biased (a crawl)."""
+    upload = st.session_state.get("upload") or {}
+    return {"data": data, "cfg": copy.deepcopy(cfg()), "upload_name": upload.get("name")}
 
 
 def current_data() -> Prepared | None:

@@ -147,3 +147,17 @@ def test_no_page_has_a_bare_expression_that_streamlit_magic_would_print():
             if isinstance(node, ast.Expr) and not isinstance(node.value, (ast.Call, ast.Constant, ast.Await)):
                 bare.append(f"{path.name}:{node.lineno}")
     assert not bare, bare
+
+
+def test_a_runs_label_names_the_sampler_that_made_it():
+    """Diagnostics, the overlay legend and Compare's table said "Subgradient MCMC (HMC, SGLD, SGNHT)"
+    whichever sampler had run (a crawl)."""
+    from dashboard.methods import METHODS, run_method_name
+
+    sub = METHODS["subgradient_hmc"]
+    assert [sub.run_label({"sampler": s}) for s in ("hmc", "sgld", "sgnht")] == [
+        "Subgradient HMC (subgradient MCMC)", "SGLD (subgradient MCMC)", "SGNHT (subgradient MCMC)"]
+    assert run_method_name({"method": "subgradient_hmc", "options": {"sampler": "sgld"}}) == "SGLD"
+    assert sub.run_label({}) == sub.label  # no sampler chosen: the method's own label
+    assert METHODS["msbpm"].run_label({"sampler": "hmc"}) == METHODS["msbpm"].label  # no such option
+    assert run_method_name({"method": "msbpm", "options": {}}) == "MS-BPM"

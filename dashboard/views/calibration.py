@@ -100,9 +100,9 @@ else:
             est = fit_job("cal_fit", method, opts, data, int(c["seed"]))
             if est is not None:
                 st.session_state.pop("cal_fit_now", None)
-                meta = {"method": method.key, "label": method.label, "options": dict(opts),
-                        "data_key": data.key}
-                st.session_state["run"] = Run.from_fitted(est, label=method.label, meta=meta)
+                meta = {"method": method.key, "label": method.run_label(opts), "options": dict(opts),
+                        "data_key": data.key, **state.run_data_meta(data)}
+                st.session_state["run"] = Run.from_fitted(est, label=meta["label"], meta=meta)
                 st.session_state["run_meta"] = meta
                 st.rerun()
     st.stop()

@@ -18,7 +18,7 @@ from dashboard.analysis import (
 )
 from dashboard.methods import METHODS
 from dashboard.procrun import FINAL_DRAWS, map_model, thinned
-from dashboard.runner import Cancelled, Job
+from dashboard.runner import Cancelled, CheckedModel, Job
 
 st.title("Compare")
 st.markdown("Runs every method that applies to this data set on the same split, each with the options you "
@@ -100,6 +100,7 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
     results, errors = {}, {}
     for k, m in enumerate(methods):
         opts = options[m.key]
+        name = m.run_label(opts)  # (which sampler ran: "Subgradient MCMC (HMC, SGLD, SGNHT)" did not say)
         try:
             est = m.make(dict(opts), seed, fast=quick)
             cap = m.cap({**opts, **(m.fast if quick else {})})
@@ -111,12 +112,13 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
                 for rec in est.fit_iter(data.X_train, data.y_train):
                     # (a sampler run to its stopping rule sat at half its share: its checks now count)
                     frac = record_fraction(rec, cap, frac)
-                    token.progress((k + frac) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): "
+                    token.progress((k + frac) / len(methods), f"{name} ({k + 1}/{len(methods)}): "
                                                               f"iteration {rec.iteration}")
             scale = next((str(w.message) for w in caught if issubclass(w.category, DataScaleWarning)), "")
-            res = evaluate(est, data)
-            token.progress((k + 1) / len(methods), f"{m.label} ({k + 1}/{len(methods)}): its map and notes")
-            some = thinned(est, FINAL_DRAWS)[0]
+            # (the work after the fit checks Cancel every few hundred rows: runner.CheckedModel)
+            res = evaluate(CheckedModel(est, token), data)
+            token.progress((k + 1) / len(methods), f"{name} ({k + 1}/{len(methods)}): its map and notes")
+            some = CheckedModel(thinned(est, FINAL_DRAWS)[0], token)
             note = fit_note(some, data.X_train, data.y_train,
                             retry="on the Train page and run all methods again", scaled_badly=bool(scale))
             if scale:
@@ -124,17 +126,25 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
             proba = None
             if grid is not None:
                 try:
-                    proba = map_model(est, grid.points)[0].predict_proba(grid.points)
+                    proba = CheckedModel(map_model(est, grid.points)[0], token).predict_proba(grid.points)
+                except Cancelled:
+                    raise
                 except Exception as exc:  # noqa: BLE001 - the metrics stand; the map is left out, said
-                    errors[f"{m.label}'s map"] = f"{type(exc).__name__}: {exc}"
+                    errors[f"{name}'s map"] = f"{type(exc).__name__}: {exc}"
         except Cancelled:
             raise
         except Exception as exc:  # noqa: BLE001 - one failing method must not end the comparison
-            errors[m.label] = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+            errors[name] = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
             continue
-        results[m.label] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
-                            "converged": _convergence(est), "note": note, "map": proba}
+        results[name] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
+                         "converged": _convergence(est), "note": note, "map": proba}
     return {"key": data.key, "results": results, "errors": errors, "quick": quick}
+
+
+def _running() -> bool:
+    """Whether the page's comparison job is running."""
+    job = state.registry().get("compare")
+    return job is not None and job.status == "running"
 
 
 def _convergence(est) -> tuple[str, str]:
@@ -209,5 +219,6 @@ if saved and saved["key"] == data.key and saved["results"]:
                                       axis_titles=data.axis_names), key="cmp_grid")
     else:
         st.caption("Maps need exactly two features (choose two on the Data page).")
-elif saved and saved["key"] != data.key:
+elif saved and saved["key"] != data.key and not _running():
+    # (not while the new comparison runs: it said "run it again" beside the bar of that very run, a crawl)
     st.info("The data changed since the last comparison: run it again.")

@@ -74,10 +74,13 @@ kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
 records = f"{len(hist)} progress record{'' if len(hist) == 1 else 's'}"
 st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}"
            + ("." if kind == "baseline" else f", iteration {run.iteration}, {records}."))
-if meta.get("data_key") != data.key:
+current = data
+if meta.get("data_key") != current.key:
     st.warning("This run was made for other data (the data changed since it started): these diagnostics "
-               "describe that fit. Press **Start** on the Train page for a run on the current data.",
-               icon=":material/warning:")
+               "describe that fit, on its own data. Press **Start** on the Train page for a run on the "
+               "current data.", icon=":material/warning:")
+# from here on, the run's own data (state.run_data_meta): its points, names and rows for the exact sampler
+data = meta.get("data", current)
 
 if kind == "baseline":
     # (two empty chart frames said "no objective" and "fitted in one go", each under a mode bar)
@@ -174,7 +177,7 @@ last = last_check(hist) if rule_table is None else None
 pending_fail = check_made(last) and not check_passed(last)
 # what the Train page's Continue resumes: this run, on the current data and the chosen method (a run on
 # data changed since was told "Continue" here while Train had Continue off, a crawl)
-resumable = (run.can_resume and meta.get("data_key") == data.key
+resumable = (run.can_resume and meta.get("data_key") == current.key
              and meta.get("method") == state.cfg().get("method"))
 again = "; press **Start** on the Train page for a run on the current data and method"
 if last is not None and not check_made(last):
@@ -446,7 +449,7 @@ if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].ope
                     st.caption(f"Histograms of {model_names[0]} (the Quantity chosen above, "
                                f"{names[param]}, is a per-chain summary GibbsSVM does not have): pick one of "
                                "the model's parameters there to overlay its draws.")
-                labels = (meta.get("label", "approximate"), "exact GibbsSVM")
+                labels = (run_method_name(meta, "approximate"), "exact GibbsSVM")
                 ui.chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, model_names[j]),
                          key="diag_overlay")
 
@@ -456,11 +459,11 @@ k1.download_button("Draws (CSV)", data=lambda: draws_csv(S, names), file_name="d
                    icon=":material/download:", on_click="ignore", key="dl_draws_csv",
                    help="One row per chain and draw, one column per quantity.")
 if hasattr(est, "to_arviz"):
-    c = state.cfg()
-    upload = st.session_state.get("upload") or {}
+    c = meta.get("cfg") or state.cfg()  # the settings the run was made with
+    upload = meta.get("upload_name") if "cfg" in meta else (st.session_state.get("upload") or {}).get("name")
     std = bool(c.get("std"))
     about = {"method": meta.get("label", type(est).__name__),
-             "data": upload.get("name") if c.get("sample") == state.UPLOAD else c.get("sample"),
+             "data": upload if c.get("sample") == state.UPLOAD else c.get("sample"),
              "label_column": data.label_name, "classes": [str(k) for k in data.classes],
              "features": [str(f) for f in data.feature_names],
              "standardized": int(std),

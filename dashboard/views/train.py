@@ -196,9 +196,11 @@ def _new_run() -> Run | None:
     except Exception as exc:  # noqa: BLE001
         st.session_state["train_msg"] = f"Setting up {method.label} failed: {exc}"
         return None
-    meta = {"method": method.key, "label": method.label, "options": dict(opts), "data_key": data.key}
+    label = method.run_label(opts)  # (the sampler's own name where the method has several)
+    meta = {"method": method.key, "label": label, "options": dict(opts), "data_key": data.key,
+            **state.run_data_meta(data)}
     # the fit runs in a child process (dashboard/procrun.py): the page's redraws cannot slow it down
-    r = ProcessRun(est, data.X_train, data.y_train, max_iter=method.cap(opts), label=method.label,
+    r = ProcessRun(est, data.X_train, data.y_train, max_iter=method.cap(opts), label=label,
                    page=PAGE, meta=meta)
     r.min_interval = REDRAW_SECONDS if st.session_state.get("slow_motion") else 0.0
     st.session_state["run"], st.session_state["run_meta"] = r, meta  # what the other pages read
