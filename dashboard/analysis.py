@@ -348,6 +348,24 @@ def stage_progress(history, iteration: int, max_iter: int | None) -> tuple[int, 
     return int(stage) + 1, max(0, int(iteration) - int(start))
 
 
+def staged_fraction(history, iteration: int, max_iter: int | None) -> float | None:
+    """A staged run's progress bar (S-BSVM's kernel="auto": several fits one after another, each to its
+    own stopping rule, their number in the records' ``stages_planned``): finished fits plus the current
+    one's share of ``max_iter``, over the fits planned, at most 0.99 (the stacking comes after the last);
+    None for a run of one fit or records without the plan. The current fit's share alone went 1 % -> 0 %
+    from one fit to the next and then jumped to 100 % (a crawl)."""
+    if not history or not max_iter:
+        return None
+    last = history[-1].metrics or {}
+    planned = int(last.get("stages_planned", 1))
+    if planned <= 1 or "stage" not in last:
+        return None
+    stage = last["stage"]
+    start = next((h.iteration for h in history if h.metrics.get("stage") == stage), 0)
+    share = min(1.0, max(0, int(iteration) - int(start)) / max_iter)
+    return float(min(0.99, (int(stage) + share) / planned))
+
+
 def last_check(history) -> dict | None:
     """The metrics of a sampler's last stopping-rule check in its progress records (those carry
     ``ess_target``), or None."""

@@ -36,7 +36,8 @@ OBJECTIVES = ("elbo", "free_energy", "neg_free_energy", "log_posterior", "log_jo
 _HYPER = re.compile(r"(lengthscale|variance|amplitude|offset|relevance|^w\[|ard|^C$|^v$)", re.IGNORECASE)
 #: counters and flags that describe the run's bookkeeping, not its state (not plotted as curves)
 BOOKKEEPING = ("burnin", "n_burnin", "n_draws", "draws_kept", "inner_iterations", "n_support", "stage",
-               "rows", "rhat_target", "ess_target", "converged", "stopped", "next_check", "draws", "thin")
+               "stages_planned", "rows", "rhat_target", "ess_target", "converged", "stopped", "next_check",
+               "draws", "thin")
 #: the stopping rule's numbers in progress records (bsvm.convergence): the worst R-hat and ESS of the last
 #: check, drawn against its thresholds (``rhat_target``, ``ess_target``)
 CONVERGENCE = ("rhat", "ess_bulk")
@@ -1233,8 +1234,10 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
     # a method's name without its description in brackets: at 1280 px the full labels of neighbouring
     # maps ran into each other, and a second row's titles sat on the first row's tick labels
     titles = [n.split(" (")[0] for n in names]
+    # (0.17 between rows: at 0.14 a first row's tick labels touched the second row's titles in
+    # presentation mode, a crawl)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.05,
-                        vertical_spacing=0.14 if rows > 1 else 0.1)
+                        vertical_spacing=0.17 if rows > 1 else 0.1)
     fig.update_annotations(font_size=13)
     for k, name in enumerate(names):
         r, c = k // cols + 1, k % cols + 1

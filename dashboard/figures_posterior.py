@@ -16,6 +16,7 @@ from .analysis import Grid
 from .figures import (
     CLASS_COLOURS,
     LEGEND_BELOW,
+    MAP_MARGIN,
     SUBTITLE_MARGIN,
     _axis,
     _fast_figure,
@@ -46,8 +47,11 @@ def draw_boundaries(grid: Grid, values: np.ndarray, level: float, X=None, y=None
         traces += _point_traces(X, y, classes)
     # a short title, the count on a second line: "Decision boundaries of posterior draws (30 draws)" ran
     # under the mode bar (top right, on hover) of a half-width chart at 1280 px (a crawl)
+    # the maps' room below the plot (axis title, two rows of legend; ui.chart grows the figure for more):
+    # with a one-line title's bottom margin the legend, two rows in presentation mode, pushed the plot up
+    # and shrank it to 190 px at 1280 px (a crawl)
     return _fast_figure(traces, _subtitled(title, f"{len(values)} draws, one grey line each"), height,
-                        margin=SUBTITLE_MARGIN,
+                        margin={**SUBTITLE_MARGIN, "b": MAP_MARGIN["b"]},
                         **dict(zip(("xaxis", "yaxis"), _map_axes(grid, axis_titles))),
                         legend=LEGEND_BELOW, plot_bgcolor="white")
 

@@ -426,6 +426,14 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
             shown.update_layout(height=round(h + extra), margin_b=round(shown.layout.margin.b + extra))
         shown.update_layout(width=width)
         kw["width"] = "content"
+    elif "width" not in kw and not shown.layout.width:
+        # a grid of square maps (Compare) as wide as its maps fill their cells, at most the column
+        # (width "content"): stretched to the column at 1920 px, 200 px maps sat in 450 px cells with
+        # their colour bar far off at the right (a crawl)
+        grid_w = _grid_width(shown, int(shown.layout.height or 430))
+        if grid_w is not None:
+            shown.update_layout(width=grid_w)
+            kw["width"] = "content"
     st.plotly_chart(shown, key=key, **{"config": PLOTLY_CONFIG, **kw})
     from .figures import is_placeholder  # (lazily: see the TYPE_CHECKING import above)
 
@@ -528,12 +536,15 @@ def playground_refit(data: Prepared) -> None:
     method, _ = state.method_for(data)
     if method is None:
         return
-    on = st.toggle(f"Refit {method.label} after each edit", value=True, key="pg_refit",
+    opts = dict(state.method_options(method.key))
+    # the run's short name ("Subgradient HMC"): "Subgradient MCMC (HMC, SGLD, SGNHT): p(y = 1 | x)" was
+    # cut at the map's edge in presentation mode (the map is as wide as its square plot; a crawl)
+    name = method.run_label(opts).split(" (")[0]
+    on = st.toggle(f"Refit {name} after each edit", value=True, key="pg_refit",
                    help="Fits the method chosen on the Train page, with its options there (the library's "
                         "defaults unless changed), on the training rows of the edited data.")
     if not on:
         return
-    opts = dict(state.method_options(method.key))
     seed = int(state.cfg()["seed"])
     # The refit is a registry job (progress, Cancel; cancelled when the user leaves the page or edits
     # the points again), never a fit inside this script run.
@@ -556,7 +567,7 @@ def playground_refit(data: Prepared) -> None:
         pg = st.session_state["playground"]
         pts = click_grid(pg, 2)  # the canvas's corners
         grid = analysis.Grid(np.linspace(pts[0, 0], pts[-1, 0], 50), np.linspace(pts[0, 1], pts[-1, 1], 50))
-        fig = safe(figures.model_map_raw, model, data, grid, pg.X, pg.y, method.label, what="Prediction")
+        fig = safe(figures.model_map_raw, model, data, grid, pg.X, pg.y, name, what="Prediction")
         if fig is not None:
             chart(fig, key="pg_map", name="playground_map")
             # S-BSVM's kernel="auto" may weigh other fits after an edit: the map changed shape from one

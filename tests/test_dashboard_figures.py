@@ -1662,3 +1662,20 @@ def test_too_few_rows_message_does_not_double_class():
     text = str(err.value)
     assert "class_c has a single row" in text and "class_a: 20 rows" in text
     assert "class class" not in text
+
+
+def test_a_staged_runs_bar_counts_the_fits_it_plans():
+    """S-BSVM's kernel="auto" fits its candidates one after another: the bar showed the current fit's
+    share (1 % -> 0 % from one fit to the next, then 100 %); it now counts finished fits over the fits
+    the records announce (``stages_planned``), never full before the end."""
+    def rec(it, stage, planned=5):
+        return Progress(it, 0.1, {"elbo": -1.0, "stage": float(stage), "stages_planned": float(planned)}, {})
+
+    hist = [rec(10, 0), rec(20, 0), rec(30, 1), rec(40, 1)]
+    assert A.staged_fraction(hist[:2], 20, 1000) == pytest.approx(0.01 / 5)  # (from its first record)
+    assert A.staged_fraction(hist, 40, 1000) == pytest.approx((1 + 0.01) / 5)  # fit 2 began at 30
+    shares = [A.staged_fraction(hist[:k], h.iteration, 1000) for k, h in enumerate(hist, 1)]
+    assert shares == sorted(shares)
+    assert A.staged_fraction([rec(90, 5)], 90, 1000) == 0.99  # the stacking record: not full yet
+    assert A.staged_fraction([rec(10, 0, planned=1)], 10, 1000) is None  # one fit: iterations count
+    assert A.staged_fraction(hist, 40, None) is None

@@ -288,3 +288,19 @@ def test_inducing_kernel_matrix_gets_a_relative_jitter_so_the_fit_does_not_follo
     p0 = SBSVM(random_state=0).fit(Xr, yr).predict_proba(G)[:, 1]
     p1 = SBSVM(random_state=0).fit(Xr * (1 + 1e-15), yr).predict_proba(G)[:, 1]
     assert np.abs(p0 - p1).max() < 1e-9  # (4.5e-7 without the jitter)
+
+
+@pytest.mark.parametrize("kw, n", [({}, 175), ({}, 1500), ({}, 5000), ({"kernel": "rbf"}, 175),
+                                   ({"variant": "linear"}, 175), ({"variant": "batch"}, 175)])
+def test_progress_records_announce_the_number_of_fits_the_run_makes(kw, n):
+    """The records' ``stages_planned`` (a progress bar's denominator) is the number of fits ``stages_``
+    ends with: kernel="auto"'s candidates (with fixed-hyperparameter twins up to CV_MAX_ROWS rows) and a
+    subset fit's stage 2 included."""
+    from bsvm.datasets import make_ripley, make_twonorm
+
+    Xn, yn = make_ripley(n, random_state=0) if n < 1000 else make_twonorm(n, random_state=0)
+    est = SBSVM(random_state=0, max_iter=60, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        planned = {r.metrics["stages_planned"] for r in est.fit_iter(Xn, yn)}
+    assert planned == {float(len(est.stages_))}

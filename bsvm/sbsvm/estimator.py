@@ -539,6 +539,7 @@ class SBSVM(BayesianClassifier):
         Xs = self._scaled(X)
         self.converged_ = True
         self.stages_ = []
+        self._stages_planned = 1
         if self.variant == "linear":
             geom = linear_geometry(np.full(X.shape[1] + 1, np.sqrt(float(self.prior_variance))))
             cfg = self._config(n)
@@ -558,7 +559,14 @@ class SBSVM(BayesianClassifier):
         # kernel="auto": after the isotropic fit, an ARD fit and a linear-kernel fit; the one that predicts
         # held-out rows best (leave-one-out check, Akaike's charge) is kept (_choose_kernel)
         auto = self.kernel == "auto" and cfg.optimize_hyper and Xs.shape[1] > 1
-        if b < n and cfg.optimize_hyper and self.variant == "svi" and self.batch_size == "auto":
+        subset = b < n and cfg.optimize_hyper and self.variant == "svi" and self.batch_size == "auto"
+        # the number of fits the records' "stages_planned" announces (a progress bar's denominator):
+        # kernel="auto" adds an ARD and a linear fit, and up to CV_MAX_ROWS rows their fixed-hyperparameter
+        # twins (_choose_kernel's candidates); a fit on a hyperparameter subset adds its stage 2
+        one = auto and (subset or make_engine is SVIEngine)
+        self._stages_planned = 1 + (2 if one else 0) + (2 if one and not subset and n <= CV_MAX_ROWS else 0) \
+            + (1 if subset else 0)
+        if subset:
             # Stage 1: hyperparameters by full-batch steps on a random subset of b rows (exact coordinate
             # ascent in q, so the hyperparameter gradient is not minibatch noise). A Dask input gathers
             # these b rows (the same draw), so stage 1 and the stack are the in-memory fit's.
@@ -977,7 +985,9 @@ class SBSVM(BayesianClassifier):
     def _metrics(self, state, elbo, rho):
         # "stage": which fit the record belongs to (``stages_[stage]``; kernel="auto" fits its candidates
         # one after another, and the ELBO jumps from one to the next), the last one the stacked result
-        out = {"elbo": float(elbo), "rho": float(rho), "stage": float(len(getattr(self, "stages_", ())))}
+        # and "stages_planned" how many fits the run makes in all (the stacked result's record is the last)
+        out = {"elbo": float(elbo), "rho": float(rho), "stage": float(len(getattr(self, "stages_", ()))),
+               "stages_planned": float(getattr(self, "_stages_planned", 1))}
         if state.geom.kind == "sparse":
             out.update(describe_kernel(state.geom.kernel))
         else:

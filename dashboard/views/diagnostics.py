@@ -439,7 +439,9 @@ if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].ope
                         "comparable (use features=None for the approximate sampler).")
             else:
                 cmp = approx_vs_exact(S[:, :, len(extra):], G, model_names)
-                st.dataframe(cmp.style.format("{:.4g}"))
+                # three significant digits: at four, presentation mode at 1280 px cut the last column,
+                # the sd ratio, to "sd rati" (a crawl)
+                st.dataframe(cmp.style.format("{:.3g}"))
                 st.caption("Means and sds of every parameter under both samplers. Two correct runs differ "
                            "by Monte Carlo noise (about 0.07 sd with 400 effective draws each), so read "
                            "|mean diff| against its Monte Carlo error: within about 3 is noise; an sd ratio "

@@ -24,6 +24,7 @@ from dashboard.analysis import (
     scale_warned,
     stack_summary,
     stage_progress,
+    staged_fraction,
 )
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP, run_method_name
@@ -467,12 +468,16 @@ with right:
             return f"done: fitted in one go - {r.wall:.1f} s"
         total = f" / {r.max_iter}" if r.max_iter else ""
         staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
+        planned = int((r.history[-1].metrics or {}).get("stages_planned", 1)) if r.history else 1
         if staged is not None and r.status == DONE:  # (the last record, the stack, has no steps of its own)
             n_fits = staged[0] - 1 if staged[1] == 0 else staged[0]
             # (each candidate stops when its ELBO levels off: "iteration 502" of "1000" looked cut short)
             total = f" ({n_fits} fits, each to its own stopping rule, at most {r.max_iter} steps)"
         elif staged is not None:  # several fits in a row (S-BSVM's kernel="auto"): the current one's share
-            total = f" (fit {staged[0]}: {staged[1]} / {r.max_iter})"
+            of = f" of {planned}" if planned >= staged[0] else ""
+            total = f" (fit {staged[0]}{of}: {staged[1]} / {r.max_iter})"
+        elif planned > 1 and r.status != DONE:  # (the first of them)
+            total = f" (fit 1 of {planned}: {r.iteration} / {r.max_iter})"
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
         if (staged is None and r.status == DONE and r.max_iter and r.iteration < r.max_iter
                 and getattr(r.model, "converged_", False)):
@@ -500,8 +505,13 @@ with right:
             shown = rule_fraction(r.history)
             if shown is not None:
                 return shown
+        if r.status == DONE:
+            return r.fraction
+        planned = staged_fraction(list(r.history), r.iteration, r.max_iter)
+        if planned is not None:  # S-BSVM's candidate fits: finished fits plus the current one's share
+            return planned
         staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
-        if staged is None or r.status == DONE:
+        if staged is None:
             return r.fraction
         return min(1.0, staged[1] / r.max_iter)
 
