@@ -439,13 +439,22 @@ if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].ope
                         "comparable (use features=None for the approximate sampler).")
             else:
                 cmp = approx_vs_exact(S[:, :, len(extra):], G, model_names)
-                # three significant digits: at four, presentation mode at 1280 px cut the last column,
-                # the sd ratio, to "sd rati" (a crawl)
-                st.dataframe(cmp.style.format("{:.3g}"))
+                # short headers, the long ones on hover, three significant digits: presentation mode at
+                # 1280 px cut the last column, the sd ratio, to "sd rati" (a crawl)
+                short = {"|mean diff| / sd (exact)": "|diff| / sd", "|mean diff| / MC error": "|diff| / MCSE"}
+                helps = {"|diff| / sd": "|mean (approx.) - mean (exact)| / sd (exact)",
+                         "|diff| / MCSE": "|mean (approx.) - mean (exact)| / its Monte Carlo error (within "
+                                          "about 3 is noise)",
+                         "sd ratio": "sd (approx.) / sd (exact): near 1 when the spreads agree"}
+                shown = cmp.rename(columns=short)
+                st.dataframe(shown.style.format("{:.3g}"),
+                             column_config={k: st.column_config.NumberColumn(help=v) for k, v in helps.items()
+                                            if k in shown.columns})
                 st.caption("Means and sds of every parameter under both samplers. Two correct runs differ "
                            "by Monte Carlo noise (about 0.07 sd with 400 effective draws each), so read "
-                           "|mean diff| against its Monte Carlo error: within about 3 is noise; an sd ratio "
-                           "near 1 means the spreads agree. " + approx_vs_exact_verdict(cmp))
+                           "the difference of the means against its Monte Carlo error (|diff| / MCSE): "
+                           "within about 3 is noise; an sd ratio near 1 means the spreads agree. "
+                           + approx_vs_exact_verdict(cmp))
                 if j < 0:  # a per-chain quantity is chosen above (the default): overlay the first weight
                     j = 0
                     st.caption(f"Histograms of {model_names[0]} (the Quantity chosen above, "
