@@ -429,10 +429,10 @@ def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=No
 
 
 def _log_ticks(values, most: int = 4) -> dict:
-    """At most ``most`` ticks of the 1-2-5 series for a log axis over ``values``: weights within one
-    decade got Plotly's tick every 0.02 (0.04, 0.06, ..., 0.14), turned on end and run together on a
-    half-width chart beside long feature names (a crawl, 1280 px). Empty (Plotly's own) where the series
-    has fewer than two ticks in range."""
+    """At most ``most`` ticks for a log axis over ``values``, the densest of the series 1-2-5, 1-5 and
+    decades (then every k-th decade) that has two or more in range: weights within one decade got
+    Plotly's tick every 0.02 (0.04, 0.06, ..., 0.14), turned on end and run together on a half-width chart
+    beside long feature names (a crawl, 1280 px). Empty (Plotly's own) when none has two in range."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v) & (v > 0)]
     if v.size == 0:
@@ -440,13 +440,17 @@ def _log_ticks(values, most: int = 4) -> dict:
     lo, hi = np.log10(v.min()), np.log10(v.max())
     ticks = [m * 10.0 ** k for k in range(int(np.floor(lo)) - 1, int(np.ceil(hi)) + 1) for m in (1, 2, 5)]
     ticks = [t for t in ticks if lo - 1e-9 <= np.log10(t) <= hi + 1e-9]
-    for series in ((1, 2, 5), (1,)):  # 1-2-5, else decades, else every k-th decade (below)
-        kept = [t for t in ticks if round(t / 10.0 ** np.floor(np.log10(t) + 1e-9)) in series]
-        if len(kept) <= most:
+
+    def mantissa(t):
+        return round(t / 10.0 ** np.floor(np.log10(t) + 1e-9))
+
+    for series in ((1, 2, 5), (1, 5), (1,)):
+        kept = [t for t in ticks if mantissa(t) in series]
+        if 2 <= len(kept) <= most:
             break
-        ticks = kept
-    if len(kept) > most:
-        kept = kept[::-(-len(kept) // most)]
+    else:
+        kept = [t for t in ticks if mantissa(t) == 1]
+        kept = kept[::-(-len(kept) // most)] if len(kept) > most else []
     if len(kept) < 2:
         return {}
     return {"tickvals": kept, "ticktext": [f"{t:g}" for t in kept]}

@@ -302,9 +302,9 @@ def export_width(fig, height: int, default: int = 1200) -> int:
     return default
 
 
-#: the height a one-row legend below the plot takes from it (figures.LEGEND_BELOW: plotly.js raises the
-#: plot's bottom to make room), measured in chromium at 12 px type: 40 px
-LEGEND_ROW_PX = 40
+#: the height a one-row legend below a grid of maps takes from its plots (figures.LEGEND_BELOW: plotly.js
+#: raises the plots' bottom to make room), measured in chromium at 12 px type: 40 px
+LEGEND_BELOW_PX = 40
 
 
 def _grid_width(fig, height: int) -> int | None:
@@ -318,7 +318,7 @@ def _grid_width(fig, height: int) -> int | None:
         return None
     m = fig.layout.margin
     below = fig.layout.legend.yref == "container" and (fig.layout.legend.y or 0) == 0
-    plot_h = height - (m.t or 0) - (m.b or 0) - (LEGEND_ROW_PX if below else 0)
+    plot_h = height - (m.t or 0) - (m.b or 0) - (LEGEND_BELOW_PX if below else 0)
     plot_w = cell_h = 0.0
     for yk in ys:
         dx = lay.get("xaxis" + yk[len("yaxis"):], {}).get("domain", (0.0, 1.0))

@@ -186,6 +186,7 @@ def test_ard_weight_axis_has_a_few_upright_ticks_of_the_1_2_5_series():
     assert figures._log_ticks([1e-6, 1e3])["tickvals"] == [1e-6, 1e-3, 1.0, 1e3]  # at most 4, decades
     assert figures._log_ticks([0.05, 0.5])["ticktext"] == ["0.05", "0.1", "0.2", "0.5"]
     assert figures._log_ticks([0.3, 0.35]) == {}  # no two ticks in range: Plotly's own
+    assert figures._log_ticks([0.15, 6])["ticktext"] == ["0.5", "1", "5"]  # 1-2-5 too many, decades one
 
 
 def test_ard_weights_bars_sorted_largest_on_top_and_many_curves_drop_the_legend():
@@ -1257,6 +1258,10 @@ def test_a_samplers_last_check_in_words_and_as_a_fraction():
     assert A.check_fraction(worse.metrics) == pytest.approx(0.2)  # what the last check alone says
     # a job's bar (Compare, Calibration, Diagnostics): iterations over a cap, else the checks, never back
     assert A.record_fraction(Progress(50, 0.5, {}, {}), 200) == 0.25
+    # several fits: the finished ones count, not the iterations over max_iter
+    staged = Progress(500, 0.5, {"stage": 2.0, "stages_planned": 5.0}, {})
+    assert A.record_fraction(staged, 1000, 0.1) == pytest.approx(0.4)
+    assert A.record_fraction(Progress(900, 0.9, {"stage": 5.0, "stages_planned": 5.0}, {}), 1000) == 0.99
     shown = 0.0
     for rec in hist + [worse]:
         shown = A.record_fraction(rec, None, shown)
@@ -1317,7 +1322,7 @@ def test_a_single_map_is_exported_about_square_and_a_grid_of_maps_wide():
     H = int(maps.layout.height)
     w = ui.export_width(maps, H)
     lay, mm = maps.layout, maps.layout.margin
-    plot_h = H - mm.t - mm.b - ui.LEGEND_ROW_PX
+    plot_h = H - mm.t - mm.b - 40  # the legend row below the maps: 40 px, measured in chromium
     plot_w = w - mm.l - max(mm.r, ui.colourbar_px(maps, plot_h))
     for ax in ("", "2"):
         cell_w = (lay[f"xaxis{ax}"].domain[1] - lay[f"xaxis{ax}"].domain[0]) * plot_w
@@ -1679,3 +1684,24 @@ def test_a_staged_runs_bar_counts_the_fits_it_plans():
     assert A.staged_fraction([rec(90, 5)], 90, 1000) == 0.99  # the stacking record: not full yet
     assert A.staged_fraction([rec(10, 0, planned=1)], 10, 1000) is None  # one fit: iterations count
     assert A.staged_fraction(hist, 40, None) is None
+
+
+def test_bar_reading_reads_new_records_only_and_survives_thinning():
+    """The Train page's bar and text read a run's records incrementally (BarReading); the text took the
+    last 200 records and said "fit 1 of 5" during a long second fit (a review)."""
+    def rec(it, stage):
+        return Progress(it, 0.1, {"elbo": -1.0, "stage": float(stage), "stages_planned": 5.0}, {})
+
+    hist = [rec(i, 0) for i in range(0, 100, 10)] + [rec(100 + i, 1) for i in range(400)]
+    reading = A.BarReading().update(hist[:50])
+    assert reading.staged(140) == (2, 40) and reading.planned == 5
+    reading.update(hist)  # 360 new records of fit 2: its start is kept, not the last 200's
+    assert reading.staged(499) == (2, 399)
+    assert reading.staged_fraction(499, 1000) == pytest.approx((1 + 0.399) / 5)
+    # checks: the best share so far, also after the history was thinned (replaced by a shorter list)
+    checks = [Progress(i, 0.1, {"ess_bulk": e, "ess_tail": e, "ess_target": 400.0}, {})
+              for i, e in enumerate([100.0, 300.0, 200.0])]
+    r2 = A.BarReading().update(checks)
+    assert r2.best == pytest.approx(0.75)
+    assert r2.update([checks[0], checks[2]]).best == pytest.approx(0.75)  # thinned: the best is kept
+    assert A.BarReading().update([]).best is None

@@ -585,3 +585,18 @@ def test_dask_one_stage_fits_learn_and_calibrate_as_in_memory():
     kw = dict(optimize_hyperparameters=False, random_state=0)
     b = SBSVM(**kw).fit(da.from_array(X[:2400], chunks=(600, 20)), y[:2400])
     assert b.link_ != (1.0, 0.0) and error(b) < 0.05
+
+
+def test_partial_fit_records_announce_one_fit_after_a_staged_fit():
+    """After fit(kernel="auto") (five fits), partial_fit's records still said 5 of 5 fits planned, and a
+    bar built on them sat at its end (a review): a stream is one fit."""
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(200, random_state=0)
+    est = SBSVM(random_state=0, max_iter=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+        assert est.history_[-1].metrics["stages_planned"] > 1
+        est.partial_fit(X[:50], y[:50])
+    assert est.history_[-1].metrics["stages_planned"] == 1.0

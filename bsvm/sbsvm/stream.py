@@ -390,6 +390,9 @@ def _partial_fit(est, X, y, classes):
                          f"{est.classes_.tolist()!r} given on the first partial_fit call: pass the same "
                          "classes (or none) on later calls.")
     X, y = check_chunk(est, X, y, first)
+    # a stream is one fit that goes on: its records announce no further fits (after fit(kernel="auto")
+    # they still said 5 of 5 planned, and a bar built on that sat at its end)
+    est._stages_planned = 1
     warming = first or stream.buffer is not None
     buffer = None
     with _blas_limit(est._blas_threads):

@@ -121,6 +121,7 @@ def compare_job(token, methods, options, data, seed, quick, grid=None):
             some = CheckedModel(thinned(est, FINAL_DRAWS)[0], token)
             note = fit_note(some, data.X_train, data.y_train,
                             retry="on the Train page and run all methods again", scaled_badly=bool(scale))
+            token.check()  # (fit_note reads a failed prediction, Cancel's included, as "no note")
             if scale:
                 note = f"It warned: {page_warning(scale, data.feature_names)}" + (f" {note}" if note else "")
             proba = None

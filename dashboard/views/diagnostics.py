@@ -76,9 +76,11 @@ st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}"
            + ("." if kind == "baseline" else f", iteration {run.iteration}, {records}."))
 current = data
 if meta.get("data_key") != current.key:
+    # (a run made before runs kept their data has only the current data to draw its points on)
+    where = ", on its own data" if "data" in meta else "; its points are drawn on the current data"
     st.warning("This run was made for other data (the data changed since it started): these diagnostics "
-               "describe that fit, on its own data. Press **Start** on the Train page for a run on the "
-               "current data.", icon=":material/warning:")
+               f"describe that fit{where}. Press **Start** on the Train page for a run on the current "
+               "data.", icon=":material/warning:")
 # from here on, the run's own data (state.run_data_meta): its points, names and rows for the exact sampler
 data = meta.get("data", current)
 

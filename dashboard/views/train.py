@@ -15,16 +15,15 @@ import streamlit as st
 
 from dashboard import figures, state, ui
 from dashboard.analysis import (
+    BarReading,
     check_text,
     cost_caption,
     last_check,
     page_warning,
     param_names,
-    rule_fraction,
     scale_warned,
     stack_summary,
     stage_progress,
-    staged_fraction,
 )
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP, run_method_name
@@ -463,12 +462,23 @@ with right:
             slots.append(st.empty())
         return slots[i]
 
+    def bar_reading(r: Run) -> BarReading:
+        """The run's records as its bar reads them, kept on the run and read on from the last redraw."""
+        reading = getattr(r, "_bar_reading", None)
+        if reading is None:
+            reading = r._bar_reading = BarReading()
+        return reading.update(r.history)
+
     def progress_text(r: Run) -> str:
         if r.status == DONE and method.kind == "baseline":  # (PlattSVM: "iteration 1 - 5 it/s" meant nothing)
             return f"done: fitted in one go - {r.wall:.1f} s"
         total = f" / {r.max_iter}" if r.max_iter else ""
-        staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
-        planned = int((r.history[-1].metrics or {}).get("stages_planned", 1)) if r.history else 1
+        reading = bar_reading(r)
+        planned = reading.planned
+        # (a run of several fits: its current fit from all its records; the last 200 missed the start of a
+        # long fit, and the text said "fit 1 of 5" while the bar stood at fit 2, a review)
+        staged = reading.staged(r.iteration) if planned > 1 else \
+            stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
         if staged is not None and r.status == DONE:  # (the last record, the stack, has no steps of its own)
             n_fits = staged[0] - 1 if staged[1] == 0 else staged[0]
             # (each candidate stops when its ELBO levels off: "iteration 502" of "1000" looked cut short)
@@ -476,8 +486,6 @@ with right:
         elif staged is not None:  # several fits in a row (S-BSVM's kernel="auto"): the current one's share
             of = f" of {planned}" if planned >= staged[0] else ""
             total = f" (fit {staged[0]}{of}: {staged[1]} / {r.max_iter})"
-        elif planned > 1 and r.status != DONE:  # (the first of them)
-            total = f" (fit 1 of {planned}: {r.iteration} / {r.max_iter})"
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
         if (staged is None and r.status == DONE and r.max_iter and r.iteration < r.max_iter
                 and getattr(r.model, "converged_", False)):
@@ -502,12 +510,12 @@ with right:
         if not r.max_iter and r.status != DONE:
             # a sampler that runs until its rule is met (no length to count against): the share of the
             # effective draws it wants that its last check had (the bar stayed empty all run)
-            shown = rule_fraction(r.history)
+            shown = bar_reading(r).best  # the best check so far: never back (analysis.rule_fraction)
             if shown is not None:
                 return shown
         if r.status == DONE:
             return r.fraction
-        planned = staged_fraction(list(r.history), r.iteration, r.max_iter)
+        planned = bar_reading(r).staged_fraction(r.iteration, r.max_iter)
         if planned is not None:  # S-BSVM's candidate fits: finished fits plus the current one's share
             return planned
         staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
