@@ -345,7 +345,8 @@ PANEL_TITLE_CHARS = 15
 
 
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
-                  separate_axes: bool = False, feature_names=None, panel: int = 110, breaks=(), **extra):
+                  separate_axes: bool = False, feature_names=None, panel: int = 110, breaks=(),
+                  y_range=None, **extra):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
     ``extra``: more layout (shapes, annotations, margin), set as the figure is made (go.Figure's setters
     validate: eight times the cost of the whole figure, on every live redraw).
@@ -354,6 +355,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     different scales such as a step size next to an acceptance rate; ``panel`` px each.
     feature_names: the data's columns, put in place of positional names (``w[x0]`` -> ``w[radius]``).
     breaks: iterations where the curves are not joined (a new candidate fit starts there).
+    y_range: (low, high) of a single panel's y axis, instead of Plotly's autorange.
     """
     if not history or not names:
         return empty_figure(f"{title}: nothing recorded yet", height)
@@ -397,8 +399,35 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
         return _fast_figure(traces, _subtitled(title, f"{n} curves: hover to name one"), height,
                             xaxis=_iteration_axis(history), yaxis=_LOG_AXIS if log_y else {},
                             showlegend=False, **{"margin": SUBTITLE_MARGIN, **extra})
-    return _fast_figure(traces, title, height, xaxis=_iteration_axis(history),
-                        yaxis=_LOG_AXIS if log_y else {}, legend=LEGEND_BELOW, **extra)
+    yaxis = {**(_LOG_AXIS if log_y else {}), **({"range": list(y_range)} if y_range is not None else {})}
+    return _fast_figure(traces, title, height, xaxis=_iteration_axis(history), yaxis=yaxis,
+                        legend=LEGEND_BELOW, **extra)
+
+
+def focus_range(values, q: float = 0.05, tail: float = 2.0):
+    """A y range that leaves out a curve's far tails, as TensorBoard's "ignore outliers in chart scaling"
+    (on by default) does: each side is cut at the ``q`` / 1 - ``q`` quantile when the values beyond it
+    reach more than ``tail`` times the central range past it, else kept whole; the newest value is always
+    inside. Returns ((low, high), cut_low, cut_high), or None when nothing is cut (too few values, or no
+    far tail). S-BSVM's ELBO climbs from -450 to -100 in its first steps: on an axis from -450 its later
+    course, where convergence shows, was a flat line (a crawl)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size < 20:
+        return None
+    lo_q, hi_q = np.quantile(v, [q, 1.0 - q])
+    central = hi_q - lo_q
+    if not central > 0:
+        return None
+    cut_low = lo_q - v.min() > tail * central
+    cut_high = v.max() - hi_q > tail * central
+    if not (cut_low or cut_high):
+        return None
+    last = v[-1]
+    low = min(lo_q, last) if cut_low else v.min()
+    high = max(hi_q, last) if cut_high else v.max()
+    pad = 0.08 * (high - low)
+    return (float(low - pad), float(high + pad)), bool(cut_low), bool(cut_high)
 
 
 _ARD_WEIGHT = re.compile(r"^w\[(.+)\]$")
@@ -521,6 +550,8 @@ def objective_curve(history, height: int = 300, stages=None):
     marks = stage_changes(history, stages) + [(it, f" {rows:,} rows", f"from here on all {rows:,} rows")
                                               for it, rows in row_changes(history)]
     numbered = any(text.strip().isdigit() for _, text, _ in marks)
+    values = [rec.metrics.get(name, np.nan) for rec in history]
+    focus = focus_range(values)
     sub = []
     if len(label) > 32 and label.endswith(")") and " (" in label:
         # the reading hint on a second, smaller line: "U = -log posterior (levels off once mixed)" ran
@@ -531,6 +562,9 @@ def objective_curve(history, height: int = 300, stages=None):
         # (at most 42 characters, as the other notes: "dotted: the next candidate fit (hover its number)"
         # was cut at "numbe" on S-BSVM's ELBO in presentation mode at 1280 px, a crawl)
         sub.append("dotted: next candidate fit (hover number)")
+    if focus:  # what the focused axis leaves out, and where (double-click the chart to see all)
+        far = np.nanmin(values) if focus[1] else np.nanmax(values)
+        sub.append(f"outliers off the axis (to {far:.3g})")
     if sub:
         label = _subtitled(label, "; ".join(sub))
     shapes, notes = [], []
@@ -563,7 +597,8 @@ def objective_curve(history, height: int = 300, stages=None):
     if shapes:
         extra.update(shapes=shapes, annotations=notes)
     # (each candidate's ELBO is its own objective: joined, the five fits read as one climbing run, a crawl)
-    return metric_curves(history, [name], label, height=height, breaks=[m[0] for m in marks], **extra)
+    return metric_curves(history, [name], label, height=height, breaks=[m[0] for m in marks],
+                         y_range=focus[0] if focus else None, **extra)
 
 
 #: the objective's labels ("burn-in", the candidate fits' numbers) sit in a strip of this many px above

@@ -1705,3 +1705,24 @@ def test_bar_reading_reads_new_records_only_and_survives_thinning():
     assert r2.best == pytest.approx(0.75)
     assert r2.update([checks[0], checks[2]]).best == pytest.approx(0.75)  # thinned: the best is kept
     assert A.BarReading().update([]).best is None
+
+
+def test_objective_axis_leaves_out_the_first_steps_far_tail_and_says_so():
+    """S-BSVM's ELBO climbs from -450 to -100 in its first steps: on an axis from -450 the rest, where
+    convergence shows, was a flat line (a crawl). Like TensorBoard's "ignore outliers in chart scaling",
+    the axis is cut at the 5 % quantile when the tail beyond is far, and the subtitle says how far."""
+    rng = np.random.default_rng(0)
+    v = -100 - 350 * np.exp(-np.arange(300) / 3.0) + rng.normal(0, 0.2, 300)
+    fig = figures.objective_curve([Progress(i, 0.1, {"elbo": float(x)}, {}) for i, x in enumerate(v)])
+    lo, hi = fig.layout.yaxis.range
+    assert lo > -110 and hi >= v.max() and lo <= v[-1] <= hi  # the converged part fills the axis
+    assert "outliers off the axis (to -450)" in fig.layout.title.text
+    go_fig = __import__("plotly.graph_objects", fromlist=["Figure"]).Figure(fig.to_dict())  # valid
+    assert go_fig.layout.yaxis.range == fig.layout.yaxis.range
+    # a curve without a far tail keeps Plotly's autorange; a free energy's tail is cut at the top
+    calm = figures.objective_curve([Progress(i, 0.1, {"elbo": -100 + 0.01 * i}, {}) for i in range(50)])
+    assert calm.layout.yaxis.range is None and "outliers" not in calm.layout.title.text
+    F = 40 + 300 * np.exp(-np.arange(100) / 2.0)
+    rng_F = figures.focus_range(F)
+    assert rng_F is not None and rng_F[2] and not rng_F[1] and rng_F[0][1] < 100
+    assert figures.focus_range(F[:10]) is None  # too few values to tell a tail
