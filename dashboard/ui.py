@@ -444,6 +444,20 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
         png_button(lambda: shown, key, name)
 
 
+def file_name(stem: str, *parts, ext: str = "csv", meta: dict | None = None) -> str:
+    """A download's file name: ``stem`` and the data set and method it is about, in plain characters
+    ("calibration_metrics_ripley_MS-BPM.csv"): each page's metrics came under one fixed name, so files
+    from several runs overwrote each other (a crawl)."""
+    if meta and "cfg" in meta:  # a run's own data (state.run_data_meta), which may not be the current
+        c, up = meta["cfg"], {"name": meta.get("upload_name")}
+    else:
+        c, up = state.cfg(), st.session_state.get("upload") or {}
+    data = up.get("name") if c.get("sample") == state.UPLOAD else c.get("sample")
+    words = [stem, str(data or "").rsplit(".", 1)[0], *map(str, parts)]
+    plain = [re.sub(r"[^A-Za-z0-9.-]+", "_", w).strip("_") for w in words]
+    return "_".join(w for w in plain if w) + f".{ext}"
+
+
 def png_button(make_fig, key: str, name: str | None, label: str = "PNG") -> None:
     """A PNG download of ``make_fig()`` (the figure as shown), drawn by kaleido only when it is asked
     for, outside the script run. ``label``: the button's text (a row of buttons under a grid of charts

@@ -1931,3 +1931,32 @@ def test_job_work_after_a_fit_checks_cancel_between_blocks_of_rows():
     with pytest.raises(Cancelled):
         CheckedModel(Slow(), token, rows=64).predict_proba(X)
     assert calls == [64, 64]  # stopped after the block that was running, not after all five
+
+
+def test_calibration_names_a_run_made_for_other_data_and_downloads_name_their_data():
+    """After the data changed, Calibration said "No trained model for this data yet" to a user who had
+    just trained, while Train and Diagnostics warned of a run on other data; and every page's metrics
+    came as one file name, so downloads from several runs overwrote each other (a crawl)."""
+    at = _app(sample="ripley.csv", method="platt")
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status != "running")
+    at.switch_page("views/calibration.py").run()
+    _until(lambda: not _workers(), at=at)
+    at.run()
+    _ok(at)
+    from dashboard import ui
+
+    # the file names carry the data set and the method (the run's own data set, from its meta)
+    meta = at.session_state["run_meta"]
+    assert ui.file_name("draws", "SGLD", meta=meta) == "draws_ripley_SGLD.csv"
+    assert ui.file_name("draws", "Subgradient HMC", ext="nc",
+                        meta={"cfg": {"sample": "upload"}, "upload_name": "my data (v2).csv"}) \
+        == "draws_my_data_v2_Subgradient_HMC.nc"
+    at.session_state["cfg"]["seed"] = 7  # another split
+    at.switch_page("views/calibration.py").run()
+    _ok(at)
+    said = [w.value for w in at.warning]
+    assert any("was made for other data" in w and "PlattSVM" in w for w in said), said
+    assert not any("No trained model" in i.value for i in at.info)

@@ -87,8 +87,17 @@ else:
     note = state.fallback_note(data, method)
     if note:
         st.warning(note, icon=":material/info:")
-    st.info("No trained model for this data yet: train one on the **Train** page, or fit here with the "
-            "current options.")
+    if run is not None and run.fitted:
+        # (it said "No trained model for this data yet" to a user who had just trained, while Train and
+        # Diagnostics warned of a run made for other data: a crawl)
+        st.warning(f"The Train page's run ({run_method_name(meta)}) was made for other data (the data "
+                   "changed since it started), so it is not compared here: train again on the **Train** "
+                   "page, or fit here with the current options (that fit then becomes the run the other "
+                   "pages show).",
+                   icon=":material/warning:")
+    else:
+        st.info("No trained model for this data yet: train one on the **Train** page, or fit here with the "
+                "current options.")
     if method is not None:
         opts = state.method_options(method.key)
         if st.button(f"Fit {method.label} now", type="primary"):
@@ -123,8 +132,9 @@ table = figures.metrics_table({k: v["report"] for k, v in results.items()})
 st.dataframe(table.style.format("{:.4f}"))
 if (note := ui.fit_note_once(model, data, retry="on the Train page and train again")):
     st.warning(f"**{label}**: {note}", icon=":material/lightbulb:")
-st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="calibration_metrics.csv",
-                   mime="text/csv", icon=":material/download:", on_click="ignore", key="cal_metrics_csv")
+st.download_button("Metrics (CSV)", data=metrics_csv(table),
+                   file_name=ui.file_name("calibration_metrics", label or ""), mime="text/csv",
+                   icon=":material/download:", on_click="ignore", key="cal_metrics_csv")
 st.caption("error: misclassified fraction; Brier: mean squared error of p; "
            "log loss: mean -log p(true class); ECE: count-weighted gap between confidence and accuracy "
            "over 10 bins; AUC: ranking quality"

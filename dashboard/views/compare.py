@@ -207,7 +207,7 @@ if saved and saved["key"] == data.key and saved["results"]:
     for k in long_names:
         if res[k].get("note"):
             st.info(f"**{k.split(' (')[0]}**: {res[k]['note']}", icon=":material/lightbulb:")
-    st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name="compare_metrics.csv",
+    st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name=ui.file_name("compare_metrics"),
                        mime="text/csv", icon=":material/download:", on_click="ignore", key="cmp_metrics_csv")
     if data.n_features == 2:
         grid, true_p = ui.map_grid(data)  # the Calibration page's grid and extent (and its cached truth)

@@ -468,7 +468,9 @@ if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].ope
 
 st.subheader("Downloads")
 k1, k2, k3 = st.columns(3)
-k1.download_button("Draws (CSV)", data=lambda: draws_csv(S, names), file_name="draws.csv", mime="text/csv",
+run_name = run_method_name(meta, type(est).__name__)  # (in the files' names, with the run's data set)
+k1.download_button("Draws (CSV)", data=lambda: draws_csv(S, names), mime="text/csv",
+                   file_name=ui.file_name("draws", run_name, meta=meta),
                    icon=":material/download:", on_click="ignore", key="dl_draws_csv",
                    help="One row per chain and draw, one column per quantity.")
 if hasattr(est, "to_arviz"):
@@ -492,7 +494,7 @@ if hasattr(est, "to_arviz"):
              "feature_center": np.asarray(data.center, dtype=float) if std else None,
              "feature_scale": np.asarray(data.scale, dtype=float) if std else None}
     k2.download_button("Draws (NetCDF, ArviZ)", data=lambda: draws_netcdf(est, names[len(extra):], about),
-                       file_name="draws.nc",
+                       file_name=ui.file_name("draws", run_name, ext="nc", meta=meta),
                        mime="application/x-netcdf", icon=":material/download:", on_click="ignore",
                        key="dl_draws_nc", help="The estimator's to_arviz() DataTree: posterior, sample_stats "
                                                "and observed_data as groups (the root holds only what "
@@ -502,6 +504,7 @@ if hasattr(est, "to_arviz"):
 else:
     k2.caption("NetCDF needs the estimator's `to_arviz()` (not available for this method yet).")
 if table is not None:
-    k3.download_button("Diagnostics table (CSV)", data=metrics_csv(table), file_name="diagnostics.csv",
-                       mime="text/csv", icon=":material/download:", on_click="ignore", key="dl_diag_csv")
+    k3.download_button("Diagnostics table (CSV)", data=metrics_csv(table), mime="text/csv",
+                       file_name=ui.file_name("diagnostics", run_name, meta=meta),
+                       icon=":material/download:", on_click="ignore", key="dl_diag_csv")
 
