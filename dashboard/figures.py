@@ -929,8 +929,9 @@ def class_map(grid: Grid, P: np.ndarray, X=None, y=None, classes=(), *, overlay=
     if overlay is not None and len(overlay):
         traces.append(_overlay_trace(overlay, overlay_name))
     xaxis, yaxis = _map_axes(grid, axis_titles)
+    margin = {**MAP_MARGIN, "t": SUBTITLE_MARGIN["t"]} if "<br>" in title else MAP_MARGIN  # (a subtitle)
     return _fast_figure(traces, title, height, xaxis=xaxis, yaxis=yaxis,
-                        legend=LEGEND_BELOW, plot_bgcolor="white", margin=MAP_MARGIN)
+                        legend=LEGEND_BELOW, plot_bgcolor="white", margin=margin)
 
 
 def model_map(model, data, grid: Grid, title: str, *, truth=None, max_points: int = 800, height: int = 430,
@@ -950,8 +951,11 @@ def model_map(model, data, grid: Grid, title: str, *, truth=None, max_points: in
         return proba_heatmap(grid, P[:, 1], X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
                              truth=truth, title=f"{title}: p(y = {data.classes[1]} | x)", axis_titles=axes,
                              height=height, light=light)
+    # (the reading hint on a second line: "MS-BPM: class (opacity = confidence)" ran under the chart's
+    # mode bar at 1280 px, a crawl)
     return class_map(grid, P, X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
-                     title=f"{title}: class (opacity = confidence)", axis_titles=axes, height=height)
+                     title=_subtitled(f"{title}: predicted class", "opacity = confidence"), axis_titles=axes,
+                     height=height)
 
 
 def model_map_raw(model, data, grid: Grid, X_raw, y_raw, title: str, *, height: int = 430):

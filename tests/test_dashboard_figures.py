@@ -1726,3 +1726,19 @@ def test_objective_axis_leaves_out_the_first_steps_far_tail_and_says_so():
     rng_F = figures.focus_range(F)
     assert rng_F is not None and rng_F[2] and not rng_F[1] and rng_F[0][1] < 100
     assert figures.focus_range(F[:10]) is None  # too few values to tell a tail
+
+
+def test_a_multiclass_model_map_puts_its_reading_hint_on_a_second_line():
+    """"MS-BPM: class (opacity = confidence)" ran under the chart's mode bar at 1280 px (a crawl): the
+    title is "<name>: predicted class", the hint a subtitle, with the subtitle's top margin."""
+    from types import SimpleNamespace
+
+    grid = Grid(np.linspace(0, 1, 4), np.linspace(0, 1, 2))
+    P = np.array([[0.8, 0.1, 0.1], [0.4, 0.3, 0.3], [0.1, 0.9, 0.0], [0.2, 0.2, 0.6]] * 2)
+    model = SimpleNamespace(predict_proba=lambda Z: P[:len(Z)])
+    data = SimpleNamespace(axis_names=["x1", "x2"], classes=["a", "b", "c"], X_train=np.zeros((3, 2)),
+                           y_train=np.array(["a", "b", "c"]), feature_names=["x1", "x2"])
+    fig = figures.model_map(model, data, grid, "MS-BPM")
+    assert fig.layout.title.text.startswith("MS-BPM: predicted class<br>")
+    assert "opacity = confidence" in fig.layout.title.text
+    assert fig.layout.margin.t == figures.SUBTITLE_MARGIN["t"]
