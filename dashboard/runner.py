@@ -562,7 +562,8 @@ class CheckedModel:
     at a time with a Cancel check (``token.check``) between blocks; any other attribute is the model's.
     A job's work after the fit (test metrics, the map, the fit's note) has no progress records: Compare's
     Cancel on a 20,000-row MS-BPM fit left 6-10 s of full CPU in that stage (a crawl). Each row's
-    prediction is its own, so the blocks change no value."""
+    prediction is its own, so the blocks change values only by rounding (at most 1.5e-13 measured, in the
+    BLAS products), and cost about what one call does (6,000 rows after 2,000: 0.6-1.4x per method)."""
 
     def __init__(self, model, token: Token, rows: int = 256):
         self._model, self._token, self._rows = model, token, int(rows)
