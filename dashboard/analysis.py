@@ -332,31 +332,20 @@ def evaluate(model, data: Prepared) -> dict:
     return {"proba": proba, "y_index": y_idx, "report": report, "p_true": p_true}
 
 
-def stage_progress(history, iteration: int, max_iter: int | None) -> tuple[int, int] | None:
-    """(stage number from 1, iterations done in it) for a method whose records name their stage
-    (S-BSVM's ``stage``: with kernel="auto" it fits several candidates one after another, each for at
-    most ``max_iter`` steps, while the iteration count runs on), or None when the records have no stage
-    or the run is still in its first one with fewer than ``max_iter`` iterations (plain "i / max")."""
-    if not history or not max_iter or "stage" not in (history[-1].metrics or {}):
-        return None
-    stage = history[-1].metrics["stage"]
-    start = next((h.iteration for h in history if h.metrics.get("stage") == stage), 0)
-    first = all(h.metrics.get("stage") == stage for h in history)
-    if first and iteration <= max_iter:
-        return None
-    # a stage's first record is its first step's: it started one record interval before (at most)
-    return int(stage) + 1, max(0, int(iteration) - int(start))
-
-
 class BarReading:
     """What a run's progress bar and its text need from the run's records, read incrementally: each
     redraw reads only the records new since the last (a scan of the whole history cost ~40 ms a redraw at
     10,000 records, a review). Kept on the run; a thinned history (``runner.MAX_RECORDS``) is read again,
     the best check so far kept.
 
-    ``best``: the largest :func:`check_fraction` of the stopping rule's checks (None before the first);
-    ``stage``, ``stage_start``: the current fit of a run of several (S-BSVM's kernel="auto") and the
-    iteration of its first record; ``planned``: the fits its records announce (``stages_planned``)."""
+    ``best``: the largest :func:`check_fraction` of the stopping rule's checks (None before the first):
+    the bar of a run that stops when its rule is met. A bar that followed the last check alone stepped
+    back whenever R-hat rose or an ESS estimate fell between two checks (a crawl), which reads as a
+    fault; the text beside the bar says what the last check found (:func:`check_text`).
+    ``stage``, ``stage_start``: the current fit of a run of several (S-BSVM's kernel="auto", which fits
+    its candidates one after another while the iteration count runs on) and the iteration of its first
+    record; ``planned``: the fits its records announce (``stages_planned``). The current fit's share
+    alone went 1 % -> 0 % from one fit to the next and then jumped to 100 % (a crawl)."""
 
     def __init__(self):
         self._n, self._first = 0, None
@@ -389,21 +378,12 @@ class BarReading:
 
     def staged_fraction(self, iteration: int, max_iter: int | None) -> float | None:
         """Finished fits plus the current one's share of ``max_iter``, over the fits planned, at most
-        0.99 (the stacking comes after the last); None for a run of one fit (see :func:`staged_fraction`)."""
+        0.99 (the stacking comes after the last); None for a run of one fit."""
         staged = self.staged(iteration)
         if staged is None or not max_iter:
             return None
         return float(min(0.99, (staged[0] - 1 + min(1.0, staged[1] / max_iter)) / self.planned))
 
-
-def staged_fraction(history, iteration: int, max_iter: int | None) -> float | None:
-    """A staged run's progress bar (S-BSVM's kernel="auto": several fits one after another, each to its
-    own stopping rule, their number in the records' ``stages_planned``): finished fits plus the current
-    one's share of ``max_iter``, over the fits planned, at most 0.99 (the stacking comes after the last);
-    None for a run of one fit or records without the plan. The current fit's share alone went 1 % -> 0 %
-    from one fit to the next and then jumped to 100 % (a crawl). (:class:`BarReading` reads the records
-    incrementally, for a page that redraws.)"""
-    return BarReading().update(history).staged_fraction(iteration, max_iter)
 
 
 def last_check(history) -> dict | None:
@@ -428,19 +408,12 @@ def check_fraction(checked: dict) -> float:
     return float(np.clip(share, 0.0, 0.99))
 
 
-def rule_fraction(history) -> float | None:
-    """The progress bar of a run that stops when its rule is met: the largest :func:`check_fraction` of
-    its checks so far, None before the first check. A bar that follows the last check alone stepped back
-    whenever R-hat rose or an ESS estimate fell between two checks (a crawl), which reads as a fault; the
-    text beside the bar says what the last check found (:func:`check_text`)."""
-    return BarReading().update(history).best
-
 
 def record_fraction(rec, cap: int | None, shown: float = 0.0) -> float:
     """A job's bar after progress record ``rec``: for a run of several fits (records with
     ``stages_planned``) the finished fits' share; else its iteration over ``cap`` for a method with an
     iteration budget; for a sampler run to its stopping rule (no cap) the share of its checks so far;
-    never less than ``shown`` (the bar before this record; see :func:`rule_fraction`) where it counts
+    never less than ``shown`` (the bar before this record; see :class:`BarReading`) where it counts
     fits or checks. (Compare's S-BSVM bar, iterations over max_iter, filled long before its five fits
     ended: a review.)"""
     metrics = rec.metrics or {}

@@ -550,7 +550,8 @@ def objective_curve(history, height: int = 300, stages=None):
     marks = stage_changes(history, stages) + [(it, f" {rows:,} rows", f"from here on all {rows:,} rows")
                                               for it, rows in row_changes(history)]
     numbered = any(text.strip().isdigit() for _, text, _ in marks)
-    values = [rec.metrics.get(name, np.nan) for rec in history]
+    # (over the points drawn, as metric_curves thins them: not a pass over every record at each redraw)
+    values = [history[i].metrics.get(name, np.nan) for i in thin_index(len(history), MAX_CURVE_POINTS)]
     focus = focus_range(values)
     sub = []
     if len(label) > 32 and label.endswith(")") and " (" in label:

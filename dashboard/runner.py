@@ -552,7 +552,7 @@ def fit_in_job(token: Token, estimator, X, y, cap: int | None = None, label: str
         if "ess_target" in (rec.metrics or {}):
             checked = rec.metrics
         said = f" ({check_text(checked)})" if checked else ""
-        fraction = record_fraction(rec, None, fraction)  # the best share so far (analysis.rule_fraction)
+        fraction = record_fraction(rec, None, fraction)  # the best share so far (analysis.BarReading)
         token.progress(fraction, f"{name}: iteration {rec.iteration}{said}")
     return estimator
 

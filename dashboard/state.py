@@ -395,6 +395,16 @@ def run_data_meta(data: Prepared) -> dict:
     return {"data": data, "cfg": copy.deepcopy(cfg()), "upload_name": upload.get("name")}
 
 
+def run_settings(meta: dict | None = None) -> tuple[dict, str | None]:
+    """The data settings and the data set's name (a sample's file, an upload's name) that a run was made
+    with (its ``run_meta``, :func:`run_data_meta`), else the current ones."""
+    if meta and "cfg" in meta:
+        c, upload = meta["cfg"], meta.get("upload_name")
+    else:
+        c, upload = cfg(), (st.session_state.get("upload") or {}).get("name")
+    return c, (upload if c.get("sample") == UPLOAD else c.get("sample"))
+
+
 def current_data() -> Prepared | None:
     """The prepared split for the current settings, or None (with an st.error) when they do not work."""
     from .analysis import prepare

@@ -448,14 +448,14 @@ def file_name(stem: str, *parts, ext: str = "csv", meta: dict | None = None) -> 
     """A download's file name: ``stem`` and the data set and method it is about, in plain characters
     ("calibration_metrics_ripley_MS-BPM.csv"): each page's metrics came under one fixed name, so files
     from several runs overwrote each other (a crawl)."""
-    if meta and "cfg" in meta:  # a run's own data (state.run_data_meta), which may not be the current
-        c, up = meta["cfg"], {"name": meta.get("upload_name")}
-    else:
-        c, up = state.cfg(), st.session_state.get("upload") or {}
-    data = up.get("name") if c.get("sample") == state.UPLOAD else c.get("sample")
+    _, data = state.run_settings(meta)  # a run's own data set, which may not be the current one
     words = [stem, str(data or "").rsplit(".", 1)[0], *map(str, parts)]
-    plain = [re.sub(r"[^A-Za-z0-9.-]+", "_", w).strip("_") for w in words]
-    return "_".join(w for w in plain if w) + f".{ext}"
+    return "_".join(w for w in map(_plain, words) if w) + f".{ext}"
+
+
+def _plain(text: str) -> str:
+    """``text`` in characters every file system takes (runs of others as one "_")."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
 
 
 def png_button(make_fig, key: str, name: str | None, label: str = "PNG") -> None:
@@ -463,7 +463,7 @@ def png_button(make_fig, key: str, name: str | None, label: str = "PNG") -> None
     for, outside the script run. ``label``: the button's text (a row of buttons under a grid of charts
     says which chart each is for)."""
     # a plain file name: a key with a method's label gave "cal_map_main_Subgradient MCMC.png" (a crawl)
-    plain = re.sub(r"[^A-Za-z0-9_.-]+", "_", name or key).strip("_") or "figure"
+    plain = _plain(name or key) or "figure"
     st.download_button(label, data=lambda: _png_or_message(make_fig()), file_name=f"{plain}.png",
                        mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",
                        type="tertiary", help="Download this figure as a PNG image (drawn by kaleido in a "

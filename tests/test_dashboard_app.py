@@ -1876,13 +1876,9 @@ def test_diagnostics_of_a_run_made_for_other_data_use_that_runs_own_data():
     the old run biased (1.88 sd), and the posterior draws were drawn over the new points (a crawl): the
     page describes the run, on the data it was fitted to."""
     pytest.importorskip("bsvm.subgradient")
-    at = _app(sample="ripley.csv", method="subgradient_hmc",
-              **{"o.n_samples": "60", "o.n_burnin": "60", "o.n_chains": "2", "o.sampler": "sgnht"})
-    at.switch_page("views/train.py").run()
-    _button(at, "Start").click().run()
-    run = at.session_state["run"]
-    _until(lambda: run.status != "running")
-    assert run.status == "done"
+    at, run, _ = _finished_train_run(sample="ripley.csv", method="subgradient_hmc",
+                                     **{"o.n_samples": "60", "o.n_burnin": "60", "o.n_chains": "2",
+                                        "o.sampler": "sgnht"})
     fitted = at.session_state["data"]
     assert at.session_state["run_meta"]["data"] is fitted
     at.session_state["cfg"]["seed"] = 7  # another split: other training rows
@@ -1937,11 +1933,7 @@ def test_calibration_names_a_run_made_for_other_data_and_downloads_name_their_da
     """After the data changed, Calibration said "No trained model for this data yet" to a user who had
     just trained, while Train and Diagnostics warned of a run on other data; and every page's metrics
     came as one file name, so downloads from several runs overwrote each other (a crawl)."""
-    at = _app(sample="ripley.csv", method="platt")
-    at.switch_page("views/train.py").run()
-    _button(at, "Start").click().run()
-    run = at.session_state["run"]
-    _until(lambda: run.status != "running")
+    at, _, _ = _finished_train_run(sample="ripley.csv", method="platt")
     at.switch_page("views/calibration.py").run()
     _until(lambda: not _workers(), at=at)
     at.run()

@@ -1139,20 +1139,17 @@ def test_fit_note_says_when_a_straight_boundary_holds_a_fit_back():
     assert "right 70% of the time" in note and "most frequent class (70%)" in note
 
 
-def test_stage_progress_counts_the_current_fit_of_a_multi_fit_run():
+def test_the_bar_counts_the_current_fit_of_a_multi_fit_run():
     """S-BSVM's kernel="auto" fits its candidates one after another while the iteration count runs on:
-    the Train page showed "iteration 1423 / 1000". The current fit's share is counted from its first
-    record; a single-stage run within max_iter keeps the plain "i / max"."""
-    from dashboard.analysis import stage_progress
+    the Train page showed "iteration 1423 / 1000". The current fit's steps are counted from its first
+    record; a run that announces one fit has no stages."""
+    def recs(stages, planned=5):  # (iteration, stage) pairs
+        return [Progress(it, 0.0, {"elbo": 0.0, "stage": float(s), "stages_planned": float(planned)})
+                for it, s in stages]
 
-    def recs(stages):  # (iteration, stage) pairs
-        return [Progress(it, 0.0, {"elbo": 0.0, "stage": float(s)}) for it, s in stages]
-
-    assert stage_progress(recs([(10, 0), (20, 0)]), 20, 1000) is None
-    assert stage_progress([Progress(5, 0.0, {"objective": 1.0})], 1500, 1000) is None  # no stages
-    assert stage_progress(recs([(10, 0), (600, 0), (610, 1), (900, 1)]), 900, 1000) == (2, 290)
-    assert stage_progress(recs([(10, 0), (990, 0), (1000, 0)]), 1420, 1000) == (1, 1410)
-
+    assert A.BarReading().update(recs([(10, 0), (20, 0)], planned=1)).staged(20) is None
+    assert A.BarReading().update([Progress(5, 0.0, {"objective": 1.0})]).staged(1500) is None  # no stages
+    assert A.BarReading().update(recs([(10, 0), (600, 0), (610, 1), (900, 1)])).staged(900) == (2, 290)
 
 def test_remembered_model_answers_a_repeated_grid_from_memory(monkeypatch):
     """ui._Remembered: the same question (same model, same points) is computed once; another model or
@@ -1253,8 +1250,8 @@ def test_a_samplers_last_check_in_words_and_as_a_fraction():
     assert A.check_fraction({**held, "rhat": np.nan}) == 0.99  # one chain: ESS alone
     # the bar never steps back: a later check with a higher R-hat leaves it at the best share so far
     worse = Progress(40, 0.4, {**held, "rhat": 1.05}, {})
-    assert A.rule_fraction(hist[:1]) is None and A.rule_fraction(hist[:2]) == 0.0
-    assert A.rule_fraction(hist + [worse]) == pytest.approx(343 / 400)
+    assert A.BarReading().update(hist[:1]).best is None and A.BarReading().update(hist[:2]).best == 0.0
+    assert A.BarReading().update(hist + [worse]).best == pytest.approx(343 / 400)
     assert A.check_fraction(worse.metrics) == pytest.approx(0.2)  # what the last check alone says
     # a job's bar (Compare, Calibration, Diagnostics): iterations over a cap, else the checks, never back
     assert A.record_fraction(Progress(50, 0.5, {}, {}), 200) == 0.25
@@ -1676,14 +1673,17 @@ def test_a_staged_runs_bar_counts_the_fits_it_plans():
     def rec(it, stage, planned=5):
         return Progress(it, 0.1, {"elbo": -1.0, "stage": float(stage), "stages_planned": float(planned)}, {})
 
+    def staged(records, iteration, max_iter):
+        return A.BarReading().update(records).staged_fraction(iteration, max_iter)
+
     hist = [rec(10, 0), rec(20, 0), rec(30, 1), rec(40, 1)]
-    assert A.staged_fraction(hist[:2], 20, 1000) == pytest.approx(0.01 / 5)  # (from its first record)
-    assert A.staged_fraction(hist, 40, 1000) == pytest.approx((1 + 0.01) / 5)  # fit 2 began at 30
-    shares = [A.staged_fraction(hist[:k], h.iteration, 1000) for k, h in enumerate(hist, 1)]
+    assert staged(hist[:2], 20, 1000) == pytest.approx(0.01 / 5)  # (from its first record)
+    assert staged(hist, 40, 1000) == pytest.approx((1 + 0.01) / 5)  # fit 2 began at 30
+    shares = [staged(hist[:k], h.iteration, 1000) for k, h in enumerate(hist, 1)]
     assert shares == sorted(shares)
-    assert A.staged_fraction([rec(90, 5)], 90, 1000) == 0.99  # the stacking record: not full yet
-    assert A.staged_fraction([rec(10, 0, planned=1)], 10, 1000) is None  # one fit: iterations count
-    assert A.staged_fraction(hist, 40, None) is None
+    assert staged([rec(90, 5)], 90, 1000) == 0.99  # the stacking record: not full yet
+    assert staged([rec(10, 0, planned=1)], 10, 1000) is None  # one fit: iterations count
+    assert staged(hist, 40, None) is None
 
 
 def test_bar_reading_reads_new_records_only_and_survives_thinning():

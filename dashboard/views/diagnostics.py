@@ -474,11 +474,10 @@ k1.download_button("Draws (CSV)", data=lambda: draws_csv(S, names), mime="text/c
                    icon=":material/download:", on_click="ignore", key="dl_draws_csv",
                    help="One row per chain and draw, one column per quantity.")
 if hasattr(est, "to_arviz"):
-    c = meta.get("cfg") or state.cfg()  # the settings the run was made with
-    upload = meta.get("upload_name") if "cfg" in meta else (st.session_state.get("upload") or {}).get("name")
+    c, data_name = state.run_settings(meta)  # the settings the run was made with
     std = bool(c.get("std"))
     about = {"method": meta.get("label", type(est).__name__),
-             "data": upload if c.get("sample") == state.UPLOAD else c.get("sample"),
+             "data": data_name,
              "label_column": data.label_name, "classes": [str(k) for k in data.classes],
              "features": [str(f) for f in data.feature_names],
              "standardized": int(std),

@@ -23,7 +23,6 @@ from dashboard.analysis import (
     param_names,
     scale_warned,
     stack_summary,
-    stage_progress,
 )
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP, run_method_name
@@ -477,8 +476,7 @@ with right:
         planned = reading.planned
         # (a run of several fits: its current fit from all its records; the last 200 missed the start of a
         # long fit, and the text said "fit 1 of 5" while the bar stood at fit 2, a review)
-        staged = reading.staged(r.iteration) if planned > 1 else \
-            stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
+        staged = reading.staged(r.iteration)
         if staged is not None and r.status == DONE:  # (the last record, the stack, has no steps of its own)
             n_fits = staged[0] - 1 if staged[1] == 0 else staged[0]
             # (each candidate stops when its ELBO levels off: "iteration 502" of "1000" looked cut short)
@@ -510,18 +508,14 @@ with right:
         if not r.max_iter and r.status != DONE:
             # a sampler that runs until its rule is met (no length to count against): the share of the
             # effective draws it wants that its last check had (the bar stayed empty all run)
-            shown = bar_reading(r).best  # the best check so far: never back (analysis.rule_fraction)
+            shown = bar_reading(r).best  # the best check so far: never back (analysis.BarReading)
             if shown is not None:
                 return shown
         if r.status == DONE:
             return r.fraction
         planned = bar_reading(r).staged_fraction(r.iteration, r.max_iter)
-        if planned is not None:  # S-BSVM's candidate fits: finished fits plus the current one's share
-            return planned
-        staged = stage_progress(list(r.history[-200:]), r.iteration, r.max_iter)
-        if staged is None:
-            return r.fraction
-        return min(1.0, staged[1] / r.max_iter)
+        # (S-BSVM's candidate fits: finished fits plus the current one's share)
+        return planned if planned is not None else r.fraction
 
     def draw_live(r: Run, slots, full: bool, again: bool):
         """One redraw of the live view into ``slots`` (progress, charts, error placeholders)."""
