@@ -80,12 +80,13 @@ SUBTITLE_MARGIN = {"l": 50, "r": 20, "t": 62, "b": 40}
 _MARGIN = {"l": 50, "r": 20, "t": 45, "b": 40}
 
 
-def _subtitled(title: str, note: str) -> str:
+def _subtitled(title: str, *notes: str) -> str:
     """A title with a note on a second, smaller line: as one line, the note ran off a half-width chart at
     1280 px."""
     # (a size relative to the title's, 12 px under a 15 px title: presentation mode, which enlarges the
     # title, enlarges its note too; at a fixed 12 px it stayed small on a projector)
-    return f"{title}<br><span style='font-size:{SUBTITLE_EM}em'>{note}</span>"
+    # (one span per line: each note its own line)
+    return title + "".join(f"<br><span style='font-size:{SUBTITLE_EM}em'>{n}</span>" for n in notes)
 
 
 #: a title's note's size, relative to the title's
@@ -567,7 +568,9 @@ def objective_curve(history, height: int = 300, stages=None):
         far = np.nanmin(values) if focus[1] else np.nanmax(values)
         sub.append(f"outliers off the axis (to {far:.3g})")
     if sub:
-        label = _subtitled(label, "; ".join(sub))
+        # one note a line: joined on one, "dotted: next candidate fit (hover number); outliers off the
+        # axis (to -450)" ran off a half-width chart at 1280 px
+        label = _subtitled(label, *sub)
     shapes, notes = [], []
     burn = [rec.iteration for rec in history if rec.metrics.get("burnin") == 1.0]
     if burn:
@@ -591,7 +594,8 @@ def objective_curve(history, height: int = 300, stages=None):
                     "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks]
         notes += [{**_ABOVE_PLOT, "x": g["x"], "text": g["text"], "hovertext": g["hover"],
                    "xanchor": g["anchor"]} for g in groups]
-    extra = {"margin": SUBTITLE_MARGIN} if sub else {}
+    extra = {"margin": {**SUBTITLE_MARGIN, "t": SUBTITLE_MARGIN["t"] + NOTE_LINE * (len(sub) - 1)}} \
+        if sub else {}
     if notes:  # the labels' strip above the plot
         margin = dict(extra.get("margin", _MARGIN))
         extra["margin"] = {**margin, "t": margin["t"] + LABEL_STRIP}
@@ -602,6 +606,8 @@ def objective_curve(history, height: int = 300, stages=None):
                          y_range=focus[0] if focus else None, **extra)
 
 
+#: px of the top margin for each further line of a title's notes (12 px type under a 15 px title)
+NOTE_LINE = 14
 #: the objective's labels ("burn-in", the candidate fits' numbers) sit in a strip of this many px above
 #: the plot: inside it they sat on the curve (S-BSVM's ELBO climbs to the top within a few steps) and
 #: "burn-in" beside the top y tick label (a crawl)

@@ -1742,3 +1742,19 @@ def test_a_multiclass_model_map_puts_its_reading_hint_on_a_second_line():
     assert fig.layout.title.text.startswith("MS-BPM: predicted class<br>")
     assert "opacity = confidence" in fig.layout.title.text
     assert fig.layout.margin.t == figures.SUBTITLE_MARGIN["t"]
+
+
+def test_an_objectives_notes_each_take_a_line():
+    """Joined on one line, "dotted: next candidate fit (hover number); outliers off the axis (to -450)" ran
+    off a half-width chart at 1280 px: each note is a line of its own, and the top margin grows by one
+    line for the second."""
+    rng = np.random.default_rng(0)
+    v = -100 - 350 * np.exp(-np.arange(300) / 3.0) + rng.normal(0, 0.2, 300)
+    hist = [Progress(i, 0.1, {"elbo": float(x), "stage": float(i >= 200), "stages_planned": 2.0}, {})
+            for i, x in enumerate(v)]
+    fig = figures.objective_curve(hist)
+    text = fig.layout.title.text
+    assert text.count("<br><span") == 2 and "dotted: next candidate fit" in text and "outliers off" in text
+    one = figures.objective_curve([Progress(i, 0.1, {"elbo": float(x)}, {}) for i, x in enumerate(v)])
+    assert one.layout.title.text.count("<br><span") == 1
+    assert fig.layout.margin.t - one.layout.margin.t >= figures.NOTE_LINE
