@@ -14,11 +14,11 @@ from bsvm.subgradient.potential import (
 )
 
 
-def _problem(n=400, d=5, seed=0):
+def _problem(n=400, d=5, seed=0, order="C"):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
-    return HingeModel(1.0, 1.0, 2, d), signed_design(X, y), rng
+    return HingeModel(1.0, 1.0, 2, d), signed_design(X, y, order=order), rng
 
 
 def _hmc_draws(model, Z, groups, seeds, theta0, tuning, steps, screen_min_size=10 ** 9):
@@ -69,11 +69,11 @@ def test_hmc_with_the_update_keeps_the_draws_of_each_chain_whatever_the_grouping
     np.testing.assert_array_equal(run([[0, 1, 2, 3]]), run([[0, 1], [2, 3]]))
 
 
-def _screen_problem(n=3000, d=6, seed=3):
+def _screen_problem(n=3000, d=6, seed=3, order="C"):
     """A design, a metric (L, centre) and states near the centre, with rows placed 1e-12..1e-6 from the
     kink at the last state."""
     rng = np.random.default_rng(seed)
-    model, Z, _ = _problem(n, d, seed)
+    model, Z, _ = _problem(n, d, seed, order)
     P = model.n_params
     L = np.tril(rng.normal(size=(P, P))) * 0.05 + 0.1 * np.eye(P)
     centre = rng.normal(size=P) * 0.5
@@ -87,14 +87,16 @@ def _screen_problem(n=3000, d=6, seed=3):
     return model, Z, L, centre, thetas, rows
 
 
+@pytest.mark.parametrize("order", ["C", "F"], ids=["row-major design", "column-major design"])
 @pytest.mark.parametrize("single", [False, True], ids=["float64 copy", "float32 copy"])
-def test_screened_update_decides_every_row_as_the_float64_margins(single, monkeypatch):
+def test_screened_update_decides_every_row_as_the_float64_margins(single, order, monkeypatch):
     from bsvm.subgradient import potential as pt
     from bsvm.subgradient.potential import _chain_products, binary_active_update, make_screen
 
     if single:  # the float32 copy of large designs (>= 8 MB), here on a small one; rows at 1e-6..1e-12
         monkeypatch.setattr(pt, "_TWIN_MIN_BYTES", 0)  # of the kink must be recomputed in float64
-    model, Z, L, centre, thetas, rows = _screen_problem()
+    model, Z, L, centre, thetas, rows = _screen_problem(order=order)
+    assert Z.flags[f"{order}_CONTIGUOUS"]  # samplers.design_order picks either for HMC
     screen = make_screen(Z, model.n_params, model.l, centre, L)
     assert screen.Zs.dtype == (np.float32 if single else np.float64)
     k = np.searchsorted(screen.q, screen.threshold(thetas[0]), side="right")

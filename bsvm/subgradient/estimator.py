@@ -227,10 +227,8 @@ class _HingeSampler(BayesianClassifier):
         with pool if pool is not None else self._chain_pool() as pool:
             Z = None
             if self.model_.n_classes == 2 and spec.kind != "gibbs":
-                # column-major for full-data HMC (per-chain matrix-vector products stream columns),
-                # row-major for minibatches (they gather rows)
                 if row_order is None:
-                    Z = signed_design(Phi, y, order="F" if spec.kind == "hmc" else "C")
+                    Z = signed_design(Phi, y, order=S.design_order(spec.kind, Phi.shape))
                 else:
                     Z = signed_design(Phi, y, rows=row_order)
             data = (pool.share(Phi), y, None if Z is None else pool.share(Z),

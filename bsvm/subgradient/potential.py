@@ -178,9 +178,8 @@ def signed_design(X: np.ndarray, y: np.ndarray, order: str = "C",
     then two BLAS products and a comparison, with no bias or label arithmetic per call (3-4x fewer passes
     over the data than the general path). The ones column makes the second product also count the active
     hinges (``binary_full``), which a separate count over the (chains, n) mask would cost as much as a
-    product. ``order="F"`` (column-major) suits full-data use (HMC): each chain's two matrix-vector
-    products in ``binary_full`` then stream contiguous columns (at 100,000 x 51 about 1.6x faster than
-    row-major, measured); minibatches gather rows and want the default row-major layout. ``rows``: a
+    product. ``samplers.design_order`` says which memory order a fit wants: column-major for full-data
+    HMC products, row-major where rows are gathered (minibatches, and HMC's screened updates). ``rows``: a
     permutation of the rows, Z's row i then being data row rows[i] (gathered in chunks of about 8 MB, so
     the only copy of X is the design itself)."""
     n, d = X.shape
