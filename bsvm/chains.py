@@ -9,8 +9,9 @@ Vectorised engines keep a leading chain axis; :class:`ChainRNG` gives them one o
 that axis while each row comes from its own chain's generator, so an engine written for "all chains at
 once" is unchanged when it runs a subset of them.
 
-:class:`ChainPool` runs a picklable function on each of ``n_jobs`` contiguous chain groups
-(:func:`chain_groups`): in-process, one group after another, or through ``joblib.Parallel`` (the default
+:class:`ChainPool` runs a picklable function on each of ``n_jobs`` chain groups (contiguous,
+:func:`chain_groups`; HMC regroups its chains between segments so that the groups' leapfrog steps even out,
+:func:`balanced_groups`, :func:`join_chains`): in-process, one group after another, or through ``joblib.Parallel`` (the default
 loky processes, or any backend chosen with ``joblib.parallel_config``, e.g. ``backend="dask"`` for a
 ``dask.distributed`` cluster). A fit starts in-process and moves its groups to the workers only when the
 rest of the run is estimated, at the measured speed, at >= :func:`set_parallel_threshold`'s seconds
@@ -35,7 +36,8 @@ the Laplace pilot (about 1 s at 100,000 x 50), the metric pooling at window ends
 checks over all chains (R-hat needs every chain), and one round trip per segment (segments end at window
 ends, at the end of burn-in, at scheduled checks and about every 2 s).
 
-Public API: ``chain_seeds``, ``ChainRNG``, ``chain_groups``, ``take_chains``, ``ChainPool``,
+Public API: ``chain_seeds``, ``ChainRNG``, ``chain_groups``, ``balanced_groups``, ``take_chains``,
+``join_chains``, ``in_chain_order``, ``ChainPool``,
 ``set_parallel_threshold``, ``parallel_threshold``.
 """
 
@@ -133,6 +135,68 @@ def take_chains(obj, idx, n_chains: int):
     if isinstance(obj, tuple | list):
         return type(obj)(take_chains(o, idx, n_chains) for o in obj)
     return obj
+
+
+def join_chains(parts: list, groups, n_chains: int):
+    """The inverse of :func:`take_chains`: the per-chain states of chain ``groups`` (one part per group,
+    as ``take_chains`` gives them) joined into one whose row k is chain k's. Arrays are scattered by
+    chain, a :class:`ChainRNG`'s generators likewise (the same objects: each chain keeps its stream);
+    named tuples, tuples and lists are joined field by field; None, numbers, strings and other objects
+    are shared and taken from the first part. A part whose array does not have its group's chain count
+    first raises."""
+    first = parts[0]
+    if isinstance(first, ChainRNG):
+        gens = [None] * int(n_chains)
+        for part, g in zip(parts, groups, strict=True):
+            for k, gen in zip(np.asarray(g), part.generators, strict=True):
+                gens[int(k)] = gen
+        return ChainRNG(gens)
+    if isinstance(first, np.ndarray):
+        if first.ndim == 0:
+            return first
+        for part, g in zip(parts, groups, strict=True):
+            if part.shape[0] != len(g):
+                raise ValueError(f"a per-chain array has shape {part.shape}, not the group's {len(g)} chains "
+                                 "first")
+        out = np.empty((int(n_chains), *first.shape[1:]), dtype=np.result_type(*parts))
+        for part, g in zip(parts, groups, strict=True):
+            out[np.asarray(g)] = part
+        return out
+    if isinstance(first, tuple) and hasattr(first, "_fields"):
+        return type(first)(*(join_chains([q[i] for q in parts], groups, n_chains) for i in range(len(first))))
+    if isinstance(first, tuple | list):
+        return type(first)(join_chains([q[i] for q in parts], groups, n_chains) for i in range(len(first)))
+    return first
+
+
+def in_chain_order(blocks, groups, axis: int = 0) -> np.ndarray:
+    """Per-group arrays (each group's chains along ``axis``) concatenated with every chain at its own
+    index: a no-op reordering for contiguous groups in order (:func:`chain_groups`)."""
+    out = np.concatenate(blocks, axis=axis)
+    order = np.concatenate([np.asarray(g) for g in groups])
+    if np.array_equal(order, np.arange(order.size)):
+        return out
+    return np.take(out, np.argsort(order), axis=axis)
+
+
+def balanced_groups(costs, sizes) -> list[np.ndarray]:
+    """Chain groups of the given ``sizes`` whose largest total ``cost`` (per chain, e.g. its leapfrog
+    steps per transition) is small: the costliest chain first, each to the group with the least cost so
+    far that has room (ties to the lower chain, then the lower group; greedy, so not always the best
+    split). Each group sorted, the groups ordered by their first chain, so the group holding chain 0
+    comes first (the sizes may then come in another order). Where the draws do not depend
+    on the grouping (every engine here: each chain's values are its own), this moves only where a chain
+    runs: two workers whose chains take 5, 5 and 6, 7 leapfrog steps per transition do 10 and 13
+    chain-steps, the slowest setting the pace; {7, 5} and {6, 5} do 12 and 11."""
+    costs = np.asarray(costs, dtype=float)
+    sizes = [int(s) for s in sizes]
+    load, members = [0.0] * len(sizes), [[] for _ in sizes]
+    for k in sorted(range(costs.size), key=lambda i: (-costs[i], i)):
+        j = min((j for j in range(len(sizes)) if len(members[j]) < sizes[j]), key=lambda j: (load[j], j))
+        members[j].append(k)
+        load[j] += costs[k]
+    groups = [np.sort(np.asarray(m, dtype=int)) for m in members if m]
+    return sorted(groups, key=lambda g: int(g[0]))
 
 
 def chain_groups(n_chains: int, n_jobs: int) -> list[np.ndarray]:

@@ -267,3 +267,59 @@ def test_take_chains_slices_every_per_chain_array_and_refuses_shared_ones():
     assert r.generators == [rng.generators[0], rng.generators[2]]
     with pytest.raises(ValueError, match="3 chains first"):
         take_chains((np.eye(4),), [0], 3)
+
+
+def test_join_chains_undoes_take_chains_and_balanced_groups_even_out_the_work():
+    from bsvm.chains import balanced_groups, in_chain_order, join_chains, take_chains
+    from bsvm.subgradient.samplers import AdaptState, DualAveraging, HMCState
+
+    rng = ChainRNG.from_seeds(np.random.SeedSequence(0).spawn(4))
+    da = DualAveraging(np.arange(4.0), np.arange(4.0) + 1, np.zeros(4), 7, np.ones(4))
+    state = (HMCState(np.arange(12.0).reshape(4, 3), np.arange(4.0), -np.arange(12.0).reshape(4, 3)),
+             AdaptState(da, None, [np.ones((4, 3)), 2 * np.ones((4, 3))]), rng)
+    groups = [np.array([0, 3]), np.array([1, 2])]
+    parts = [take_chains(state, g, 4) for g in groups]
+    st, ad, r = join_chains(parts, groups, 4)
+    np.testing.assert_array_equal(st.theta, state[0].theta)
+    np.testing.assert_array_equal(st.grad, state[0].grad)
+    np.testing.assert_array_equal(ad.da.log_step_bar, da.log_step_bar)
+    assert ad.da.t == 7 and len(ad.window) == 2
+    assert [g is h for g, h in zip(r.generators, rng.generators)] == [True] * 4  # each chain keeps its stream
+    with pytest.raises(ValueError, match="group's 2 chains"):
+        join_chains([np.zeros((3, 2)), np.zeros((2, 2))], groups, 4)
+    blocks = [np.array([[0.0], [3.0]]), np.array([[1.0], [2.0]])]
+    np.testing.assert_array_equal(in_chain_order(blocks, groups)[:, 0], [0.0, 1.0, 2.0, 3.0])
+    # leapfrog steps per transition 5, 5, 6, 7: contiguous halves do 10 and 13 chain-steps; even 11 and 12
+    even = balanced_groups([5, 5, 6, 7], [2, 2])
+    assert [g.tolist() for g in even] == [[0, 2], [1, 3]]
+    # greedy: 9 -> A, 6 -> B, 5 -> B (full), 4 and 1 -> A; the groups keep the sizes, ordered by first chain
+    assert [g.tolist() for g in balanced_groups([5, 6, 4, 9, 1], [3, 2])] == [[0, 1], [2, 3, 4]]
+    # equal costs: no better than contiguous groups, which the estimator then keeps (it moves chains only
+    # for a strictly smaller largest group)
+    assert [g.tolist() for g in balanced_groups([1, 1, 1], [2, 1])] == [[0, 2], [1]]
+
+
+@pytest.mark.parametrize("screened", [False, True], ids=["full products", "active sets and screen"])
+def test_hmc_chains_moved_between_workers_keep_their_draws(screened, monkeypatch):
+    """Each chain's leapfrog count follows its own step size; with n_jobs = 2 the chains are regrouped
+    so the workers' chain-steps even out (here 5 + 6 against 5 + 4 steps per transition: the contiguous
+    halves do 11 and 9). The draws, potentials, step sizes and last states are those of one process; with
+    ``screened`` the active sets (kept in a screen's row order) travel between groups too."""
+    from bsvm.subgradient import samplers as S
+
+    if screened:
+        monkeypatch.setattr(S.Potential, "incremental_min_size", 0)
+        monkeypatch.setattr(S.Potential, "screen_min_size", 0)
+    rng = np.random.default_rng(0)
+    for n, d in ((300, 5), (200, 10)):  # the data of the two seeds below, drawn in turn
+        X = rng.normal(size=(n, d))
+        y = (X @ rng.normal(size=d) + 0.5 * rng.normal(size=n) > 0).astype(int)
+    kw = dict(n_samples=30, n_burnin=60, n_chains=4, random_state=3)
+    ref = SubgradientHMC("hmc", **kw).fit(X, y)
+    with joblib.parallel_config(backend="threading"), parallel_threshold(0):
+        est = SubgradientHMC("hmc", n_jobs=2, **kw).fit(X, y)
+    assert est.n_jobs_ == 2 and est._regroups >= 1
+    np.testing.assert_array_equal(est.samples_, ref.samples_)
+    np.testing.assert_array_equal(est.potential_, ref.potential_)
+    np.testing.assert_array_equal(est.step_size_, ref.step_size_)
+    np.testing.assert_array_equal(est.theta_, ref.theta_)

@@ -298,11 +298,25 @@ class HMC:
     leaves uncertain (``potential.Screen``). The Metropolis-Hastings test uses the exact potential either
     way (the screen changes no decision)."""
 
+    #: integration time in the whitened coordinates when the step count is not fixed (a quarter orbit)
+    TRAJECTORY = 0.5 * np.pi
+
     def __init__(self, potential: Potential, n_leapfrog: int | None, jitter: float = 0.2,
-                 trajectory: float = 0.5 * np.pi):
+                 trajectory: float = TRAJECTORY):
         self.potential, self.jitter, self.trajectory = potential, float(jitter), float(trajectory)
         self.n_leapfrog = None if n_leapfrog is None else int(n_leapfrog)
         self.record_path = False
+
+    @staticmethod
+    def leapfrog_counts(tuning: Tuning, n_chains: int, n_leapfrog: int | None = None,
+                        trajectory: float = TRAJECTORY) -> np.ndarray:
+        """Each chain's leapfrog steps per transition (C,) at ``tuning``: ceil(trajectory / h_c), h_c its
+        un-jittered step (``Tuning.count_step`` in burn-in), or the fixed ``n_leapfrog``. What a chain's
+        transition costs, which ``bsvm.chains.balanced_groups`` evens out between workers."""
+        if n_leapfrog is not None:
+            return np.full(n_chains, int(n_leapfrog))
+        h = _col(tuning.step_size if tuning.count_step is None else tuning.count_step, n_chains)
+        return np.maximum(1, np.ceil(trajectory / h[:, 0])).astype(int)
 
     def init(self, rng, theta0) -> HMCState:
         theta0 = np.asarray(theta0, dtype=float)
@@ -325,11 +339,7 @@ class HMC:
         C = state.theta.shape[0]
         h0 = _col(tuning.step_size, C)
         h = h0 * rng.uniform(1.0 - self.jitter, 1.0 + self.jitter, size=(C, 1))
-        if self.n_leapfrog is None:
-            h_count = h0 if tuning.count_step is None else _col(tuning.count_step, C)
-            steps = np.maximum(1, np.ceil(self.trajectory / h_count[:, 0])).astype(int)
-        else:
-            steps = np.full(C, self.n_leapfrog)
+        steps = self.leapfrog_counts(tuning, C, self.n_leapfrog, self.trajectory)
         n = int(steps.max())
         r = rng.standard_normal(state.theta.shape)
         H0 = state.U + 0.5 * np.einsum("cp,cp->c", r, r)
