@@ -10,17 +10,17 @@ that axis while each row comes from its own chain's generator, so an engine writ
 once" is unchanged when it runs a subset of them.
 
 :class:`ChainPool` runs a picklable function on each of ``n_jobs`` chain groups (contiguous,
-:func:`chain_groups`; HMC regroups its chains between segments so that the groups' leapfrog steps even out,
-:func:`balanced_groups`, :func:`join_chains`): in-process, one group after another, or through ``joblib.Parallel`` (the default
-loky processes, or any backend chosen with ``joblib.parallel_config``, e.g. ``backend="dask"`` for a
-``dask.distributed`` cluster). A fit starts in-process and moves its groups to the workers only when the
-rest of the run is estimated, at the measured speed, at >= :func:`set_parallel_threshold`'s seconds
-(default 1 s); the workers are started in the background meanwhile (:meth:`ChainPool.offer`). A fit whose
-whole run is predicted before sampling (``bsvm.cost``) at >= ``ChainPool.predict_factor`` (3) x that
-threshold starts the workers at once, while its pilot runs, and moves from the first segment
-(:meth:`ChainPool.predict`). Large
-read-only arrays are shared with process workers as memory maps (:meth:`ChainPool.share`), so a segment
-of work ships only the chains' small states.
+:func:`chain_groups`; HMC regroups its chains between segments so that the groups' leapfrog steps even
+out, :func:`balanced_groups`, :func:`join_chains`): in-process, one group after another, or through
+``joblib.Parallel`` (the default loky processes, or any backend chosen with ``joblib.parallel_config``,
+e.g. ``backend="dask"`` for a ``dask.distributed`` cluster). A fit starts in-process and moves its groups
+to the workers only when the rest of the run is estimated, at the measured speed, at >=
+:func:`set_parallel_threshold`'s seconds (default 1 s); the workers are started in the background
+meanwhile (:meth:`ChainPool.offer`). A fit whose whole run is predicted before sampling (``bsvm.cost``) at
+>= ``ChainPool.predict_factor`` (3) x that threshold starts the workers at once, while its pilot runs, and
+moves from the first segment (:meth:`ChainPool.predict`). Large read-only arrays are shared with process
+workers as memory maps (:meth:`ChainPool.share`), so a segment of work ships only the chains' small
+states.
 
 What makes two jobs faster than one (issue 13 §4): a worker must do only its own chains' work. The
 engines therefore compute every product with the data per chain (``potential._chain_products``), which

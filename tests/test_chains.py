@@ -323,3 +323,24 @@ def test_hmc_chains_moved_between_workers_keep_their_draws(screened, monkeypatch
     np.testing.assert_array_equal(est.potential_, ref.potential_)
     np.testing.assert_array_equal(est.step_size_, ref.step_size_)
     np.testing.assert_array_equal(est.theta_, ref.theta_)
+
+
+def test_stage_tuning_gives_the_leapfrog_count_of_the_iterations_to_come():
+    """After a window end restarts the step's stage, the tuning still holds the old stage's count step;
+    ``stage_tuning`` gives the one the next update sets (what the regrouping of chains must weigh)."""
+    from types import SimpleNamespace
+
+    from bsvm.subgradient import samplers as S
+
+    ad = S.WindowAdaptation(100, adapt_step=True)
+    tun = S.Tuning(np.array([0.1, 0.2, 0.3]))
+    st = ad.init(tun)
+    info = SimpleNamespace(accept_prob=np.array([0.95, 0.5, 0.2]), grad_sq=None)
+    for t in range(5):
+        st, tun = ad.update(st, t, np.zeros((3, 2)), info, tun)
+    st = ad.restart_step(st, tun)  # a new stage from the current (probed) steps
+    assert not np.allclose(ad.stage_tuning(st, tun).count_step, tun.count_step)
+    _, after = ad.update(st, 5, np.zeros((3, 2)), info, tun)
+    np.testing.assert_allclose(ad.stage_tuning(st, tun).count_step, after.count_step)
+    final = ad.final(st, after)
+    assert ad.stage_tuning(st, final) is final  # the sampling phase counts from its own steps

@@ -280,6 +280,8 @@ class _HingeSampler(BayesianClassifier):
                 # workers gather only where the window hook needs every chain (a gather costs a round
                 # trip and the wait for the slowest group), not at the end of burn-in
                 stops = [end] + [s for s in sync if s > t and (not parallel or adaptation.window_end(s - 1))]
+                if parallel and spec.kind == "hmc" and len(groups) > 1 and t < B:
+                    stops.append(B)  # the sampling phase's step counts differ: even the groups out there
                 if parallel:
                     # workers: records only at sync points and about every 2 s (each dispatch costs
                     # ~20 ms), which never changes the draws
@@ -332,8 +334,10 @@ class _HingeSampler(BayesianClassifier):
                     # each chain's leapfrog count follows its own step size, so contiguous groups can
                     # leave one worker a third more work (5 + 5 against 6 + 7 steps per transition at
                     # 100,000 x 50); even them out (the draws do not change)
-                    counts = in_chain_order([S.HMC.leapfrog_counts(c.tuning, len(c.rng), spec.n_leapfrog)
-                                             for c in carries], groups)
+                    # (the counts the next iterations use: a window end has just restarted the step's stage)
+                    counts = in_chain_order([S.HMC.leapfrog_counts(
+                        adaptation.stage_tuning(c.astate, c.tuning), len(c.rng), spec.n_leapfrog)
+                        for c in carries], groups)
                     even = balanced_groups(counts, [len(g) for g in final_groups])
                     if max(counts[g].sum() for g in even) < max(counts[g].sum() for g in groups):
                         carries, groups = _regroup(carries, groups, even, C), even

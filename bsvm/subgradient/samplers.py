@@ -625,6 +625,14 @@ class WindowAdaptation:
                 window = window + [theta.copy()]
         return AdaptState(da, sq, window), tuning
 
+    def stage_tuning(self, astate: AdaptState, tuning: Tuning) -> Tuning:
+        """``tuning`` with the leapfrog count's step of the current stage (exp(mu) / 10, what ``update``
+        sets from the next iteration on; after ``restart_step`` ``tuning`` still holds the old stage's),
+        for predicting what the chains' next iterations cost."""
+        if astate.da is None or tuning.count_step is None:  # no dual averaging, or the sampling phase's
+            return tuning
+        return tuning._replace(count_step=np.exp(astate.da.mu) / 10.0)
+
     def restart_step(self, astate: AdaptState, tuning: Tuning) -> AdaptState:
         """After a metric change the step size is re-adapted from its current value."""
         if astate.da is None:
