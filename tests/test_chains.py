@@ -289,32 +289,44 @@ def test_join_chains_undoes_take_chains_and_balanced_groups_even_out_the_work():
         join_chains([np.zeros((3, 2)), np.zeros((2, 2))], groups, 4)
     blocks = [np.array([[0.0], [3.0]]), np.array([[1.0], [2.0]])]
     np.testing.assert_array_equal(in_chain_order(blocks, groups)[:, 0], [0.0, 1.0, 2.0, 3.0])
-    # leapfrog steps per transition 5, 5, 6, 7: contiguous halves do 10 and 13 chain-steps; even 11 and 12
+    # leapfrog steps per transition 5, 5, 6, 7: contiguous halves do 10 and 13 chain-steps; even 12 and 11
     even = balanced_groups([5, 5, 6, 7], [2, 2])
-    assert [g.tolist() for g in even] == [[0, 2], [1, 3]]
-    # greedy: 9 -> A, 6 -> B, 5 -> B (full), 4 and 1 -> A; the groups keep the sizes, ordered by first chain
-    assert [g.tolist() for g in balanced_groups([5, 6, 4, 9, 1], [3, 2])] == [[0, 1], [2, 3, 4]]
-    # equal costs: no better than contiguous groups, which the estimator then keeps (it moves chains only
-    # for a strictly smaller largest group)
-    assert [g.tolist() for g in balanced_groups([1, 1, 1], [2, 1])] == [[0, 2], [1]]
+    assert [g.tolist() for g in even] == [[0, 3], [1, 2]]
+    # the best split, also with unequal sizes (a greedy rule gave 14 for the first two: the costliest
+    # chain never got the group of one); checked against all assignments
+    for costs, sizes, best in (([5, 9, 5], [2, 1], 10), ([9, 5, 5], [2, 1], 10),
+                               ([6, 6, 5, 5, 9], [2, 2, 1], 11), ([5, 6, 4, 9, 1], [3, 2], 13)):
+        groups = balanced_groups(costs, sizes)
+        assert sorted(map(len, groups)) == sorted(sizes)
+        assert sorted(np.concatenate(groups).tolist()) == list(range(len(costs)))
+        assert max(sum(costs[i] for i in g) for g in groups) == best
+    assert balanced_groups([5, 9, 5], [2, 1])[1].tolist() == [1]
+    # from 11 chains the greedy rule: sizes kept, every chain once
+    groups = balanced_groups(list(range(20, 0, -1)), [10, 10])
+    assert sorted(map(len, groups)) == [10, 10] and sorted(np.concatenate(groups).tolist()) == list(range(20))
 
 
-@pytest.mark.parametrize("screened", [False, True], ids=["full products", "active sets and screen"])
-def test_hmc_chains_moved_between_workers_keep_their_draws(screened, monkeypatch):
+@pytest.mark.parametrize("screened, seed", [(None, 3), ("float64", 3), ("float32", 4)],
+                         ids=["full products", "active sets and screen", "float32 screen"])
+def test_hmc_chains_moved_between_workers_keep_their_draws(screened, seed, monkeypatch):
     """Each chain's leapfrog count follows its own step size; with n_jobs = 2 the chains are regrouped
     so the workers' chain-steps even out (here 5 + 6 against 5 + 4 steps per transition: the contiguous
-    halves do 11 and 9). The draws, potentials, step sizes and last states are those of one process; with
-    ``screened`` the active sets (kept in a screen's row order) travel between groups too."""
+    halves do 11 and 9, with seed 3). The draws, potentials, step sizes and last states are those of one
+    process; with ``screened`` the active sets (kept in a screen's row order) travel between groups too."""
     from bsvm.subgradient import samplers as S
 
     if screened:
         monkeypatch.setattr(S.Potential, "incremental_min_size", 0)
         monkeypatch.setattr(S.Potential, "screen_min_size", 0)
+    if screened == "float32":  # the float32 twin and sorted copy of large designs, here on a small one
+        from bsvm.subgradient import potential as pt
+
+        monkeypatch.setattr(pt, "_TWIN_MIN_BYTES", 0)
     rng = np.random.default_rng(0)
-    for n, d in ((300, 5), (200, 10)):  # the data of the two seeds below, drawn in turn
-        X = rng.normal(size=(n, d))
-        y = (X @ rng.normal(size=d) + 0.5 * rng.normal(size=n) > 0).astype(int)
-    kw = dict(n_samples=30, n_burnin=60, n_chains=4, random_state=3)
+    rng.normal(size=(300, 5)), rng.normal(size=5), rng.normal(size=300)  # (draws of another data set)
+    X = rng.normal(size=(200, 10))  # seeds whose chains end with uneven counts (e.g. 5, 6, 5, 4)
+    y = (X @ rng.normal(size=10) + 0.5 * rng.normal(size=200) > 0).astype(int)
+    kw = dict(n_samples=30, n_burnin=60, n_chains=4, random_state=seed)
     ref = SubgradientHMC("hmc", **kw).fit(X, y)
     with joblib.parallel_config(backend="threading"), parallel_threshold(0):
         est = SubgradientHMC("hmc", n_jobs=2, **kw).fit(X, y)

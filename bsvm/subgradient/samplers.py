@@ -28,9 +28,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import potential as _potential
 from .gibbs import gibbs_step
 from .potential import (
-    _TWIN_MIN_BYTES,
     ActiveSet,
     ChainLayout,
     HingeModel,
@@ -256,8 +256,9 @@ class Potential:
 def design_order(kind: str, shape: tuple) -> str:
     """The memory order of ``potential.signed_design`` for a fit of ``kind`` on features of ``shape``
     (n, d). Row-major ("C") for minibatches, which gather rows, and for HMC on designs beyond the cache
-    (``potential._TWIN_MIN_BYTES``, 8 MB; all of them screened): a screened gradient reads its band from
-    the screen's own sorted copy and gathers from the design only the rows whose hinge switched, which
+    (``potential._TWIN_MIN_BYTES``, 8 MB): its gradients update the previous state's activity (screened
+    where the metric has a centre, reading the band from the screen's own sorted copy) and gather from
+    the design only the rows whose hinge switched, which
     from column-major storage costs a cache miss per column and row (300 of 100,000 rows of 52: 30 us
     against 4-6 us row-major). Column-major ("F") for smaller HMC designs, where full per-chain
     matrix-vector products stream contiguous columns and the gathers stay in cache.
@@ -267,7 +268,7 @@ def design_order(kind: str, shape: tuple) -> str:
     100,000 x 20 0.70-0.72 / 0.64-0.68, 20,000 x 50 0.59-0.60 / 0.60, 50,000 x 10 0.29 / 0.29,
     20,000 x 20 0.30 / 0.31."""
     n, d = shape
-    if kind != "hmc" or 8 * n * (d + 2) >= _TWIN_MIN_BYTES:
+    if kind != "hmc" or 8 * n * (d + 2) >= _potential._TWIN_MIN_BYTES:
         return "C"
     return "F"
 
