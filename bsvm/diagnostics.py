@@ -92,7 +92,9 @@ def summary(samples, names=None) -> pd.DataFrame:
     """One row per parameter: mean, sd, mcse_mean, mcse_sd, ess_bulk, ess_tail, r_hat.
 
     ``samples`` may also be an ArviZ DataTree (e.g. ``estimator.to_arviz()``): then this is
-    ``arviz_stats.summary`` of its posterior, unchanged."""
+    ``arviz_stats.summary`` of its posterior, unchanged; its ``ess_tail`` is then that of the 11 % and
+    89 % quantiles (its ``ci_prob``, 0.89), not the 5 % and 95 % of :func:`ess_tail` (Vehtari et al.
+    2021) that the arrays get here and the stopping rule uses."""
     if hasattr(samples, "children") and "posterior" in getattr(samples, "children", {}):
         import arviz_stats  # xarray-based; imported on use
 

@@ -607,14 +607,20 @@ def chain_arrays(model) -> tuple[np.ndarray | None, list[str], int]:
              if a.endswith("_") and not a.startswith("_") and a != "samples_" and isinstance(v, np.ndarray)
              and v.shape == S.shape[:2] and np.issubdtype(v.dtype, np.number)}
     n_model = S.shape[2]
+    # the potential U as the log posterior -U: the stopping rule's table, the NetCDF (lp) and MS-BPM name
+    # that quantity so, and the page showed "potential" and "log_posterior" for it one above the other
+    # (a crawl); R-hat and ESS are those of U
+    if "potential_" in extra:
+        extra = {("log_posterior_" if a == "potential_" else a): (-v if a == "potential_" else v)
+                 for a, v in extra.items()}
     if extra:
         S = np.concatenate([np.stack(list(extra.values()), axis=2), S], axis=2)
     # named as a user reads them (the attribute names, potential_ and log_posterior_, showed on the page).
     # SGLD/SGNHT keep each draw's minibatch estimate of the potential: noisier (sd 3.0 against 1.2 for the
     # exact samplers on the same data) and so with a far larger ESS (16,580 against the rule's 2,577 on the
     # full-data log posterior), which read as the same quantity (a crawl)
-    minibatch = getattr(model, "sampler", None) in ("sgld", "sgnht")
-    names = [a.rstrip("_").replace("_", " ") + (" (minibatch estimate)" if minibatch and a == "potential_"
+    minibatch = getattr(model, "sampler", None) in ("sgld", "sgnht") and hasattr(model, "potential_")
+    names = [a.rstrip("_").replace("_", " ") + (" (minibatch estimate)" if minibatch and a == "log_posterior_"
                                                  else "") for a in extra]
     return S, names, n_model
 

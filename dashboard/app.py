@@ -74,6 +74,7 @@ with st.sidebar:
                "in the address bar reopens this demo.")
 if page is not pages[-1]:  # (the /data redirect's run is thrown away: its notes would never be seen)
     state.url_notes()
+ui.download_run()  # figures name the current data unless the page names a run
 _interrupted = False
 try:
     page.run()

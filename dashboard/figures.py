@@ -1219,6 +1219,23 @@ def stopping_rule_table(status, n_chains: int) -> pd.DataFrame | None:
     return rows.iloc[order].set_index("quantity")
 
 
+def rule_quantity_names(names, params) -> list[str]:
+    """A stopping rule's quantity names (``bsvm.convergence``: "log_posterior", "p(y|x[12])", "theta[3]")
+    in the Diagnostics page's words: "log posterior", "p(y[12] | x[12])" (the predictive probability
+    of row 12's observed class: with three classes "p(y|x)" did not say which), and the parameter's own
+    name from ``params`` (the model's parameters in sample order)."""
+    out = []
+    for q in map(str, names):
+        if q == "log_posterior":
+            q = "log posterior"
+        elif (m := re.fullmatch(r"p\(y\|x\[(\d+)\]\)", q)) is not None:
+            q = f"p(y[{m[1]}] | x[{m[1]}])"
+        elif (m := re.fullmatch(r"theta\[(\d+)\]", q)) is not None and int(m[1]) < len(params):
+            q = str(params[int(m[1])])
+        out.append(q)
+    return out
+
+
 def rhat_text(v) -> str:
     """R-hat with four decimals (at three significant digits 1.0098, within the rule, showed as 1.01), and
     six where four would hide why a value is flagged (1.01004 showed as "1.0100" beside "R-hat > 1.01")."""
@@ -1250,7 +1267,10 @@ def diagnostics_table(samples, names=None) -> pd.DataFrame:
     # ... and its ESS and MCSE are undefined too (arviz-stats gave the draw count as its ESS: "1552")
     for v in (rhat, bulk, tail, mcse):
         v[constant] = np.nan
-    table = pd.DataFrame({"parameter": names[:n_par], "mean": S.mean(axis=(0, 1)), "sd": S.std(axis=(0, 1)),
+    # sd over all draws divided by n - 1, as arviz-stats' summary and bsvm.diagnostics.summary (a crawl
+    # saw 0.1783 here and 0.178381 there)
+    table = pd.DataFrame({"parameter": names[:n_par], "mean": S.mean(axis=(0, 1)),
+                          "sd": S.std(axis=(0, 1), ddof=1),
                           "R-hat": rhat, "bulk-ESS": bulk, "tail-ESS": tail, "MCSE(mean)": mcse,
                           "flag": flags}).set_index("parameter")
     # failing rows first, as in the stopping rule's table, then the passing ones, then the constants (a

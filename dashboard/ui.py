@@ -458,13 +458,28 @@ def _plain(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")
 
 
+_DOWNLOAD_RUN = "_download_run"
+
+
+def download_run(meta: dict | None = None, method: str | None = None) -> None:
+    """Name this page's figure downloads after a run: its data set (``meta``, else the current data) and
+    ``method``. The app resets it before every page, so a page that sets nothing names the current data
+    only. Two runs' figures both came as "objective.png" while their draws and metrics were named after
+    the run (a crawl)."""
+    st.session_state[_DOWNLOAD_RUN] = (meta, method)
+
+
 def png_button(make_fig, key: str, name: str | None, label: str = "PNG") -> None:
     """A PNG download of ``make_fig()`` (the figure as shown), drawn by kaleido only when it is asked
     for, outside the script run. ``label``: the button's text (a row of buttons under a grid of charts
-    says which chart each is for)."""
+    says which chart each is for). The file is named after the chart, the data set and the page's run
+    (:func:`download_run`), e.g. "objective_ripley_SGLD.png"."""
     # a plain file name: a key with a method's label gave "cal_map_main_Subgradient MCMC.png" (a crawl)
-    plain = _plain(name or key) or "figure"
-    st.download_button(label, data=lambda: _png_or_message(make_fig()), file_name=f"{plain}.png",
+    meta, method = st.session_state.get(_DOWNLOAD_RUN) or (None, None)
+    stem = _plain(name or key) or "figure"
+    words = [] if not method or _plain(method) in stem else [method]
+    st.download_button(label, data=lambda: _png_or_message(make_fig()),
+                       file_name=file_name(stem, *words, ext="png", meta=meta),
                        mime="image/png", key=f"png:{key}", on_click="ignore", icon=":material/download:",
                        type="tertiary", help="Download this figure as a PNG image (drawn by kaleido in a "
                                              "headless Chromium; the first one takes a few seconds).")

@@ -737,7 +737,7 @@ def test_a_stopped_runs_failed_check_is_the_diagnostics_verdict():
     assert not [s.value for s in at.success]
     assert any(i.value.startswith("All 4 quantities in this table") and "check above is not met" in i.value
                for i in at.info)
-    assert at.selectbox(key="diag_param").options[0] == "potential"  # not the attribute, potential_
+    assert at.selectbox(key="diag_param").options[0] == "log posterior"  # not the attribute, potential_
     # the same check passed: said, and the table's message is green again
     fake.history_[-1].metrics.update(ess_bulk=900.0, ess_tail=800.0, rhat=1.002)
     at.run()
@@ -766,7 +766,7 @@ def test_a_stopped_runs_failed_verdict_is_not_followed_by_a_green_all_clear():
     fake = _FakeSampler(S)
     q = rng.normal(size=(8, 40, 3))
     q[:4, :, 1] += 1.0  # p(y|x) at a row: chains disagree
-    fake.convergence_ = assess(q, names=["log_posterior", "p(y|x)[0]", "p(y|x)[9]"])
+    fake.convergence_ = assess(q, names=["log_posterior", "p(y|x[0])", "p(y|x[9])"])
     fake.stopping_rule_ = StoppingRule().describe(2)
     fake.converged_ = False
     assert not fake.convergence_.converged
@@ -795,7 +795,7 @@ def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags(
     S[:4, :, 2] += 0.5  # parameter 2 mixes slowly: flagged, but its rule did not check it
     fake = _FakeSampler(S)
     q = rng.normal(size=(8, 200, 3))
-    fake.convergence_ = assess(q, names=["log_posterior", "p(y|x)[0]", "p(y|x)[9]"])
+    fake.convergence_ = assess(q, names=["log_posterior", "p(y|x[0])", "p(y|x[9])"])
     fake.stopping_rule_ = StoppingRule().describe(2)
     fake.converged_ = fake.convergence_.converged
     assert fake.converged_
@@ -803,7 +803,9 @@ def test_diagnostics_page_shows_the_stopping_rules_own_check_and_the_same_flags(
     _open_diagnostics(at, Run.from_fitted(fake))
     _ok(at)
     rule = at.dataframe[0].value
-    assert list(rule.index) == ["log_posterior", "p(y|x)[0]", "p(y|x)[9]"] and (rule["flag"] == "ok").all()
+    # in the page's words (the samplers' names are log_posterior and p(y|x[0]))
+    assert list(rule.index) == ["log posterior", "p(y[0] | x[0])", "p(y[9] | x[9])"]
+    assert (rule["flag"] == "ok").all() and rule.index.name == "quantity"
     assert any(s.value.startswith("Converged: Stop when") for s in at.success)
     table = at.dataframe[1].value
     assert list(table["flag"] == "ok") == [False, True, True]
@@ -1952,3 +1954,34 @@ def test_calibration_names_a_run_made_for_other_data_and_downloads_name_their_da
     said = [w.value for w in at.warning]
     assert any("was made for other data" in w and "PlattSVM" in w for w in said), said
     assert not any("No trained model" in i.value for i in at.info)
+
+
+def test_figure_downloads_are_named_after_the_chart_the_data_and_the_run(monkeypatch):
+    """Two runs' figures both came as "objective.png" while their draws and metrics were named after the
+    run (a crawl): a PNG's name now carries the chart, the run's data set and the run's method."""
+    import streamlit
+
+    pytest.importorskip("bsvm.subgradient")
+    names = []
+    real = streamlit.download_button
+
+    def recording(label, *a, **kw):
+        names.append(kw.get("file_name"))
+        return real(label, *a, **kw)
+
+    monkeypatch.setattr(streamlit, "download_button", recording)
+    at, _, _ = _finished_train_run(sample="ripley.csv", method="subgradient_hmc")
+    names.clear()
+    at.run()  # the Train page with its finished run
+    train = [n for n in names if n and n.endswith(".png")]
+    names.clear()
+    at.switch_page("views/diagnostics.py").run()
+    _ok(at)
+    diag = [n for n in names if n and n.endswith(".png")]
+    assert train and diag
+    for n in train + diag:
+        assert n.endswith("_ripley_Subgradient_HMC.png") and not n.startswith("_ripley"), n
+    assert len(set(diag)) == len(diag), diag  # one name per chart
+    names.clear()
+    at.switch_page("views/data.py").run()  # a page that names no run: the current data only
+    assert all(n.endswith("_ripley.png") for n in names if n and n.endswith(".png")), names

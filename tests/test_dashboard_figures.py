@@ -1391,15 +1391,20 @@ def test_rhat_is_written_so_that_its_flag_can_be_read_from_it():
 
 def test_a_minibatch_potential_is_named_as_one():
     """SGLD's per-draw potential is a minibatch estimate (its ESS 16,580 beside the rule's 2,577 on the
-    full-data log posterior): named so on Diagnostics; the exact samplers' is plain "potential"."""
+    full-data log posterior): named so on Diagnostics. Every sampler's potential U is shown as the log
+    posterior -U, the name the stopping rule's table, the NetCDF (lp) and MS-BPM use ("potential" and
+    "log_posterior" stood one above the other for the same quantity: a crawl)."""
     from types import SimpleNamespace
 
     from dashboard.analysis import chain_arrays
 
     S = np.zeros((2, 5, 3))
-    for sampler, want in (("sgld", "potential (minibatch estimate)"), ("hmc", "potential")):
-        model = SimpleNamespace(samples_=S, potential_=np.zeros((2, 5)), sampler=sampler)
-        assert chain_arrays(model)[1] == [want]
+    U = np.arange(10.0).reshape(2, 5)
+    for sampler, want in (("sgld", "log posterior (minibatch estimate)"), ("hmc", "log posterior")):
+        model = SimpleNamespace(samples_=S, potential_=U, sampler=sampler)
+        A, names, n_model = chain_arrays(model)
+        assert names == [want] and n_model == 3
+        np.testing.assert_array_equal(A[:, :, 0], -U)
 
 
 def test_a_lone_check_is_drawn_as_a_marker():
@@ -1758,3 +1763,25 @@ def test_an_objectives_notes_each_take_a_line():
     one = figures.objective_curve([Progress(i, 0.1, {"elbo": float(x)}, {}) for i, x in enumerate(v)])
     assert one.layout.title.text.count("<br><span") == 1
     assert fig.layout.margin.t - one.layout.margin.t >= figures.NOTE_LINE
+
+
+def test_the_stopping_rules_quantities_are_named_as_the_page_names_them():
+    """The rule's table said "log_posterior" and "theta[3]" where the table below said "potential" and
+    "w[x3]"; with three classes "p(y|x[12])" did not say which class (a crawl)."""
+    names = figures.rule_quantity_names(["log_posterior", "p(y|x[12])", "theta[0]", "theta[2]", "theta[9]",
+                                         "other"], ["w[x1]", "w[x2]", "b"])
+    assert names == ["log posterior", "p(y[12] | x[12])", "w[x1]", "b", "theta[9]", "other"]
+
+
+def test_the_diagnostics_table_agrees_with_bsvm_diagnostics_summary():
+    """The page's sd divided by n, bsvm.diagnostics.summary (and arviz-stats) by n - 1: 0.1783 against
+    0.178381 in the fourth digit the page prints (a crawl). Every shared column now agrees."""
+    from bsvm import diagnostics as D
+
+    S = np.random.default_rng(0).normal(size=(4, 50, 3)) * [1.0, 2.0, 0.5]
+    t = figures.diagnostics_table(S, ["a", "b", "c"]).loc[["a", "b", "c"]]
+    ref = D.summary(S)
+    np.testing.assert_allclose(t["sd"], ref["sd"], rtol=1e-12)
+    np.testing.assert_allclose(t["mean"], ref["mean"], rtol=1e-12)
+    np.testing.assert_allclose(t["tail-ESS"], ref["ess_tail"], rtol=1e-12)
+    np.testing.assert_allclose(t["R-hat"], ref["r_hat"], rtol=1e-12)

@@ -50,6 +50,28 @@ def _styled(table):
             .map(lambda v: "" if v in ("ok", figures.CONSTANT) else "color: #c62828; font-weight: bold",
                  subset=["flag"]))
 
+# what each column is, and how to get the same numbers from arviz-stats (a user checking the NetCDF download
+# there found other tail-ESS: arviz-stats' summary takes its tail quantiles from its ci_prob, 0.89: the
+# 11 % and 89 % quantiles, measured)
+_HELP = {
+    "R-hat": "Rank-normalised split R-hat (Vehtari et al. 2021): arviz_stats.rhat.",
+    "bulk-ESS": "Effective draws of the rank-normalised draws, all chains (Vehtari et al. 2021): "
+                "arviz_stats.ess(method='bulk').",
+    "tail-ESS": "Effective draws of the 5 % and 95 % quantiles, the smaller of the two (Vehtari et al. 2021, "
+                "as in Stan): arviz_stats.ess(method='tail', prob=(0.05, 0.95)). arviz-stats' summary takes "
+                "the 11 % and 89 % quantiles (its ci_prob, 0.89), so its tail-ESS differs.",
+    "sd": "Standard deviation over all chains' draws (divided by n - 1, as arviz-stats' summary).",
+    "MCSE(mean)": "Monte Carlo standard error of the mean: arviz_stats.mcse(method='mean').",
+}
+
+
+def _column_config(table, width: int | None = None) -> dict:
+    """Each number column with its help (and ``width``), the flag column wide."""
+    return {"flag": st.column_config.TextColumn(width="large"),
+            **{c: st.column_config.NumberColumn(help=_HELP.get(c), **({"width": width} if width else {}))
+               for c in table.columns if c != "flag"}}
+
+
 st.title("Diagnostics")
 st.markdown(
     "For **samplers**: several chains started in different places should end up exploring the same "
@@ -70,6 +92,7 @@ if run is None or not run.fitted:
     st.stop()
 est = run.model
 hist = run.history
+ui.download_run(meta, run_method_name(meta, type(est).__name__))
 kind = METHODS[meta["method"]].kind if meta.get("method") in METHODS else ""
 records = f"{len(hist)} progress record{'' if len(hist) == 1 else 's'}"
 st.caption(f"Model: {meta.get('label', type(est).__name__)} - {run.status}"
@@ -123,7 +146,8 @@ if S.shape[1] < 4:
             "at least 4. A sampler keeps no draws during its burn-in (the first iterations of a run): "
             "**Continue** or **Step** on the Train page, then come back.")
     st.stop()
-names = [*extra, *param_names(est, data.feature_names, n_model_par)]
+all_params = param_names(est, data.feature_names, n_model_par)  # in sample order, all of them
+names = [*extra, *all_params]
 # (only where the zeros are the model's own: MS-BPM's structural ones. Elsewhere a parameter's position
 # is its meaning: the exact-sampler overlay and the NetCDF's names count on every one, a review)
 constant = 0
@@ -142,6 +166,11 @@ rule_table = figures.stopping_rule_table(status, n_chains) if status is not None
 monitors_params = rule_table is not None and any(
     not (q == "log_posterior" or q.startswith("p(y|x")) for q in rule_table.index)
 if rule_table is not None:
+    # in the page's words: its tables said "log_posterior" here and "theta[3]" for what the table below
+    # calls w[x3] (a crawl)
+    rule_table = rule_table.rename(index=dict(zip(rule_table.index, figures.rule_quantity_names(
+        rule_table.index, all_params))))
+if rule_table is not None:
     st.subheader("The stopping rule's last check")
     said = getattr(est, "stopping_rule_", "")
     m = METHODS.get(meta.get("method"))
@@ -155,9 +184,7 @@ if rule_table is not None:
     # narrow number columns: at 1280 px the flag column ("R-hat > 1.01; bulk-ESS < 400; tail-ESS ...") was
     # cut off past the table's edge (a crawl)
     st.dataframe(_styled(rule_table), height=min(400, 38 + 35 * len(rule_table)),
-                 column_config={"flag": st.column_config.TextColumn(width="large"),
-                                **{c: st.column_config.NumberColumn(width=90) for c in rule_table.columns
-                                   if c != "flag"}})
+                 column_config=_column_config(rule_table, width=90))
     since = "" if status.draws == n_draws else (
         f" The tables below use the {n_draws} draws per chain the run keeps now"
         + (" (it thins its draws to every other one past its memory cap, so they can be fewer)"
@@ -169,7 +196,8 @@ if rule_table is not None:
     every = (f"; the log posterior and p(y|x) at one in {k} of them, each needing a pass over all the data"
              if k > 1 else "")
     st.caption(f"The numbers the sampler computed at its last check, on {status.draws} draws per chain "
-               f"({status.n_chains} chains{every}): the quantities its run length was decided on. Failing "
+               f"({status.n_chains} chains{every}): the quantities its run length was decided on "
+               "(p(y[i] | x[i]): the predictive probability of training row i's own class). Failing "
                f"rows come first.{since}")
 # A run stopped or paused before its end has no final verdict (convergence_ is set by the end of the fit),
 # but its progress records carry every check it made: the last one is the verdict so far. Without it the
@@ -265,7 +293,7 @@ if table is not None:
                    "one by one (the table above is what it checked): a flagged parameter mixes more slowly "
                    "than the predictions it determines. A longer run (more draws per chain on the Train "
                    "page) lets it catch up.")
-    st.dataframe(_styled(table))
+    st.dataframe(_styled(table), column_config=_column_config(table))
     if meta.get("method") == "msbpm":
         st.caption("MS-BPM's parameters are the kernel weights beta of its latent functions, f(x) = sum_i "
                    "beta_i k(x_i, x) + bias. Its likelihood depends only on which class scores highest, not "

@@ -99,6 +99,8 @@ run: Run | None = reg.get(PAGE)
 busy = run is not None and (run.status == RUNNING or run.busy)
 locked = run is not None and run.status == RUNNING
 stale = run is not None and run.meta.get("data_key") != data.key
+if run is not None:
+    ui.download_run(run.meta, run_method_name(run.meta))
 
 left, right = st.columns([1, 3])
 with left:
