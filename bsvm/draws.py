@@ -8,7 +8,8 @@ standard names (``acceptance_rate``, ``step_size``, ``energy``, ``diverging``, `
 :func:`proba_draws_chunked` evaluates a per-draw predictive function over (chain, draw) in chunks, giving
 the (chain, draw, row, class) array that every sampler's ``predict_proba_draws`` returns.
 
-Public API: ``to_datatree``, ``proba_draws_chunked``, ``SAMPLE_STATS_NAMES``.
+Public API: ``to_datatree``, ``pointwise_log_likelihood``, ``proba_draws_chunked``,
+``SAMPLE_STATS_NAMES``, ``MAX_LOG_LIKELIHOOD``.
 """
 
 from __future__ import annotations
@@ -21,14 +22,39 @@ SAMPLE_STATS_NAMES = {"accept_prob": "acceptance_rate", "acceptance": "acceptanc
                       "n_leapfrog": "n_steps", "log_posterior": "lp", "lp": "lp", "xi": "thermostat"}
 
 
+#: the most numbers (chains x draws x rows) a pointwise log-likelihood group may hold (160 MB of float64)
+MAX_LOG_LIKELIHOOD = 20_000_000
+
+
+def pointwise_log_likelihood(proba_draws, X, y_index: np.ndarray, n_chains: int, n_draws: int) -> np.ndarray:
+    """log p(y_i | x_i, draw) (chain, draw, row) from ``proba_draws(X)`` ((chain, draw, row, class)) at the
+    observed class index of each row, refused before any work when chains x draws x rows exceeds
+    :data:`MAX_LOG_LIKELIHOOD` (with the size and what to do instead)."""
+    n = int(np.shape(X)[0])
+    if n != len(y_index):
+        raise ValueError(f"X has {n} rows but the fit had {len(y_index)}: pass the training rows, in the "
+                         "order given to fit, for the pointwise log-likelihood")
+    size = int(n_chains) * int(n_draws) * n
+    if size > MAX_LOG_LIKELIHOOD:
+        raise ValueError(f"The pointwise log-likelihood would hold {size:,} numbers "
+                         f"({8 * size / 1e9:.1f} GB), more than {MAX_LOG_LIKELIHOOD:,}: call to_arviz() "
+                         "without X, or fit with fewer draws (n_samples) or chains.")
+    P = proba_draws(X)
+    with np.errstate(divide="ignore"):
+        return np.log(np.take_along_axis(P, np.asarray(y_index)[None, None, :, None], axis=-1)[..., 0])
+
+
 def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data: dict | None = None,
-                dims: dict | None = None, coords: dict | None = None, attrs: dict | None = None):
+                dims: dict | None = None, coords: dict | None = None, attrs: dict | None = None,
+                log_likelihood: dict | None = None, constant_data: dict | None = None):
     """An ArviZ DataTree from arrays with (chain, draw) leading axes.
 
     posterior: name -> (n_chains, n_draws, ...); sample_stats: name -> (n_chains, n_draws) (our names are
     renamed to ArviZ's via ``SAMPLE_STATS_NAMES``; entries that are None are dropped); observed_data:
-    name -> array; dims/coords as in ``arviz_base.from_dict``; attrs go on the tree's root and on every
-    group (so a NetCDF file keeps them), after ``inference_library`` ("bsvm") and its version."""
+    name -> array; log_likelihood: name -> (n_chains, n_draws, rows), the pointwise log-likelihood of the
+    observed variable of the same name (what ``arviz_stats.loo`` reads); constant_data: name -> array (the
+    inputs); dims/coords as in ``arviz_base.from_dict``; attrs go on the tree's root and on every group (so
+    a NetCDF file keeps them), after ``inference_library`` ("bsvm") and its version."""
     from arviz_base import from_dict  # imported on use: xarray is heavy and only needed here
 
     data = {"posterior": {k: np.asarray(v) for k, v in posterior.items()}}
@@ -47,6 +73,10 @@ def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data
         data["sample_stats"] = stats
     if observed_data:
         data["observed_data"] = {k: np.asarray(v) for k, v in observed_data.items()}
+    if log_likelihood:
+        data["log_likelihood"] = {k: np.asarray(v) for k, v in log_likelihood.items()}
+    if constant_data:
+        data["constant_data"] = {k: np.asarray(v) for k, v in constant_data.items()}
     # ArviZ's attributes for the sampling library (arviz-base adds its own as creation_library: a file
     # that named only "ArviZ 0.8.2" read as written by a package the user does not have, a crawl)
     from . import __version__

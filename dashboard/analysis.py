@@ -835,19 +835,34 @@ def draws_csv(S: np.ndarray, names) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
-def draws_netcdf(model, param_names=None, about: dict | None = None) -> bytes | None:
+def draws_netcdf(model, param_names=None, about: dict | None = None, X=None) -> bytes | None:
     """The estimator's ``to_arviz()`` DataTree as NetCDF-4 bytes (``xarray.open_datatree`` and ArviZ read it);
     None when the estimator has no ``to_arviz``. ``param_names``: the page's names of the parameters
     (``w[<column>]``, as in the draws CSV), put on the posterior's ``param`` coordinate when it has one of
     that length (the library names inputs x0, x1, ... by position: the CSV's w[x1] was the file's w[x0]).
     ``about``: attributes for the file's root (the method, the data, the standardisation's centre and
-    scale), so the file says what made it. Needs the h5netcdf package (the dashboard extra)."""
+    scale), so the file says what made it. ``X``: the training rows the model was fitted on; then the file
+    also holds the pointwise ``log_likelihood`` and the rows (``constant_data``), so ``arviz_stats.loo``
+    runs on it (a crawl: without them it could not), unless they would pass
+    ``bsvm.draws.MAX_LOG_LIKELIHOOD`` numbers (the file's ``note`` then says so). Needs the h5netcdf
+    package (the dashboard extra)."""
     if not hasattr(model, "to_arviz"):
         return None
     import os
     import tempfile
 
-    tree = model.to_arviz()
+    from bsvm.draws import MAX_LOG_LIKELIHOOD
+
+    left_out = ""
+    samples = getattr(model, "samples_", None)
+    if X is not None and samples is not None and np.ndim(samples) == 3:
+        size = samples.shape[0] * samples.shape[1] * len(X)
+        if size > MAX_LOG_LIKELIHOOD:
+            X, left_out = None, (f" The pointwise log-likelihood is left out: {size:,} numbers, more than "
+                                 f"{MAX_LOG_LIKELIHOOD:,}.")
+    else:
+        X = None
+    tree = model.to_arviz(X) if X is not None else model.to_arviz()
     post = tree["posterior"]
     if param_names is not None and "param" in post.coords and post.sizes["param"] == len(param_names):
         tree["posterior"] = post.to_dataset().assign_coords(param=[str(n) for n in param_names])
@@ -859,9 +874,10 @@ def draws_netcdf(model, param_names=None, about: dict | None = None) -> bytes | 
                        (", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v)
                        for k, v in (about or {}).items() if v is not None})
     tree.attrs.setdefault("estimator", type(model).__name__)
-    tree.attrs["note"] = ("ArviZ layout: the draws are in the groups (posterior, sample_stats, "
-                          "observed_data); open with xarray.open_datatree(path) or "
-                          "xarray.open_dataset(path, group='posterior').")
+    groups = ", ".join(tree.children)
+    tree.attrs["note"] = (f"ArviZ layout: the draws are in the groups ({groups}); open with "
+                          "xarray.open_datatree(path) or xarray.open_dataset(path, group='posterior')."
+                          + left_out)
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "draws.nc")
         tree.to_netcdf(path, engine="h5netcdf")

@@ -872,6 +872,19 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
             np.testing.assert_allclose(theta.sel(param=name).values.ravel(), csv[name].values)
         assert tree.attrs["sampler"] == "hmc" and "stopping_rule" in tree["posterior"].attrs
         assert tree.attrs["estimator"] == "SubgradientHMC" and "group='posterior'" in tree.attrs["note"]
+        assert "log_likelihood" not in tree.children  # (no training rows given)
+    # with the training rows: the pointwise log-likelihood and the rows, so arviz_stats.loo reads the file
+    # (a crawl: it could not), equal to the library's own
+    arviz_stats = pytest.importorskip("arviz_stats")
+    with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
+        fh.write(A.draws_netcdf(est, names, X=X))
+        fh.flush()
+        tree = xr.open_datatree(fh.name, engine="h5netcdf")
+        ll = tree["log_likelihood"]["y"].values
+        np.testing.assert_allclose(ll, est.to_arviz(X)["log_likelihood"]["y"].values)
+        np.testing.assert_allclose(tree["constant_data"]["X"].values, X)
+        assert "log_likelihood" in tree.attrs["note"]
+        assert np.isfinite(float(arviz_stats.loo(tree).elpd))
     # what made the draws, for a user putting the weights back on the file's scale (a crawl: the file
     # named neither the method nor the standardisation)
     about = {"method": "Subgradient HMC", "data": "mine.csv", "features": ["x1", "x2"], "standardized": 1,
@@ -1785,3 +1798,40 @@ def test_the_diagnostics_table_agrees_with_bsvm_diagnostics_summary():
     np.testing.assert_allclose(t["mean"], ref["mean"], rtol=1e-12)
     np.testing.assert_allclose(t["tail-ESS"], ref["ess_tail"], rtol=1e-12)
     np.testing.assert_allclose(t["R-hat"], ref["r_hat"], rtol=1e-12)
+
+
+def test_to_arviz_with_the_training_rows_gives_the_pointwise_log_likelihood():
+    """log_likelihood y (chain, draw, row) = log p(observed class | x_i, draw) from predict_proba_draws,
+    for the subgradient samplers and MS-BPM; a size past MAX_LOG_LIKELIHOOD or other rows are refused
+    before any work; MS-BPM's summed likelihood no longer takes ArviZ's group name in sample_stats."""
+    import warnings
+
+    from bsvm import MSBPM, draws
+    from bsvm.subgradient import SubgradientHMC
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 2))
+    y = np.array(["no", "yes"])[(X[:, 0] + 0.3 * rng.normal(size=60) > 0).astype(int)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hmc = SubgradientHMC(n_samples=20, n_burnin=20, random_state=0).fit(X, y, progress=False)
+        bpm = MSBPM(n_samples=20, random_state=0).fit(X, y)
+    for est in (hmc, bpm):
+        tree = est.to_arviz(X)
+        ll = tree["log_likelihood"]["y"].values
+        P = est.predict_proba_draws(X)
+        obs = np.searchsorted(est.classes_, y)
+        np.testing.assert_allclose(np.exp(ll), np.take_along_axis(P, obs[None, None, :, None], -1)[..., 0])
+        assert ll.shape == est.samples_.shape[:2] + (60,) and np.isfinite(ll).all()
+        np.testing.assert_array_equal(tree["constant_data"]["X"].values, X)
+        with pytest.raises(ValueError, match="X has 59 rows but the fit had 60"):
+            est.to_arviz(X[:59])
+    tree = bpm.to_arviz()
+    assert "log_likelihood_sum" in tree["sample_stats"] and tree.attrs["anchor_class"] == "no"
+    old = draws.MAX_LOG_LIKELIHOOD
+    try:
+        draws.MAX_LOG_LIKELIHOOD = 10
+        with pytest.raises(ValueError, match=r"would hold 4,800 numbers .* without X"):
+            hmc.to_arviz(X)
+    finally:
+        draws.MAX_LOG_LIKELIHOOD = old

@@ -19,7 +19,7 @@ from ..convergence import (
     warn_single_chain,
 )
 from ..data import check_predict_data, class_name
-from ..draws import proba_draws_chunked, to_datatree
+from ..draws import pointwise_log_likelihood, proba_draws_chunked, to_datatree
 from ..kernels import RBF, Kernel, Linear
 from ..params import (
     RANDOM_STATE,
@@ -1065,15 +1065,29 @@ class MSBPM(BayesianClassifier):
             block[:-1] = np.any(self.coef_map_ != 0, axis=1)
         return np.tile(block, K - 1)
 
-    def to_arviz(self):
+    def to_arviz(self, X=None):
         """The kept draws as an ArviZ DataTree (:func:`bsvm.draws.to_datatree`): ``posterior`` holds beta
-        as (chain, draw, class, coef) (class = the non-anchor classes ``classes_[1:]``, coef = the N
-        kernel weights then the bias; with ``prior="rkhs"`` only the weights of the pivot rows, the others
-        being 0 in every draw), ``sample_stats`` the log posterior (``lp``), eq. 4's log likelihood
-        and each configuration's training error, ``observed_data`` the training labels."""
+        as (chain, draw, class, coef) (class = the non-anchor classes ``classes_[1:]``, whose scores are
+        relative to the anchor class ``classes_[0]``, f = 0, named in the ``anchor_class`` attribute;
+        coef = the N kernel weights then the bias; with ``prior="rkhs"`` only the weights of the pivot
+        rows, the others being 0 in every draw), ``sample_stats`` the log posterior (``lp``), eq. 4's
+        log likelihood summed over the rows (``log_likelihood_sum``: ArviZ keeps the name log_likelihood
+        for its pointwise group) and each configuration's training error, ``observed_data`` the training
+        labels.
+
+        ``X``: the training rows, in the order given to ``fit``. Then ``log_likelihood`` ``y`` (chain,
+        draw, row) holds the log of each configuration's predictive probability of the observed class
+        (``predict_proba_draws``, what ``predict_proba`` averages; with ``prior="rkhs"`` never 0, else a
+        0/1 vote whose log can be -inf) and ``constant_data`` ``X`` the rows, for ``arviz_stats.loo``.
+        Refused when chains x draws x rows exceeds ``bsvm.draws.MAX_LOG_LIKELIHOOD``."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "samples_")
+        ll, const = None, None
+        if X is not None:
+            ll = {"y": pointwise_log_likelihood(self.predict_proba_draws, X, self._y_fit_index,
+                                                *self.samples_.shape[:2])}
+            const = {"X": check_predict_data(self, X)}
         S, D, _ = self.samples_.shape
         K = len(self.classes_)
         beta = self.samples_.reshape(S, D, K - 1, -1)
@@ -1093,13 +1107,15 @@ class MSBPM(BayesianClassifier):
         coef = [f"row {i}" for i in rows] + ["bias"]
         return to_datatree(
             {"beta": beta},
-            {"log_posterior": self.log_posterior_, "log_likelihood": self.log_likelihood_,
+            {"log_posterior": self.log_posterior_, "log_likelihood_sum": self.log_likelihood_,
              "train_error": self.train_error_},
             {"y": self.classes_[self._y_fit_index]},
-            dims={"beta": ["class", "coef"], "y": ["row"]},
+            dims={"beta": ["class", "coef"], "y": ["row"], "X": ["row", "feature"]},
             coords={"class": [str(c) for c in self.classes_[1:]], "coef": coef},
             attrs={"sampler": self.sampler_, "stopping_rule": self.stopping_rule_,
-                   "converged": int(bool(self.converged_)), **extra})
+                   "converged": int(bool(self.converged_)), "anchor_class": str(self.classes_[0]),
+                   **extra},
+            log_likelihood=ll, constant_data=const)
 
     def bayes_point_scores(self, X) -> np.ndarray:
         """Class scores f_c(x) of the Bayes point (the mean configuration), shape (n_samples, n_classes);

@@ -46,7 +46,7 @@ from ..convergence import (
 from ..cost import estimate
 from ..data import check_predict_data
 from ..diagnostics import rank_diagnostics
-from ..draws import proba_draws_chunked, to_datatree
+from ..draws import pointwise_log_likelihood, proba_draws_chunked, to_datatree
 from ..params import (
     RANDOM_STATE,
     Integral,
@@ -538,13 +538,26 @@ class _HingeSampler(BayesianClassifier):
         return [name for k in range(self.model_.n_blocks)
                 for name in [f"w[{self.classes_[k]}, {x}{j}]" for j in range(d)] + [f"b[{self.classes_[k]}]"]]
 
-    def to_arviz(self):
+    def to_arviz(self, X=None):
         """The kept draws as an ArviZ DataTree (arviz-base schema = ArviZ 1.x): ``posterior`` ``theta``
         (chain, draw, param) with the parameter names (weights then bias, per class block); ``sample_stats``
         ``lp`` (the log posterior -U; sgld/sgnht: its minibatch estimate), ``acceptance_rate``,
         ``step_size``, ``energy``, ``diverging``, ``n_steps`` (hmc), ``thermostat`` (sgnht);
-        ``observed_data`` ``y`` (the training labels). ``arviz_stats.summary(est.to_arviz())`` works."""
+        ``observed_data`` ``y`` (the training labels). ``arviz_stats.summary(est.to_arviz())`` works.
+
+        ``X``: the training rows, in the order given to ``fit``. Then ``log_likelihood`` ``y`` (chain, draw,
+        row) holds log p(y_i | x_i, theta) under the normalised likelihood the predictions use
+        (``predict_proba_draws``), and ``constant_data`` ``X`` the rows, so ``arviz_stats.loo`` runs on
+        the tree. (The posterior's own factor is the unnormalised hinge pseudo-likelihood
+        exp(-c max(0, l - y f)); the normalised one divides it by a per-draw sum between 1 and 2, so PSIS
+        weights from it are off by at most that factor.) Refused when chains x draws x rows exceeds
+        ``bsvm.draws.MAX_LOG_LIKELIHOOD``."""
         check_is_fitted(self, "samples_")
+        ll, const = None, None
+        if X is not None:
+            C, D = self.samples_.shape[:2]
+            ll = {"y": pointwise_log_likelihood(self.predict_proba_draws, X, self._y_obs, C, D)}
+            const = {"X": check_predict_data(self, X)}
         st = self._stats
         stats = {"lp": -self.potential_}
         kind = self._sampler_kind
@@ -556,9 +569,11 @@ class _HingeSampler(BayesianClassifier):
             if kind == "sgnht":
                 stats["xi"] = st["xi"]
         return to_datatree({"theta": self.samples_}, stats, {"y": np.asarray(self.classes_)[self._y_obs]},
-                           dims={"theta": ["param"], "y": ["row"]}, coords={"param": self.param_names()},
+                           dims={"theta": ["param"], "y": ["row"], "X": ["row", "feature"]},
+                           coords={"param": self.param_names()},
                            attrs={"sampler": kind, "stopping_rule": self.stopping_rule_,
-                                  "converged": int(bool(self.converged_))})
+                                  "converged": int(bool(self.converged_))},
+                           log_likelihood=ll, constant_data=const)
 
     def decision_function(self, X):
         """Scores consistent with ``predict_proba``: binary, the log-odds log(p1 / p0) of the posterior

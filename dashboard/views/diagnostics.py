@@ -520,14 +520,17 @@ if hasattr(est, "to_arviz"):
                                *data.notes]),
              "feature_center": np.asarray(data.center, dtype=float) if std else None,
              "feature_scale": np.asarray(data.scale, dtype=float) if std else None}
-    k2.download_button("Draws (NetCDF, ArviZ)", data=lambda: draws_netcdf(est, names[len(extra):], about),
+    k2.download_button("Draws (NetCDF, ArviZ)",
+                       data=lambda: draws_netcdf(est, names[len(extra):], about, X=data.X_train),
                        file_name=ui.file_name("draws", run_name, ext="nc", meta=meta),
                        mime="application/x-netcdf", icon=":material/download:", on_click="ignore",
-                       key="dl_draws_nc", help="The estimator's to_arviz() DataTree: posterior, sample_stats "
-                                               "and observed_data as groups (the root holds only what "
-                                               "made them: method, data, standardisation). "
-                                               "xarray.open_datatree and ArviZ read it; "
-                                               "xarray.open_dataset needs group='posterior'.")
+                       key="dl_draws_nc",
+                       help="The estimator's to_arviz() DataTree: posterior, sample_stats, "
+                            "observed_data, log_likelihood (per training row: "
+                            "arviz_stats.loo reads it) and constant_data as groups "
+                            "(the root holds only what made them: method, data, "
+                            "standardisation). xarray.open_datatree and ArviZ read it; "
+                            "xarray.open_dataset needs group='posterior'.")
 else:
     k2.caption("NetCDF needs the estimator's `to_arviz()` (not available for this method yet).")
 if table is not None:
