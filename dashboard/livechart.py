@@ -406,6 +406,22 @@ def can_redraw_in_place() -> bool:
         return False
 
 
+def _even_rows(figs, columns: int) -> None:
+    """Each chart of a grid row as tall as the row's tallest, maps aside (their plot is held square): a
+    grid row is as tall as its tallest chart, and the Train page's U chart beside the sampler's three
+    stacked statistics left a band of ~280 px blank under it (a crawl)."""
+    from .ui import _square_map
+
+    for r in range(0, len(figs), columns):
+        row = [f for f in figs[r:r + columns] if f.layout.height]
+        if len(row) < 2:
+            continue
+        tallest = max(int(f.layout.height) for f in row)
+        for f in row:
+            if int(f.layout.height) < tallest and not _square_map(f):
+                f.update_layout(height=tallest)
+
+
 def live_charts(charts, key: str, full: bool = False, columns: int = 2, again: bool = False) -> None:
     """Several live charts (``(fig, chart_key)`` pairs) in a grid of ``columns``, as one page element:
     a live view's redraw then updates one element instead of one per chart and its layout columns
@@ -419,6 +435,7 @@ def live_charts(charts, key: str, full: bool = False, columns: int = 2, again: b
             with cols[i % columns]:
                 st.plotly_chart(fig, key=k, config=PLOTLY_CONFIG)
         return
+    _even_rows([fig for fig, _ in charts], columns)
     made = [_entry(fig, k, full) for fig, k in charts]
     if again:  # the same element once more in this script run (see _forget)
         _forget(key)

@@ -1835,3 +1835,21 @@ def test_to_arviz_with_the_training_rows_gives_the_pointwise_log_likelihood():
             hmc.to_arviz(X)
     finally:
         draws.MAX_LOG_LIKELIHOOD = old
+
+
+def test_a_live_grid_row_is_evened_out_except_for_maps():
+    """The U chart beside the sampler's stacked statistics left ~280 px blank under it (a crawl): a row's
+    charts take its tallest height; a map keeps its own (its plot is held square)."""
+    import plotly.graph_objects as go
+
+    from dashboard.livechart import _even_rows
+
+    short, tall = go.Figure(layout={"height": 300}), go.Figure(layout={"height": 520})
+    square = go.Figure(go.Heatmap(z=[[0, 1], [1, 0]]), layout={"height": 430, "yaxis": {"scaleanchor": "x"}})
+    trace = go.Figure(layout={"height": 250})
+    _even_rows([short, tall, trace, square], 2)
+    assert (short.layout.height, tall.layout.height) == (520, 520)
+    assert (trace.layout.height, square.layout.height) == (430, 430)
+    lone = go.Figure(layout={"height": 200})
+    _even_rows([lone], 2)
+    assert lone.layout.height == 200
