@@ -843,12 +843,17 @@ def _colourbar(title: str) -> dict:
     return {"title": {"text": title, "side": "right"}, "len": 0.8, "thickness": 14}
 
 
+#: the legend's name of the true p(y|x) contours, with their levels: the Train page's map (unlabelled, as
+#: drawn live) said only "true p(y|x)", and Calibration's caption alone gave the levels (a crawl)
+TRUTH_NAME = "true p(y|x) 0.1 to 0.9"
+
+
 def _truth_trace(grid: Grid, truth) -> dict:
     """The true p(y|x) as dotted contours at 0.1, 0.3, ..., 0.9, unlabelled: for maps redrawn live and for
     grids of small maps (the labels' placement is most of a map's drawing time in the browser, measured:
     200 ms against 60 ms without, for a 45 x 45 grid). :func:`_truth_traces` labels the 0.5 level."""
     return {"type": "contour", "x": grid.xs, "y": grid.ys, "z": grid.reshape(truth),
-            "showscale": False, "name": "true p(y|x)", "showlegend": True, "hoverinfo": "skip",
+            "showscale": False, "name": TRUTH_NAME, "showlegend": True, "hoverinfo": "skip",
             "legendgroup": "truth",
             "contours": {"coloring": "none", "showlabels": False, "start": 0.1, "end": 0.9, "size": 0.2},
             "line": {"color": "black", "width": 1.2, "dash": "dot"}}

@@ -573,7 +573,7 @@ def test_model_map_overlay_draws_the_models_inducing_points_column_for_column():
                                                                           "x2 (standardised)")
     raw = prepare(load_sample("ripley.csv"), standardize=False, seed=0)
     assert raw.axis_names == ["x1", "x2"]
-    assert [t.name for t in fig.data if t.type == "contour" and t.showlegend] == ["true p(y|x)"]
+    assert [t.name for t in fig.data if t.type == "contour" and t.showlegend] == [figures.TRUTH_NAME]
 
 
 def test_the_truth_is_kept_only_on_the_generators_own_axes_and_labels():

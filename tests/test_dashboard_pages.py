@@ -25,6 +25,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from bsvm.datasets import ripley_proba  # noqa: E402
 from bsvm.metrics import classification_report  # noqa: E402
+from dashboard import figures  # noqa: E402
 from dashboard import methods as M  # noqa: E402
 from dashboard.runner import Run  # noqa: E402
 
@@ -100,7 +101,7 @@ def test_calibration_maps_draw_the_true_contours_on_the_generators_own_axes():
     at, data, _ = _calibration("ripley.csv")
     figs = _figures(at)
     contours = [t for f in figs for t in f["data"]
-                if t.get("type") == "contour" and t.get("name") == "true p(y|x)"
+                if t.get("type") == "contour" and t.get("name") == figures.TRUTH_NAME
                 and t.get("showlegend", True)]
     assert len(contours) == 2  # one on each model's map (the labelled 0.5 level; the levels under it)
     c = contours[0]
