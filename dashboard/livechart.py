@@ -413,13 +413,14 @@ def _even_rows(figs, columns: int) -> None:
     from .ui import _square_map
 
     for r in range(0, len(figs), columns):
-        row = [f for f in figs[r:r + columns] if f.layout.height]
+        row = [f for f in figs[r:r + columns] if getattr(getattr(f, "layout", None), "height", None)]
         if len(row) < 2:
             continue
         tallest = max(int(f.layout.height) for f in row)
         for f in row:
             if int(f.layout.height) < tallest and not _square_map(f):
                 f.update_layout(height=tallest)
+                _SPECS.pop(id(f), None)  # (its JSON, if made already, had the old height)
 
 
 def live_charts(charts, key: str, full: bool = False, columns: int = 2, again: bool = False) -> None:
