@@ -22,23 +22,27 @@ SAMPLE_STATS_NAMES = {"accept_prob": "acceptance_rate", "acceptance": "acceptanc
                       "n_leapfrog": "n_steps", "log_posterior": "lp", "lp": "lp", "xi": "thermostat"}
 
 
-#: the most numbers (chains x draws x rows) a pointwise log-likelihood group may hold (160 MB of float64)
+#: the most numbers (chains x draws x rows x classes) the draws' class probabilities behind a pointwise
+#: log-likelihood may hold (160 MB of float64)
 MAX_LOG_LIKELIHOOD = 20_000_000
 
 
-def pointwise_log_likelihood(proba_draws, X, y_index: np.ndarray, n_chains: int, n_draws: int) -> np.ndarray:
+def pointwise_log_likelihood(proba_draws, X, y_index: np.ndarray, n_chains: int, n_draws: int,
+                             n_classes: int = 2) -> np.ndarray:
     """log p(y_i | x_i, draw) (chain, draw, row) from ``proba_draws(X)`` ((chain, draw, row, class)) at the
-    observed class index of each row, refused before any work when chains x draws x rows exceeds
-    :data:`MAX_LOG_LIKELIHOOD` (with the size and what to do instead)."""
+    observed class index of each row. ``proba_draws`` makes the whole (chain, draw, row, class) array
+    first, so the size checked is that one's: refused before any work when chains x draws x rows x classes
+    exceeds :data:`MAX_LOG_LIKELIHOOD` (with the size and what to do instead); the peak is then about
+    (classes + 2) x 8 bytes per (chain, draw, row)."""
     n = int(np.shape(X)[0])
     if n != len(y_index):
         raise ValueError(f"X has {n} rows but the fit had {len(y_index)}: pass the training rows, in the "
                          "order given to fit, for the pointwise log-likelihood")
-    size = int(n_chains) * int(n_draws) * n
+    size = int(n_chains) * int(n_draws) * n * int(n_classes)
     if size > MAX_LOG_LIKELIHOOD:
-        raise ValueError(f"The pointwise log-likelihood would hold {size:,} numbers "
-                         f"({8 * size / 1e9:.1f} GB), more than {MAX_LOG_LIKELIHOOD:,}: call to_arviz() "
-                         "without X, or fit with fewer draws (n_samples) or chains.")
+        raise ValueError(f"The pointwise log-likelihood needs the draws' class probabilities, "
+                         f"{size:,} numbers ({8 * size / 1e9:.1f} GB), more than {MAX_LOG_LIKELIHOOD:,}: "
+                         "call to_arviz() without X, or fit with fewer draws (n_samples) or chains.")
     P = proba_draws(X)
     with np.errstate(divide="ignore"):
         return np.log(np.take_along_axis(P, np.asarray(y_index)[None, None, :, None], axis=-1)[..., 0])

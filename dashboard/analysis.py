@@ -856,13 +856,19 @@ def draws_netcdf(model, param_names=None, about: dict | None = None, X=None) -> 
     left_out = ""
     samples = getattr(model, "samples_", None)
     if X is not None and samples is not None and np.ndim(samples) == 3:
-        size = samples.shape[0] * samples.shape[1] * len(X)
+        size = samples.shape[0] * samples.shape[1] * len(X) * len(getattr(model, "classes_", (0, 1)))
         if size > MAX_LOG_LIKELIHOOD:
-            X, left_out = None, (f" The pointwise log-likelihood is left out: {size:,} numbers, more than "
-                                 f"{MAX_LOG_LIKELIHOOD:,}.")
+            X, left_out = None, (f" The pointwise log-likelihood is left out: the draws' class probabilities "
+                                 f"are {size:,} numbers, more than {MAX_LOG_LIKELIHOOD:,}.")
     else:
         X = None
     tree = model.to_arviz(X) if X is not None else model.to_arviz()
+    if "log_likelihood" in tree.children and not np.isfinite(tree["log_likelihood"]["y"].values).all():
+        # 0/1 votes (MS-BPM without the soft-margin nugget, or prior="coefficients"): a draw that
+        # misclassifies a row gives it log 0, and arviz_stats.loo fails on the file (a review)
+        del tree["log_likelihood"]
+        left_out = (" The pointwise log-likelihood is left out: some draws give a training row's class "
+                    "probability 0 (votes of 0 or 1), where arviz_stats.loo cannot work.")
     post = tree["posterior"]
     if param_names is not None and "param" in post.coords and post.sizes["param"] == len(param_names):
         tree["posterior"] = post.to_dataset().assign_coords(param=[str(n) for n in param_names])

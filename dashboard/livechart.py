@@ -430,13 +430,16 @@ def live_charts(charts, key: str, full: bool = False, columns: int = 2, again: b
     :func:`live_chart` sends it. ``again``: this script run has mounted ``key`` already and replaces
     it (a looping live view, inside the same ``st.empty``)."""
     mount = _component()
+    if not _presenting():
+        # (presentation mode's layout, in the browser, grows a chart by its legend's rows: evened here
+        # first, the traces stood 84 px taller than the map beside them, a review)
+        _even_rows([fig for fig, _ in charts], columns)
     if mount is None:
         cols = st.columns(columns)
         for i, (fig, k) in enumerate(charts):
             with cols[i % columns]:
                 st.plotly_chart(fig, key=k, config=PLOTLY_CONFIG)
         return
-    _even_rows([fig for fig, _ in charts], columns)
     made = [_entry(fig, k, full) for fig, k in charts]
     if again:  # the same element once more in this script run (see _forget)
         _forget(key)

@@ -1075,19 +1075,27 @@ class MSBPM(BayesianClassifier):
         for its pointwise group) and each configuration's training error, ``observed_data`` the training
         labels.
 
-        ``X``: the training rows, in the order given to ``fit``. Then ``log_likelihood`` ``y`` (chain,
-        draw, row) holds the log of each configuration's predictive probability of the observed class
-        (``predict_proba_draws``, what ``predict_proba`` averages; with ``prior="rkhs"`` never 0, else a
-        0/1 vote whose log can be -inf) and ``constant_data`` ``X`` the rows, for ``arviz_stats.loo``.
-        Refused when chains x draws x rows exceeds ``bsvm.draws.MAX_LOG_LIKELIHOOD``."""
+        ``X``: the training rows given to ``fit`` (checked against ``X_fit_``). Then ``log_likelihood``
+        ``y`` (chain, draw, row) holds the log of each configuration's predictive probability of the
+        observed class (``predict_proba_draws``, what ``predict_proba`` averages) and ``constant_data``
+        ``X`` the rows. This is not a leave-one-out of MS-BPM's posterior: its likelihood (eq. 4) is a
+        function of the confusion counts, not a product over rows, so ``arviz_stats.loo`` on it is only a
+        heuristic check of the predictive. With ``prior="rkhs"`` and ``nugget`` > 0 the probabilities are
+        smooth; otherwise they are 0/1 votes, the log is -inf for a draw that misclassifies a row, and
+        ``loo`` fails. Refused when the draws' class probabilities would exceed
+        ``bsvm.draws.MAX_LOG_LIKELIHOOD`` numbers."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "samples_")
         ll, const = None, None
-        if X is not None:
-            ll = {"y": pointwise_log_likelihood(self.predict_proba_draws, X, self._y_fit_index,
-                                                *self.samples_.shape[:2])}
-            const = {"X": check_predict_data(self, X)}
+        if X is not None and self.samples_.shape[1]:  # (no draws: to_datatree says so, before any work)
+            Xc = check_predict_data(self, X)
+            if Xc.shape != np.shape(self.X_fit_) or not np.array_equal(Xc, self.X_fit_):
+                raise ValueError("X is not the training rows this fit was given (in their order): the "
+                                 "pointwise log-likelihood is of the training rows")
+            ll = {"y": pointwise_log_likelihood(self.predict_proba_draws, Xc, self._y_fit_index,
+                                                *self.samples_.shape[:2], len(self.classes_))}
+            const = {"X": Xc}
         S, D, _ = self.samples_.shape
         K = len(self.classes_)
         beta = self.samples_.reshape(S, D, K - 1, -1)

@@ -309,8 +309,8 @@ if table is not None:
 st.subheader(f"Chains: {n_chains} chains x {n_draws} draws x {n_par} quantities")
 c1, c2 = st.columns([1, 2])
 param = c1.selectbox("Quantity", range(n_par), format_func=lambda j: names[j], key="diag_param",
-                     help="Per-chain summaries the sampler keeps (log posterior, potential, ...) come first, "
-                          "then the model's parameters.")
+                     help="Per-chain summaries the sampler keeps (log posterior, training error, ...) come "
+                          "first, then the model's parameters.")
 chains = c2.multiselect("Chains", list(range(n_chains)), default=list(range(min(n_chains, 8))),
                         key="diag_chains", help="Pick chains to compare; the tables above use every chain.")
 chains = chains or list(range(n_chains))
@@ -526,7 +526,8 @@ if hasattr(est, "to_arviz"):
                        mime="application/x-netcdf", icon=":material/download:", on_click="ignore",
                        key="dl_draws_nc",
                        help="The estimator's to_arviz() DataTree: posterior, sample_stats, "
-                            "observed_data, log_likelihood (per training row: "
+                            "observed_data, log_likelihood (per training row, up to 20 million "
+                            "class probabilities and where no draw gives a row probability 0: "
                             "arviz_stats.loo reads it) and constant_data as groups "
                             "(the root holds only what made them: method, data, "
                             "standardisation). xarray.open_datatree and ArviZ read it; "
