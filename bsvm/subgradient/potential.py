@@ -659,21 +659,25 @@ def _screened_update(model: HingeModel, theta: np.ndarray, Z: np.ndarray, prev: 
     # the bands' margins, over blocks of rows that every chain whose band reaches them reads while cached
     # (the bands overlap: each is a prefix of the same sorted copy), as _chain_products does
     single = screen.norms is not None
-    th = theta.astype(np.float32) if single else theta
-    S = [np.empty(int(kc), dtype=th.dtype) for kc in k]
-    for s in range(0, int(k.max()), _BLOCK_ROWS):
+    th = list(theta.astype(np.float32) if single else theta)
+    kl = k.tolist()  # (Python ints: the loop's comparisons and slices without numpy scalars)
+    S = [np.empty(kc, dtype=th[0].dtype) for kc in kl]
+    block = _BLOCK_ROWS * (8 // Zs.itemsize)  # the same bytes per block for a float32 copy
+    for s in range(0, max(kl), block):
         for c in range(C):
-            if k[c] > s:
-                e = min(s + _BLOCK_ROWS, int(k[c]))
+            kc = kl[c]
+            if kc > s:
+                e = s + block if s + block < kc else kc
                 np.matmul(Zs[s:e], th[c], out=S[c][s:e])
     if single:  # float32 margins: the activity as float64 margins decide it (_near_kink)
         theta_norm = np.sqrt(np.einsum("cp,cp->c", theta, theta))
         Zm = _margin_design(Z, p)
     # a dozen array operations per chain: at ~1 us each they are half of the cost at 20,000 rows, so the
     # loop avoids numpy's Python-level wrappers (flatnonzero, argsort, where)
+    reach = prev.reach.tolist()
     for c in range(C):
-        kc = int(k[c])
-        m = max(kc, int(prev.reach[c]))
+        kc = kl[c]
+        m = max(kc, int(reach[c]))
         if single:
             new = S[c] < np.float32(l)
             near = _near_kink(S[c], l, theta_norm[c], screen.norms[:kc], p).nonzero()[0]
