@@ -221,3 +221,30 @@ def test_the_fits_shuffled_design_holds_each_data_rows_signed_row():
     signed = np.where(y == 1, 1.0, -1.0)[pot.Z_rows, None]
     np.testing.assert_array_equal(pot.Z[:, :3], signed * X[pot.Z_rows])
     np.testing.assert_array_equal(pot.Z[:, 3], signed[:, 0])
+
+
+def test_the_pilots_mode_equals_the_one_from_softplus_over_every_row():
+    """find_mode computes softplus and its slope only where |z| <= 40 (beyond, they equal z or 0 and 1 or
+    0 in float64 up to e^-40): the mode is the one of the plain objective over every row."""
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    from bsvm.subgradient.laplace import _arguments, find_mode
+    from bsvm.subgradient.potential import HingeModel, _contract
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 4))
+    y = np.where(X @ np.array([1.0, -0.5, 0.2, 0.0]) + 0.3 * rng.normal(size=3000) > 0, 1.0, -1.0)
+    for model in (HingeModel(1.0, 1.0, 2, 4), HingeModel(2.0, 0.5, 2, 4)):
+        s = 1e-3 * max(model.l, 1e-3)
+
+        def plain(theta):
+            m, E = _arguments(model, theta, X, y)
+            z = m / s
+            G = (model.c * expit(z))[:, None] * E
+            return (0.5 * theta @ theta + model.c * s * np.logaddexp(0.0, z).sum(),
+                    theta + _contract(G[None], X).reshape(model.n_params))
+
+        ref = minimize(plain, np.zeros(model.n_params), jac=True, method="L-BFGS-B",
+                       options={"maxiter": 500}).x
+        np.testing.assert_allclose(find_mode(model, X, y), ref, rtol=1e-9, atol=1e-9)

@@ -53,8 +53,19 @@ def find_mode(model: HingeModel, X: np.ndarray, y: np.ndarray, max_iter: int = 5
     def fun(theta):
         m, E = _arguments(model, theta, X, y)
         z = m / s
-        val = 0.5 * theta @ theta + model.c * s * np.logaddexp(0.0, z).sum()
-        G = (model.c * expit(z))[:, None] * E
+        # softplus(z) and its slope expit(z) are computed only where |z| <= 40: beyond, softplus is z (or
+        # 0) and expit 1 (or 0) in float64 up to e^-40 = 4e-18 per row, and with s = 1e-3 l nearly every
+        # row is beyond (the transcendental functions over all n rows were half of an evaluation: at
+        # 100,000 x 50 an evaluation took 8.4 ms, and the pilot's 15 are serial work before the chains)
+        mid = np.flatnonzero(np.abs(z) <= 40.0)
+        soft = np.maximum(z, 0.0)
+        slope = (z > 0.0).astype(float)
+        if mid.size:
+            zm = z[mid]
+            soft[mid] = np.logaddexp(0.0, zm)
+            slope[mid] = expit(zm)
+        val = 0.5 * theta @ theta + model.c * s * soft.sum()
+        G = (model.c * slope)[:, None] * E
         return val, theta + _contract(G[None], X).reshape(p)
 
     res = minimize(fun, np.zeros(p), jac=True, method="L-BFGS-B", options={"maxiter": max_iter})
