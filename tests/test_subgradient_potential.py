@@ -238,7 +238,7 @@ def test_the_pilots_mode_equals_the_one_from_softplus_over_every_row():
     for model in (HingeModel(1.0, 1.0, 2, 4), HingeModel(2.0, 0.5, 2, 4)):
         s = 1e-3 * max(model.l, 1e-3)
 
-        def plain(theta):
+        def plain(theta, model=model, s=s):
             m, E = _arguments(model, theta, X, y)
             z = m / s
             G = (model.c * expit(z))[:, None] * E
