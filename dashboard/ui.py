@@ -216,6 +216,18 @@ def styled(fig):
 
 def _presentation_style(fig):
     fig = go.Figure(fig)
+    # as livechart.js's presentLayout: a legend at the right goes below, and a legend below, one entry per
+    # line at this size, grows the figure by those lines (Diagnostics' trace of six series kept its
+    # 300 px and left the plot 45 px high, a crawl); two half-width columns do not hold 16 px names
+    entries = sum(1 for t in fig.data if t.showlegend is not False and t.name)
+    if fig.layout.showlegend is not False and entries:
+        if fig.layout.legend.orientation == "v":
+            fig.update_layout(legend={"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
+                                      "x": 0.0})
+        if fig.layout.legend.orientation == "h" and entries > 2 and not _square_map(fig):
+            fig.update_layout(height=int(fig.layout.height or 320) + LEGEND_LINE_PX * (entries - 2))
+        if fig.layout.legend.entrywidthmode == "fraction":
+            fig.update_layout(legend_entrywidth=None, legend_entrywidthmode=None)
     fig.update_layout(font={"size": 17}, title_font={"size": 21}, legend_font={"size": 16})
     # Streamlit's chart theme sets its own axis fonts: name the sizes on the axes themselves
     fig.update_xaxes(tickfont_size=15, title_font_size=17)
@@ -241,6 +253,8 @@ def _presentation_style(fig):
 
 #: how much taller a chart's top margin is in presentation mode (its title goes from 15 to 21 px)
 PRESENT_MARGIN = 1.35
+#: a legend line's height in presentation mode (16 px type), by which a chart grows per entry past two
+LEGEND_LINE_PX = 28
 #: a map's left margin in presentation mode (its y axis's labels at 15 px and title at 17 px)
 PRESENT_MAP_LEFT = 60
 
@@ -403,7 +417,7 @@ def _legend_rows(fig, width: int) -> int:
     return rows
 
 
-def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
+def chart(fig, key: str, *, png: bool = True, name: str | None = None, method: str | None = None, **kw):
     """``st.plotly_chart`` with presentation styling and, under it, a PNG download made on click."""
     from .livechart import PLOTLY_CONFIG
 
@@ -441,7 +455,7 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, **kw):
     # Diagnostics page) got a PNG button that downloaded a picture of the sentence (a crawl); the Train
     # page's row of PNG buttons already skips such panels
     if png and not is_placeholder(fig):
-        png_button(lambda: shown, key, name)
+        png_button(lambda: shown, key, name, method=method)
 
 
 def file_name(stem: str, *parts, ext: str = "csv", meta: dict | None = None) -> str:
@@ -469,13 +483,15 @@ def download_run(meta: dict | None = None, method: str | None = None) -> None:
     st.session_state[_DOWNLOAD_RUN] = (meta, method)
 
 
-def png_button(make_fig, key: str, name: str | None, label: str = "PNG") -> None:
+def png_button(make_fig, key: str, name: str | None, label: str = "PNG", method: str | None = None) -> None:
     """A PNG download of ``make_fig()`` (the figure as shown), drawn by kaleido only when it is asked
     for, outside the script run. ``label``: the button's text (a row of buttons under a grid of charts
     says which chart each is for). The file is named after the chart, the data set and the page's run
-    (:func:`download_run`), e.g. "objective_ripley_SGLD.png"."""
+    (:func:`download_run`, or ``method`` for a chart of one method on a page of several), e.g.
+    "objective_ripley_SGLD.png"."""
     # a plain file name: a key with a method's label gave "cal_map_main_Subgradient MCMC.png" (a crawl)
-    meta, method = st.session_state.get(_DOWNLOAD_RUN) or (None, None)
+    meta, run_method = st.session_state.get(_DOWNLOAD_RUN) or (None, None)
+    method = method or run_method
     stem = _plain(name or key) or "figure"
     words = [] if not method or _plain(method) in stem else [method]
     st.download_button(label, data=lambda: _png_or_message(make_fig()),

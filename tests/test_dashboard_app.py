@@ -1982,6 +1982,16 @@ def test_figure_downloads_are_named_after_the_chart_the_data_and_the_run(monkeyp
     for n in train + diag:
         assert n.endswith("_ripley_Subgradient_HMC.png") and not n.startswith("_ripley"), n
     assert len(set(diag)) == len(diag), diag  # one name per chart
+    # the same chart under the same name on both pages (Train said learning_curve, Diagnostics objective)
+    assert "objective_ripley_Subgradient_HMC.png" in train and "objective_ripley_Subgradient_HMC.png" in diag
+    assert not any(n.startswith("diag_") for n in diag), diag  # no internal key words
     names.clear()
     at.switch_page("views/data.py").run()  # a page that names no run: the current data only
     assert all(n.endswith("_ripley.png") for n in names if n and n.endswith(".png")), names
+    names.clear()
+    at.switch_page("views/calibration.py").run()  # a map per method: data set, then the map's method
+    _until(lambda: not _workers(), at=at)
+    at.run()
+    maps = [n for n in names if n and n.startswith("calibration_map")]
+    assert maps and all(n.startswith("calibration_map_ripley_") for n in maps), maps
+    assert "calibration_map_ripley_Subgradient_HMC.png" in maps, maps

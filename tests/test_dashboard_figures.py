@@ -1881,3 +1881,23 @@ def test_a_netcdf_of_votes_leaves_the_log_likelihood_out_and_says_why():
         tree = xr.open_datatree(fh.name, engine="h5netcdf")
         assert "log_likelihood" not in tree.children and "constant_data" in tree.children
         assert "probability 0" in tree.attrs["note"]
+
+
+def test_presentation_mode_grows_a_static_chart_by_its_legend_lines():
+    """As the live charts' presentLayout: Diagnostics' trace of six series kept its 300 px in presentation
+    mode, and the legend's lines at 16 px left the plot 45 px high (a crawl). A map keeps its height."""
+    import plotly.graph_objects as go
+
+    from dashboard import ui
+
+    f = go.Figure([go.Scatter(y=[1, 2], name=f"chain {i}") for i in range(6)],
+                  layout={"height": 300, "legend": figures.LEGEND_BELOW_2COL})
+    g = ui._presentation_style(f)
+    assert g.layout.height == 300 + 4 * ui.LEGEND_LINE_PX and f.layout.height == 300  # a copy
+    assert g.layout.legend.entrywidthmode is None  # one entry per line
+    right = go.Figure([go.Scatter(y=[1], name=f"s{i}") for i in range(3)],
+                      layout={"height": 300, "legend": {"orientation": "v"}})
+    assert ui._presentation_style(right).layout.legend.orientation == "h"
+    square = go.Figure([go.Heatmap(z=[[0, 1], [1, 0]]), *[go.Scatter(y=[0], name=f"c{i}") for i in range(4)]],
+                       layout={"height": 430, "yaxis": {"scaleanchor": "x"}, "legend": figures.LEGEND_BELOW})
+    assert ui._presentation_style(square).layout.height == 430

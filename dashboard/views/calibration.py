@@ -141,6 +141,13 @@ st.caption("error: misclassified fraction; Brier: mean squared error of p; "
            + ("; mean |p - p_true|: deviation from the true probabilities." if data.truth else "."))
 
 
+def _png_stem(chart: str, where: str) -> str:
+    """A map's PNG name ahead of the data set and method: "calibration_map", and for the maps of the
+    model on two chosen features "calibration_map_two_features" (it was "cal_map_main_S-BSVM_ripley",
+    the method before the data set and an internal word, a crawl)."""
+    return f"calibration_{chart}" + ("" if where == "main" else "_two_features")
+
+
 def maps_for(d: Prepared, fitted: dict, where: str):
     # at least two columns: one model's map across the whole page was stretched to 3:1 (a crawl)
     cols = st.columns(max(2, len(fitted)))
@@ -148,7 +155,8 @@ def maps_for(d: Prepared, fitted: dict, where: str):
         with col:
             fig = ui.proba_map(est, d, name)
             if fig is not None:
-                ui.chart(fig, key=f"cal_map_{where}_{name}")
+                ui.chart(fig, key=f"cal_map_{where}_{name}", name=_png_stem("map", where),
+                         method=name)
     scale = (f"blue = {d.classes[0]}, red = {d.classes[1]}, white = 50/50" if d.binary else
              "each region in its predicted class's colour, more transparent where the top class is less "
              f"sure, that is, where the {len(d.classes)} classes are a close call")
@@ -185,7 +193,8 @@ def maps_for(d: Prepared, fitted: dict, where: str):
         with col:
             fig = ui.uncertainty_map(est, d, name, kind)
             if fig is not None:
-                ui.chart(fig, key=f"cal_unc_{where}_{name}")
+                ui.chart(fig, key=f"cal_unc_{where}_{name}", name=_png_stem("uncertainty", where),
+                         method=name)
             else:
                 st.info(f"{name} has no latent Gaussian predictive, so no latent variance: choose "
                         "predictive entropy to compare it.")
@@ -231,14 +240,14 @@ st.subheader("Reliability")
 curves, probas, xlabel = reliability_curves(results, data.binary)
 r1, r2 = st.columns(2)
 with r1:
-    ui.chart(figures.reliability_figure(curves, xlabel=xlabel), key="cal_reliability")
+    ui.chart(figures.reliability_figure(curves, xlabel=xlabel), key="cal_reliability", name="reliability")
     st.caption("Each point is a bin of test predictions: x = mean predicted probability, y = observed "
                "frequency, with its 90% interval (Wilson): a bin of a few points could lie anywhere along "
                "it, so only a point whose interval misses the diagonal is evidence of miscalibration; bars "
                "below show how many test points fell in each bin."
                + ("" if data.binary else " (3+ classes: confidence of the predicted class vs accuracy.)"))
 with r2:
-    ui.chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist")
+    ui.chart(figures.proba_histograms(probas, xlabel=xlabel), key="cal_hist", name="probability_histograms")
     st.caption(("Over-confident models pile up at 0 and 1" if data.binary else
                 "Over-confident models pile up at 1 (the predicted class's probability)")
                + "; a Bayesian model keeps mass in between where the classes overlap.")

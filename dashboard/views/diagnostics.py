@@ -131,7 +131,9 @@ if snap_keys:
                        format_func=lambda k: SNAPSHOT_TITLES.get(k, k),
                        help="Small arrays the method records every few iterations (per-chain values or a "
                             "few coordinates).")
-    ui.chart(figures.named_snapshot_traces(hist, key, est, data.feature_names), key="diag_snapshot",
+    # (at 300 px its title, note and three legend rows left the plot 90 px high at 1920 px, a crawl)
+    ui.chart(figures.named_snapshot_traces(hist, key, est, data.feature_names, height=440),
+             key="diag_snapshot",
              name="traces")
 
 S, extra, n_model_par = chain_arrays(est)
@@ -343,11 +345,14 @@ if tabs["Traces and mixing"].open:
     with tabs["Traces and mixing"]:
         t1, t2 = st.columns(2)
         with t1:
-            ui.chart(figures.chain_traces(S, param, chains, names[param]), key="diag_trace")
-            ui.chart(figures.autocorrelation_figure(S, param, chains, name=names[param]), key="diag_acf")
+            ui.chart(figures.chain_traces(S, param, chains, names[param]), key="diag_trace", name="trace")
+            ui.chart(figures.autocorrelation_figure(S, param, chains, name=names[param]),
+                     key="diag_acf", name="autocorrelation")
         with t2:
-            ui.chart(figures.running_means(S, param, chains, names[param]), key="diag_running")
-            ui.chart(figures.rank_figure(S, param, chains, name=names[param]), key="diag_rank")
+            ui.chart(figures.running_means(S, param, chains, names[param]),
+                     key="diag_running", name="running_means")
+            ui.chart(figures.rank_figure(S, param, chains, name=names[param]),
+                     key="diag_rank", name="rank_plot")
 
 if tabs["ESS, energy and pairs"].open:
     with tabs["ESS, energy and pairs"]:
@@ -355,7 +360,8 @@ if tabs["ESS, energy and pairs"].open:
         with e1:
             ess = ui.safe(ess_by_draws, S, param, what="ESS against draws")
             if ess is not None and len(ess):
-                ui.chart(figp.ess_evolution(ess, names[param], figures.ESS_MIN), key="diag_ess")
+                ui.chart(figp.ess_evolution(ess, names[param], figures.ESS_MIN),
+                         key="diag_ess", name="ess_vs_draws")
                 st.caption("Bulk and tail ESS from the first n draws of every chain (bsvm.diagnostics): "
                            "lines that rise steadily mean the chains keep adding information; flat lines "
                            "mean they are stuck.")
@@ -364,7 +370,7 @@ if tabs["ESS, energy and pairs"].open:
             if energy is not None:
                 b = ui.safe(bfmi, energy, what="BFMI")
                 if b is not None:
-                    ui.chart(figp.energy_plot(energy, b), key="diag_energy")
+                    ui.chart(figp.energy_plot(energy, b), key="diag_energy", name="energy_plot")
                     st.caption("When the energy changes between draws (red) are much narrower than the "
                                "energy's spread (blue), HMC explores the posterior's tails slowly: BFMI "
                                "below 0.3.")
@@ -391,7 +397,8 @@ if tabs["ESS, energy and pairs"].open:
                               format_func=lambda j: names[j], key="diag_pair",
                               help="Two to four quantities: histograms on the diagonal, draws below it.")
         if len(pair) >= 2:
-            ui.chart(figp.pair_plot(pair_data(S, pair), [names[j] for j in pair]), key="diag_pair_plot")
+            ui.chart(figp.pair_plot(pair_data(S, pair), [names[j] for j in pair]),
+                     key="diag_pair_plot", name="pair_plot")
 
 
 if data.n_features == 2 and not draws_tab:
@@ -408,7 +415,8 @@ if "Posterior draws" in tabs and tabs["Posterior draws"].open:
             if surf is not None:
                 X, y = ui.shown_points(data, 400)
                 ui.chart(figp.draw_boundaries(grid, surf[0], surf[1], X, y, data.classes,
-                                              axis_titles=tuple(data.axis_names)), key="diag_boundaries")
+                                              axis_titles=tuple(data.axis_names)),
+                         key="diag_boundaries", name="posterior_draws")
                 st.caption("Each grey line is the decision boundary of one posterior draw: where they fan "
                            "out, the posterior does not know where the boundary lies."
                            + (" Far from the data a kernel model's latent function fades to about 0, so a "
@@ -421,7 +429,7 @@ if "Posterior draws" in tabs and tabs["Posterior draws"].open:
             cloud = weight_cloud(est, data.feature_names)
             if cloud is not None:
                 paths = leapfrog_paths(hist)
-                ui.chart(figp.weight_cloud(cloud[0], cloud[1], paths), key="diag_cloud")
+                ui.chart(figp.weight_cloud(cloud[0], cloud[1], paths), key="diag_cloud", name="weight_cloud")
                 st.caption("The draws as points in weight space, one colour per chain"
                            + (f"; black: the leapfrog path of the last {len(paths)} HMC transitions of "
                               "chain 0 (start: open circle, end: star)." if paths else
@@ -492,7 +500,7 @@ if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].ope
                                "the model's parameters there to overlay its draws.")
                 labels = (run_method_name(meta, "approximate"), "exact GibbsSVM")
                 ui.chart(figures.draws_overlay(S[:, :, len(extra):], G, j, labels, model_names[j]),
-                         key="diag_overlay")
+                         key="diag_overlay", name="approx_vs_exact")
 
 st.subheader("Downloads")
 k1, k2, k3 = st.columns(3)

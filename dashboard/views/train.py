@@ -51,7 +51,7 @@ QUICK_RUN_SECONDS = 3.0
 #: and most of the default fits on the sample data end sooner; those draw these charts once, at the end
 #: the final charts' PNG buttons, short enough for a quarter of the width in presentation mode
 #: ("learning curve" was cut)
-PNG_LABELS = {"learning_curve": "objective", "ard_weights": "ARD"}
+PNG_LABELS = {"ard_weights": "ARD"}
 MAP_FIRST_SECONDS = 1.0
 #: training points drawn on the live map (a fixed random subset beyond): each is an SVG element that the
 #: browser restyles with every new map; the finished run's map shows FINAL_POINTS
@@ -598,7 +598,7 @@ with right:
                                   "; a probability map needs exactly two features (choose two on the Data "
                                   "page). ")
                                + "**Calibration** and **Compare** show how its probabilities hold up.")
-                named = [(objective, "learning_curve"), (stats, "statistics"), (traces, "traces"),
+                named = [(objective, "objective"), (stats, "statistics"), (traces, "traces"),
                          (last, last_name)]
                 # one row under the 2x2 grid, each button as wide as its label (in equal columns
                 # presentation mode's type cut "PNG: objecti..."): each says which chart it is for
