@@ -57,17 +57,20 @@ def draw_boundaries(grid: Grid, values: np.ndarray, level: float, X=None, y=None
 
 
 def weight_cloud(W: np.ndarray, names=("w1", "w2"), paths=(), *, title: str = "Posterior draws in weight "
-                 "space", max_points: int = 3000, height: int = 430):
+                 "space", max_points: int = 3000, height: int = 430, chains=None):
     """The draws (chains, draws, 2) as a cloud, one colour per chain, with HMC leapfrog paths on top
-    (each (steps + 1, >= 2): its first two coordinates, start marked by a circle, end by a star)."""
+    (each (steps + 1, >= 2): its first two coordinates, start marked by a circle, end by a star).
+    ``chains``: the chain numbers of ``W``'s rows (a selection of the run's chains), for their names and
+    colours, as the other chain plots name them."""
     W = np.asarray(W, dtype=float)
+    ids = list(range(W.shape[0])) if chains is None else [int(c) for c in chains]
     traces = []
     per_chain = max(1, max_points // max(1, W.shape[0]))
     for c in range(W.shape[0]):
         pts = W[c, -per_chain:]
+        colour = CHAIN_COLOURS[ids[c] % len(CHAIN_COLOURS)]
         traces.append({"type": "scattergl", "x": pts[:, 0], "y": pts[:, 1], "mode": "markers",
-                       "name": f"chain {c}", "marker": {"size": 4, "opacity": 0.45,
-                                                        "color": CHAIN_COLOURS[c % len(CHAIN_COLOURS)]}})
+                       "name": f"chain {ids[c]}", "marker": {"size": 4, "opacity": 0.45, "color": colour}})
     for i, p in enumerate(paths):
         p = np.asarray(p, dtype=float)
         last = i == len(paths) - 1

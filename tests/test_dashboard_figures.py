@@ -749,6 +749,10 @@ def test_posterior_draw_figures_and_linear_draw_surfaces():
     assert len(lines) == 3
     assert np.allclose(lines[-1].x, path[:, 0] + 7) and np.allclose(lines[-1].y, path[:, 1] + 7)
     assert A.weight_cloud(est, ["u", "v", "z"]) is None
+    # a selection of the chains keeps their numbers and colours (the cloud ignored the Chains control)
+    one = FP.weight_cloud(W[[1]], names, chains=[1])
+    pts = [t for t in one.data if t.mode == "markers"]
+    assert [t.name for t in pts] == ["chain 1"] and pts[0].marker.color == FP.CHAIN_COLOURS[1]
 
 
 def test_approximate_against_exact_table_reports_means_and_sds():

@@ -428,11 +428,17 @@ if "Posterior draws" in tabs and tabs["Posterior draws"].open:
         with d2:
             cloud = weight_cloud(est, data.feature_names)
             if cloud is not None:
-                paths = leapfrog_paths(hist)
-                ui.chart(figp.weight_cloud(cloud[0], cloud[1], paths), key="diag_cloud", name="weight_cloud")
-                st.caption("The draws as points in weight space, one colour per chain"
+                # the chains picked above, as in the other chain plots (the cloud showed all: a crawl); the
+                # leapfrog path is chain 0's
+                recorded = leapfrog_paths(hist)
+                paths = recorded if 0 in chains else []
+                ui.chart(figp.weight_cloud(cloud[0][chains], cloud[1], paths, chains=chains),
+                         key="diag_cloud", name="weight_cloud")
+                st.caption("The draws as points in weight space, one colour per chain (the chains picked "
+                           "above)"
                            + (f"; black: the leapfrog path of the last {len(paths)} HMC transitions of "
                               "chain 0 (start: open circle, end: star)." if paths else
+                              "; pick chain 0 to see its leapfrog path." if recorded else
                               ". (HMC runs also draw the leapfrog path of their last transitions.)"))
             else:
                 fmap = getattr(est, "feature_map_", "none")
