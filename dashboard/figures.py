@@ -790,7 +790,25 @@ def named_snapshot_traces(history, key: str | None = None, model=None, feature_n
     key = key if key in keys else (keys[0] if keys else None)
     names = (snapshot_names(history, key, model, feature_names, getattr(model, "classes_", None))
              if key else None)
-    return snapshot_traces(history, key, names=names, title=SNAPSHOT_TITLES.get(key), height=height)
+    title = SNAPSHOT_TITLES.get(key)
+    m = np.shape(getattr(model, "mean_", ()))
+    if key == "mean" and len(m) == 1 and history and m[0] > np.size(history[-1].snapshot.get("mean", ())):
+        # (S-BSVM records the first few: "q(u) mean" with 5 lines read as all of q(u), a crawl)
+        title = f"q(u) mean at {np.size(history[-1].snapshot['mean'])} of its {m[0]} inducing points"
+    fig = snapshot_traces(history, key, names=names, title=title, height=height)
+    marks = stage_changes(history, getattr(model, "stages_", None)) if key and history else []
+    if marks:
+        # each candidate fit starts over (S-BSVM's kernel="auto"): its jump back to the start, and the
+        # short fits' spikes at the right, had no mark here while the objective above marks them (a crawl)
+        fig.update_layout(shapes=[*(fig.layout.shapes or ()), *[
+            {"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
+             "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks]])
+        text = fig.layout.title.text or ""
+        if "dotted:" not in text:
+            text = _subtitled(text, "dotted: next candidate fit")
+            fig.update_layout(title_text=text, margin_t=max(fig.layout.margin.t or 45, SUBTITLE_MARGIN["t"]
+                                                          + NOTE_LINE * (text.count("<br>") - 1)))
+    return fig
 
 
 # ----------------------------------------------------------------------------------------- maps

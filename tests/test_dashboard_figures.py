@@ -1905,3 +1905,23 @@ def test_presentation_mode_grows_a_static_chart_by_its_legend_lines():
     square = go.Figure([go.Heatmap(z=[[0, 1], [1, 0]]), *[go.Scatter(y=[0], name=f"c{i}") for i in range(4)]],
                        layout={"height": 430, "yaxis": {"scaleanchor": "x"}, "legend": figures.LEGEND_BELOW})
     assert ui._presentation_style(square).layout.height == 430
+
+
+def test_sbsvm_traces_say_how_many_inducing_points_and_mark_each_candidate_fit():
+    """S-BSVM's "Trace: q(u) mean" drew 5 lines without saying they are 5 of its inducing points, and its
+    jumps back at each candidate fit had no mark while the objective above had dotted lines (a crawl)."""
+    import warnings
+
+    from bsvm import SBSVM
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(150, random_state=0)
+    est = SBSVM(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hist = list(est.fit_iter(X, y))
+    fig = figures.named_snapshot_traces(hist, "mean", est)
+    m = est.mean_.shape[0]
+    assert f"q(u) mean at 5 of its {m} inducing points" in fig.layout.title.text
+    assert "dotted: next candidate fit" in fig.layout.title.text
+    assert len(fig.layout.shapes) == len(figures.stage_changes(hist, est.stages_)) > 0
