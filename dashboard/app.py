@@ -74,6 +74,10 @@ with st.sidebar:
                "in the address bar reopens this demo.")
 if page is not pages[-1]:  # (the /data redirect's run is thrown away: its notes would never be seen)
     state.url_notes()
+    # the settings into the address bar before the page runs as well: a page that stops early (st.stop:
+    # Calibration and Diagnostics before any run) left it bare, the sync in the finally below did not
+    # reach the browser, and a reload or a shared link lost the data set, seed and method (a crawl)
+    state.sync_url()
 ui.download_run()  # figures name the current data unless the page names a run
 _interrupted = False
 try:

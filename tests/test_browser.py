@@ -299,6 +299,21 @@ def test_the_data_page_answers_at_slash_data_too(server, page):
     assert note.count() == 1
 
 
+def test_every_page_keeps_the_settings_in_its_address(server, page):
+    """Calibration and Diagnostics stop early before any run (st.stop): their addresses stayed bare, so
+    a reload or a shared link lost the data set, seed and method, against the sidebar's promise that the
+    link reopens the demo (a crawl)."""
+    pg = page
+    pg.goto(f"{server}/train?sample=moons.csv&method=platt&seed=3&test=0.4")
+    pg.locator("h1", has_text="Train").wait_for()
+    for title in ("Calibration", "Diagnostics", "Compare"):
+        pg.get_by_role("link", name=title).first.click()
+        pg.locator("h1", has_text=title).wait_for()
+        pg.wait_for_function("() => location.search.includes('seed=3')", timeout=10_000)
+        assert "sample=moons.csv" in pg.url and "method=platt" in pg.url and "test=0.4" in pg.url, pg.url
+        _no_exception(pg, title)
+
+
 def test_odd_csv_uploads_give_messages_not_exceptions(server, page, tmp_path):
     pg = page
     pg.goto(server)
