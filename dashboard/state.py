@@ -366,7 +366,7 @@ def enter_page(page: str) -> None:
         return
     halted = registry().halt_page(prev, f"you left the {prev.title()} page")
     for item in halted:
-        st.toast(f"Stopped {item.label}: you left the {prev.title()} page.", icon=":material/stop_circle:")
+        st.toast(stopped_text(item.label, f"you left the {prev.title()} page"), icon=":material/stop_circle:")
     # A fit in a child process hands its state back with the halt (it pickles it only when asked, see
     # dashboard/procrun.py): wait for it, one record (usually well under a second, at most HALT_WAIT), so
     # that the page opened shows the model where it stopped.
@@ -480,8 +480,19 @@ def current_data() -> Prepared | None:
         return None
     st.session_state["data"] = data
     for item in registry().halt_data(key, "the data changed"):
-        st.toast(f"Stopped {item.label}: the data changed.", icon=":material/stop_circle:")
+        if not item.meta.get("replaced_quietly"):  # (the playground's refit: its new one says so itself)
+            st.toast(stopped_text(item.label, "the data changed"), icon=":material/stop_circle:")
     return data
+
+
+def stopped_text(label: str, why: str) -> str:
+    """A halted item's toast: "Stopped S-BSVM: the data changed." for a run, "Fitting S-BSVM: stopped,
+    the data changed." for a job whose label says what it does ("Stopped Fitting ..." read oddly, a
+    crawl)."""
+    first = label.split(" ", 1)[0]
+    if first.endswith("ing") and first[:1].isupper():
+        return f"{label}: stopped, {why}."
+    return f"Stopped {label}: {why}."
 
 
 def require_data() -> Prepared | None:

@@ -602,9 +602,13 @@ def playground_refit(data: Prepared) -> None:
         est = safe(method.make, opts, seed, what=f"Setting up {method.label}")
         if est is None:
             return
+        # named as the run (SGLD, not "Subgradient MCMC (HMC, SGLD, SGNHT)"), and saying what it does: an
+        # edit's new refit replaces the old one without a "Stopped ...: the data changed" toast, which was
+        # all a user saw while the map was gone (a crawl)
+        meta = {"key": key, "data_key": data.key, "replaced_quietly": True}
+        label = f"Refitting {name} on {len(data.y_train)} training points"
         state.start_job(PLAYGROUND_JOB, Job(fit_in_job, est, data.X_train, data.y_train, method.cap(opts),
-                                            method.label, label=f"Fitting {method.label}", page="data",
-                                            meta={"key": key, "data_key": data.key}))
+                                            name, label=label, page="data", meta=meta))
     model = state.job_view(PLAYGROUND_JOB, key)
     if model is not None:
         from .playground import click_grid

@@ -1198,6 +1198,10 @@ def test_the_playground_refit_is_a_registry_job_and_draws_its_map():
     _ok(at)
     job = at.session_state["_registry"].get("playground_refit")
     assert job is not None and job.page == "data"
+    # named as the run and saying what it does ("Stopped Fitting Subgradient MCMC (HMC, SGLD, SGNHT): the
+    # data changed." was all a user saw while the map was gone, a crawl); no such toast on an edit
+    assert job.label.startswith("Refitting ") and "training points" in job.label and "(" not in job.label
+    assert job.meta.get("replaced_quietly")
     _until(lambda: job.status in ("done", "failed"), 60)
     assert job.status == "done", job.error
     _until(lambda: "pg_map" in [getattr(c, "key", None) for c in at.get("plotly_chart")], 30, at=at)

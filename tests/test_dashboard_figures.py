@@ -1925,3 +1925,11 @@ def test_sbsvm_traces_say_how_many_inducing_points_and_mark_each_candidate_fit()
     assert f"q(u) mean at 5 of its {m} inducing points" in fig.layout.title.text
     assert "dotted: next candidate fit" in fig.layout.title.text
     assert len(fig.layout.shapes) == len(figures.stage_changes(hist, est.stages_)) > 0
+
+
+def test_a_halted_jobs_toast_reads_as_a_sentence():
+    from dashboard.state import stopped_text
+
+    assert stopped_text("Fitting S-BSVM", "the data changed") == "Fitting S-BSVM: stopped, the data changed."
+    assert stopped_text("SGLD (subgradient MCMC)", "you left the Train page") == \
+        "Stopped SGLD (subgradient MCMC): you left the Train page."
