@@ -1999,3 +1999,30 @@ def test_figure_downloads_are_named_after_the_chart_the_data_and_the_run(monkeyp
     maps = [n for n in names if n and n.startswith("calibration_map")]
     assert maps and all(n.startswith("calibration_map_ripley_") for n in maps), maps
     assert "calibration_map_ripley_Subgradient_HMC.png" in maps, maps
+
+
+def test_calibration_says_when_a_sampler_run_stopped_in_burn_in():
+    """A SubgradientHMC run stopped during burn-in has no draws; Calibration showed a full metrics table
+    from the chains' current states with only "Using the Train page's run as it stands" (a crawl)."""
+    import warnings
+
+    pytest.importorskip("bsvm.subgradient")
+    from bsvm import SubgradientHMC
+
+    at = _app(sample="ripley.csv")
+    data = at.session_state["data"]
+    est = SubgradientHMC(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        next(iter(est.fit_iter(data.X_train, data.y_train)))  # one record, in burn-in
+    assert est.samples_.shape[1] == 0
+    run = Run.from_fitted(est)
+    run.status = "stopped"
+    at.session_state["run"] = run
+    at.session_state["run_meta"] = {"method": "subgradient_hmc", "label": "Subgradient HMC", "options": {},
+                                    "data_key": data.key}
+    at.switch_page("views/calibration.py").run()
+    _until(lambda: not _workers(), at=at)
+    at.run()
+    _ok(at)
+    assert any("before it kept any draw" in w.value for w in at.warning), [w.value for w in at.warning]

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import streamlit as st
 
 from dashboard import figures, state, ui
@@ -81,7 +82,16 @@ if run is not None and run.fitted and meta.get("data_key") == data.key:
     # the short name ("Subgradient MCMC"): the long one's map titles ran under the charts' mode bar
     model, label = run.model, run_method_name(meta)
     if run.status != DONE:
-        st.caption(f"Using the Train page's run as it stands ({run.status}, iteration {run.iteration}).")
+        kept = np.shape(getattr(model, "samples_", None))
+        if len(kept) == 3 and kept[1] == 0:
+            # stopped in burn-in: the predictions come from the chains' current states, which a metrics
+            # table read as the sampler's (ECE .11 against .09 once finished, a crawl)
+            st.warning(f"The Train page's run was {run.status} in its burn-in (iteration {run.iteration}), "
+                       "before it kept any draw: these predictions use the chains' current states, not "
+                       "posterior draws. **Continue** it on the Train page for the sampler's own results.",
+                       icon=":material/info:")
+        else:
+            st.caption(f"Using the Train page's run as it stands ({run.status}, iteration {run.iteration}).")
 else:
     method, _ = state.method_for(data)
     note = state.fallback_note(data, method)
