@@ -2026,3 +2026,14 @@ def test_calibration_says_when_a_sampler_run_stopped_in_burn_in():
     at.run()
     _ok(at)
     assert any("before it kept any draw" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_a_shipped_sample_opens_with_its_label_column_without_a_guess_note():
+    """After an upload whose label column was "klasse", picking Breast cancer said "Label column: 'label'
+    (guessed: the earlier choice, 'klasse', is not a column of this data)" (a crawl)."""
+    at = _app(sample="ripley.csv")
+    at.session_state["cfg"]["label"] = "klasse"  # what an upload left behind
+    at.selectbox(key="w:cfg:sample").set_value("breast_cancer.csv").run()
+    _ok(at)
+    assert not any("guessed" in i.value for i in at.info), [i.value for i in at.info]
+    assert at.session_state["cfg"]["label"] == "label"

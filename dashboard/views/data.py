@@ -156,10 +156,13 @@ with left:
         columns = [str(col) for col in frame.columns]
         if c["label"] not in columns:
             guess = guess_label(frame)
-            why = (f"there is no column called {c['label']!r}" if c["label"] == state.DEFAULTS["label"]
-                   else f"the earlier choice, {c['label']!r}, is not a column of this data")
-            st.info(f"Label column: {guess!r} (guessed: {why}). Pick the right column below if that is "
-                    "wrong.", icon=":material/info:")
+            # a shipped sample has its own label column: picking one after an upload whose label was
+            # called otherwise said "guessed: the earlier choice, 'klasse', is not a column" (a crawl)
+            if c["sample"] == state.UPLOAD or guess != state.DEFAULTS["label"]:
+                why = (f"there is no column called {c['label']!r}" if c["label"] == state.DEFAULTS["label"]
+                       else f"the earlier choice, {c['label']!r}, is not a column of this data")
+                st.info(f"Label column: {guess!r} (guessed: {why}). Pick the right column below if that "
+                        "is wrong.", icon=":material/info:")
             c["label"] = guess
         state.bind(st.selectbox, "label", "Label column", options=columns,
                    help="The column holding the class of each row (any values: numbers or names).")
