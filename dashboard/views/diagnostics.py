@@ -115,11 +115,15 @@ if kind == "baseline":
     st.stop()
 st.subheader("Progress records")
 a, b = st.columns(2)
+stats_fig = figures.statistics_panel(hist, kind, data.feature_names)
+# as tall as the statistics beside it (the sampler's four stacked panels: 530 px against 300, which left a
+# blank block under the objective, a crawl)
+row_height = max(300, int(stats_fig.layout.height or 300))
 with a:
-    ui.chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None)), key="diag_objective",
-             name="objective")
+    ui.chart(figures.objective_curve(hist, stages=getattr(est, "stages_", None), height=row_height),
+             key="diag_objective", name="objective")
 with b:
-    ui.chart(figures.statistics_panel(hist, kind, data.feature_names), key="diag_stats", name="statistics")
+    ui.chart(stats_fig, key="diag_stats", name="statistics")
     if not figures.split_metrics(figures.metric_names(hist))["hyper"] and \
             any(n in figures.CONVERGENCE for n in figures.metric_names(hist)):
         st.caption("R-hat and bulk ESS: the worst over the quantities the stopping rule monitors, at "
