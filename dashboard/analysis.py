@@ -851,18 +851,14 @@ def draws_netcdf(model, param_names=None, about: dict | None = None, X=None) -> 
     import os
     import tempfile
 
-    from bsvm.draws import MAX_LOG_LIKELIHOOD
-
-    left_out = ""
-    samples = getattr(model, "samples_", None)
-    if X is not None and samples is not None and np.ndim(samples) == 3:
-        size = samples.shape[0] * samples.shape[1] * len(X) * len(getattr(model, "classes_", (0, 1)))
-        if size > MAX_LOG_LIKELIHOOD:
-            X, left_out = None, (f" The pointwise log-likelihood is left out: the draws' class probabilities "
-                                 f"are {size:,} numbers, more than {MAX_LOG_LIKELIHOOD:,}.")
-    else:
-        X = None
-    tree = model.to_arviz(X) if X is not None else model.to_arviz()
+    left_out, tree = "", None
+    if X is not None:
+        try:  # the library's own size rule, which refuses before any work
+            tree = model.to_arviz(X)
+        except (TypeError, ValueError) as exc:  # (TypeError: a to_arviz that takes no rows)
+            left_out = f" The pointwise log-likelihood is left out: {exc}"
+    if tree is None:
+        tree = model.to_arviz()
     if "log_likelihood" in tree.children and not np.isfinite(tree["log_likelihood"]["y"].values).all():
         # 0/1 votes (MS-BPM without the soft-margin nugget, or prior="coefficients"): a draw that
         # misclassifies a row gives it log 0, and arviz_stats.loo fails on the file (a review)

@@ -590,8 +590,7 @@ def objective_curve(history, height: int = 300, stages=None):
         # take a few steps each): "4-6", every name on hover
         groups = _label_groups(sorted(marks), float(history[0].iteration),
                                max(1.0, float(history[-1].iteration - history[0].iteration)))
-        shapes += [{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
-                    "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks]
+        shapes += _mark_lines(marks)
         notes += [{**_ABOVE_PLOT, "x": g["x"], "text": g["text"], "hovertext": g["hover"],
                    "xanchor": g["anchor"]} for g in groups]
     extra = {"margin": {**SUBTITLE_MARGIN, "t": SUBTITLE_MARGIN["t"] + NOTE_LINE * (len(sub) - 1)}} \
@@ -652,6 +651,12 @@ def _group_label(texts: list[str]) -> str:
     rest = [t.strip() for t in texts if not t.strip().isdigit()]
     head = "" if not nums else nums[0] if len(nums) == 1 else f"{nums[0]}-{nums[-1]}"
     return " " + ", ".join(([head] if head else []) + rest)
+
+
+def _mark_lines(marks) -> list[dict]:
+    """A dotted vertical line at each mark's iteration (:func:`stage_changes`, row changes)."""
+    return [{"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
+             "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks]
 
 
 def stage_changes(history, stages=None) -> list[tuple[float, str, str]]:
@@ -800,9 +805,7 @@ def named_snapshot_traces(history, key: str | None = None, model=None, feature_n
     if marks:
         # each candidate fit starts over (S-BSVM's kernel="auto"): its jump back to the start, and the
         # short fits' spikes at the right, had no mark here while the objective above marks them (a crawl)
-        fig.update_layout(shapes=[*(fig.layout.shapes or ()), *[
-            {"type": "line", "xref": "x", "yref": "paper", "x0": it, "x1": it, "y0": 0, "y1": 1,
-             "line": {"dash": "dot", "color": "#888", "width": 1}} for it, _, _ in marks]])
+        fig.update_layout(shapes=[*(fig.layout.shapes or ()), *_mark_lines(marks)])
         text = fig.layout.title.text or ""
         if "dotted:" not in text:
             text = _subtitled(text, "dotted: next candidate fit")

@@ -222,8 +222,9 @@ def _presentation_style(fig):
     entries = sum(1 for t in fig.data if t.showlegend is not False and t.name)
     if fig.layout.showlegend is not False and entries:
         if fig.layout.legend.orientation == "v":
-            fig.update_layout(legend={"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
-                                      "x": 0.0})
+            from .figures import LEGEND_BELOW
+
+            fig.update_layout(legend=LEGEND_BELOW)
         if fig.layout.legend.orientation == "h" and entries > 2 and not _square_map(fig):
             fig.update_layout(height=int(fig.layout.height or 320) + LEGEND_LINE_PX * (entries - 2))
         if fig.layout.legend.entrywidthmode == "fraction":

@@ -889,6 +889,19 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
         np.testing.assert_allclose(tree["constant_data"]["X"].values, X)
         assert "log_likelihood" in tree.attrs["note"]
         assert np.isfinite(float(arviz_stats.loo(tree).elpd))
+    # past the library's size rule the file is still written, without the group, and says why
+    from bsvm import draws
+
+    old, draws.MAX_LOG_LIKELIHOOD = draws.MAX_LOG_LIKELIHOOD, 10
+    try:
+        blob = A.draws_netcdf(est, names, X=X)
+    finally:
+        draws.MAX_LOG_LIKELIHOOD = old
+    with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
+        fh.write(blob)
+        fh.flush()
+        tree = xr.open_datatree(fh.name, engine="h5netcdf")
+        assert "log_likelihood" not in tree.children and "left out" in tree.attrs["note"]
     # what made the draws, for a user putting the weights back on the file's scale (a crawl: the file
     # named neither the method nor the standardisation)
     about = {"method": "Subgradient HMC", "data": "mine.csv", "features": ["x1", "x2"], "standardized": 1,

@@ -133,9 +133,8 @@ def _regroup(carries: list, groups, new_groups, n_chains: int) -> list:
     (``bsvm.chains.join_chains``; the active sets first brought to one row order), then split. No
     chain's values change: each chain's state, generator and adaptation go with it."""
     states = [c.state for c in carries]
-    orders = [getattr(st, "active", None) for st in states]
-    if orders[0] is not None:
-        order = orders[0].order
+    if getattr(states[0], "active", None) is not None:  # (one screen's order for all: normally a no-op)
+        order = states[0].active.order
         states = [st._replace(active=st.active.in_order(order)) for st in states]
     joined = Carry(join_chains(states, groups, n_chains),
                    join_chains([c.rng for c in carries], groups, n_chains),
@@ -278,7 +277,7 @@ class _HingeSampler(BayesianClassifier):
                     carries, groups = _split_carry(carries[0], final_groups, C), final_groups
                     self.n_jobs_, self.parallel_start_ = len(groups), t
                 # workers gather only where the window hook needs every chain (a gather costs a round
-                # trip and the wait for the slowest group), not at the end of burn-in
+                # trip and the wait for the slowest group), and for hmc at the end of burn-in (below)
                 stops = [end] + [s for s in sync if s > t and (not parallel or adaptation.window_end(s - 1))]
                 if parallel and spec.kind == "hmc" and len(groups) > 1 and t < B:
                     stops.append(B)  # the sampling phase's step counts differ: even the groups out there
