@@ -321,6 +321,27 @@ def overlay_points(model) -> tuple[np.ndarray | None, str]:
     return None, ""
 
 
+@dataclass(frozen=True)
+class RawMap:
+    """A binary model's map in the data's raw (unstandardised) coordinates, as the playground's canvas
+    draws it: p(y = classes[1] | x) and the true p(y|x) (None when unknown) at the raw points, and the
+    method's own points (:func:`overlay_points`) moved to raw coordinates."""
+    proba: np.ndarray
+    truth: np.ndarray | None
+    overlay: np.ndarray | None
+    overlay_name: str
+
+
+def raw_map(model, data: Prepared, points: np.ndarray) -> RawMap:
+    """:class:`RawMap` at the raw ``points``: they are mapped to the model's space with the data's centre
+    and scale (the canvas shows raw coordinates, the model was fitted on standardised ones)."""
+    Z = (np.asarray(points, dtype=float) - data.center) / data.scale
+    overlay, name = overlay_points(model)
+    if overlay is not None:
+        overlay = overlay * data.scale + data.center
+    return RawMap(model.predict_proba(Z)[:, 1], data.true_proba(Z) if data.truth else None, overlay, name)
+
+
 def evaluate(model, data: Prepared) -> dict:
     """Test-set metrics (error, Brier, log loss, ECE, AUC, and deviation from the truth where known)."""
     from bsvm.metrics import classification_report

@@ -157,21 +157,52 @@ def data_scatter(X2: np.ndarray, y: np.ndarray, classes, axis_titles=("x1", "x2"
 
 
 def playground_figure(X: np.ndarray, y: np.ndarray, click_points: np.ndarray, classes=(0, 1), *,
-                      title: str = "Click to edit the data", height: int = 460):
+                      title: str = "Click to edit the data", height: int = 460, proba=None, truth=None,
+                      overlay=None, overlay_name: str = "", faded: bool = False):
     """The playground's editable scatter: the data on top of an invisible grid of clickable points
-    (trace 0), so a click anywhere on the canvas reports a position (Plotly selection events)."""
-    grid = {"type": "scatter", "x": click_points[:, 0], "y": click_points[:, 1], "mode": "markers",
-            "name": "canvas", "showlegend": False, "hoverinfo": "none",
-            "marker": {"size": 14, "color": "rgba(0,0,0,0)", "opacity": 0.0},
-            "selected": {"marker": {"opacity": 0.0}}, "unselected": {"marker": {"opacity": 0.0}}}
-    traces = [grid, *_point_traces(np.asarray(X).reshape(-1, 2), y, classes)]
-    for tr in traces[1:]:
+    (``click_points``, an n x n grid as ``playground.click_grid`` makes it), so a click anywhere on the
+    canvas reports a position (Plotly selection events).
+
+    ``proba``: a refitted model's p(y = classes[1] | x) at ``click_points``, drawn under the points as in
+    TensorFlow Playground, so an edit and its effect are seen in one place (a map under the canvas was
+    below the fold at 1280 x 720 and 1920 x 1080, a crawl); the grid's hover then reads it. ``truth``: the
+    generator's p(y|x) there (dotted contours); ``overlay``: the method's own points (inducing points,
+    support vectors); ``faded``: the map is the previous edit's, while the refit of this one runs. The
+    map's traces take no hover, so every click still lands on the grid or on a data point."""
+    click_points = np.asarray(click_points, dtype=float)
+    traces = []
+    hover = {"hoverinfo": "none"}
+    if proba is not None:
+        n = int(round(np.sqrt(len(click_points))))
+        grid = Grid(click_points[:n, 0], click_points[::n, 1])
+        heat = {"type": "heatmap", "x": grid.xs, "y": grid.ys, "z": grid.reshape(proba), "zmin": 0.0,
+                "zmax": 1.0, "colorscale": PROBA_SCALE, "colorbar": _colourbar("p"), "hoverinfo": "skip",
+                # no colour bar on the canvas (the PNG has one): it narrowed the plot when the first map
+                # came, and moved every point from under the cursor (the caption gives the scale)
+                "showscale": False,
+                "zsmooth": "best", "opacity": 0.4 if faded else 1.0}
+        traces.append(heat)
+        if truth is not None:
+            traces += [{**t, "hoverinfo": "skip"} for t in _truth_traces(grid, truth)]
+        hover = {"customdata": np.asarray(proba, dtype=float),
+                 "hovertemplate": _hover(("x1", "x2"), f"p(y = {classes[1]} | x)=%{{customdata:.3f}}")}
+    canvas = {"type": "scatter", "x": click_points[:, 0], "y": click_points[:, 1], "mode": "markers",
+              "name": "canvas", "showlegend": False, **hover,
+              "marker": {"size": 14, "color": "rgba(0,0,0,0)", "opacity": 0.0},
+              "selected": {"marker": {"opacity": 0.0}}, "unselected": {"marker": {"opacity": 0.0}}}
+    points = _point_traces(np.asarray(X).reshape(-1, 2), y, classes, outline=proba is not None)
+    for tr in points:
         tr["marker"]["size"] = 8
         tr["cliponaxis"] = False  # a point clicked at the canvas's edge was drawn half
         tr["unselected"] = {"marker": {"opacity": 1.0}}
+    traces += [canvas, *points]
+    if overlay is not None and len(overlay):
+        traces.append({**_overlay_trace(np.asarray(overlay), overlay_name), "hoverinfo": "skip"})
     lo, hi = click_points.min(axis=0), click_points.max(axis=0)
+    # (a margin for two legend rows: the truth's entry, gone after the first edit, shrank the legend and
+    # stretched the plot, moving the points under the cursor)
     return _fast_figure(traces, title, height, xaxis=_axis("x1", range=[lo[0], hi[0]]),
-                        yaxis=_axis("x2", range=[lo[1], hi[1]]), legend=LEGEND_BELOW,
+                        yaxis=_axis("x2", range=[lo[1], hi[1]]), legend=LEGEND_BELOW, margin=MAP_MARGIN,
                         clickmode="event+select", dragmode=False, hovermode="closest", uirevision=None)
 
 
@@ -989,24 +1020,6 @@ def model_map(model, data, grid: Grid, title: str, *, truth=None, max_points: in
     return class_map(grid, P, X, y, data.classes, overlay=overlay, overlay_name=overlay_name,
                      title=_subtitled(f"{title}: predicted class", "opacity = confidence"), axis_titles=axes,
                      height=height)
-
-
-def model_map_raw(model, data, grid: Grid, X_raw, y_raw, title: str, *, height: int = 430):
-    """A binary model's p(y = classes[1] | x) drawn in the data's raw (unstandardised) coordinates, so it
-    lines up with a canvas of raw points: the grid is mapped to the model's space with the data's
-    centre and scale; the method's own points and the truth (when known) are drawn in raw coordinates."""
-    from .analysis import overlay_points
-
-    Z = (grid.points - data.center) / data.scale
-    P = model.predict_proba(Z)
-    overlay, overlay_name = overlay_points(model)
-    if overlay is not None:
-        overlay = overlay * data.scale + data.center
-    truth = data.true_proba(Z) if data.truth else None
-    return proba_heatmap(grid, P[:, 1], np.asarray(X_raw), np.asarray(y_raw), data.classes, overlay=overlay,
-                         overlay_name=overlay_name, truth=truth,
-                         axis_titles=tuple(str(n) for n in data.feature_names),  # raw, not standardised
-                         title=f"{title}: p(y = {data.classes[1]} | x)", height=height)
 
 
 def value_heatmap(grid: Grid, values: np.ndarray, X=None, y=None, classes=(), *, title: str,

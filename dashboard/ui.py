@@ -576,25 +576,26 @@ def import_problems(load: bool = False) -> None:
 PLAYGROUND_JOB = "playground_refit"
 
 
-def playground_refit(data: Prepared) -> None:
-    """Beside the playground's canvas: the current method refitted on the edited points (its library
-    defaults, or the options chosen on the Train page), as a map."""
+def playground_refit(data: Prepared) -> tuple[str, str] | None:
+    """With the playground's settings: the toggle that refits the current method on the edited points
+    (its library defaults, or the options chosen on the Train page), and that refit started as a registry
+    job (progress, Cancel; replaced when the points change, cancelled when the user leaves the page),
+    never a fit inside this script run. Returns (the job's key, the run's short name), or None when
+    there is no refit (toggle off, no method, a setup that failed)."""
     method, _ = state.method_for(data)
     if method is None:
-        return
+        return None
     opts = dict(state.method_options(method.key))
     # the run's short name ("Subgradient HMC"): "Subgradient MCMC (HMC, SGLD, SGNHT): p(y = 1 | x)" was
     # cut at the map's edge in presentation mode (the map is as wide as its square plot; a crawl)
     name = method.run_label(opts).split(" (")[0]
     on = st.toggle(f"Refit {name} after each edit", value=True, key="pg_refit",
                    help="Fits the method chosen on the Train page, with its options there (the library's "
-                        "defaults unless changed), on the training rows of the edited data.")
+                        "defaults unless changed), on the training rows of the edited data, and draws its "
+                        "p(y|x) under the points.")
     if not on:
-        return
+        return None
     seed = int(state.cfg()["seed"])
-    # The refit is a registry job (progress, Cancel; cancelled when the user leaves the page or edits
-    # the points again), never a fit inside this script run.
-    from . import analysis, figures
     from .runner import Job, fit_in_job
 
     key = f"{data.key}|{method.key}|{sorted(opts.items())!r}|{seed}"
@@ -602,7 +603,7 @@ def playground_refit(data: Prepared) -> None:
     if job is None or job.meta.get("key") != key:
         est = safe(method.make, opts, seed, what=f"Setting up {method.label}")
         if est is None:
-            return
+            return None
         # named as the run (SGLD, not "Subgradient MCMC (HMC, SGLD, SGNHT)"), and saying what it does: an
         # edit's new refit replaces the old one without a "Stopped ...: the data changed" toast, which was
         # all a user saw while the map was gone (a crawl)
@@ -610,21 +611,60 @@ def playground_refit(data: Prepared) -> None:
         label = f"Refitting {name} on {len(data.y_train)} training points"
         state.start_job(PLAYGROUND_JOB, Job(fit_in_job, est, data.X_train, data.y_train, method.cap(opts),
                                             name, label=label, page="data", meta=meta))
-    model = state.job_view(PLAYGROUND_JOB, key)
-    if model is not None:
-        from .playground import click_grid
+    return key, name
 
-        pg = st.session_state["playground"]
-        pts = click_grid(pg, 2)  # the canvas's corners
-        grid = analysis.Grid(np.linspace(pts[0, 0], pts[-1, 0], 50), np.linspace(pts[0, 1], pts[-1, 1], 50))
-        fig = safe(figures.model_map_raw, model, data, grid, pg.X, pg.y, name, what="Prediction")
-        if fig is not None:
-            chart(fig, key="pg_map", name="playground_map")
-            # S-BSVM's kernel="auto" may weigh other fits after an edit: the map changed shape from one
-            # click to the next and nothing said why (a crawl)
-            comps = getattr(model, "components_", None) or []
-            mix = ", ".join(f"{analysis.STACK_NAMES.get(name, name)} {w:.0%}" for name, w, *_ in comps)
-            st.caption("The refitted model on the canvas's coordinates: white is p = 0.5"
-                       + (", dotted lines the generator's true p(y|x)." if data.truth else ".")
-                       + (f" It mixes {mix}: an edit can change which fits the points favour, and with "
-                          "them the map's shape." if len(comps) > 1 else ""))
+
+#: session-state key of the canvas's newest refitted map: (job key, its method and draw, click points,
+#: analysis.RawMap, model)
+_PG_MAP = "_pg_map"
+
+
+def playground_map(data: Prepared, refit: tuple[str, str] | None, points: np.ndarray):
+    """The map drawn under the canvas at its click ``points``: (analysis.RawMap, model, faded) for this
+    edit's refit once it is done, else the previous edit's (faded: shown while the new refit runs, so
+    the canvas does not flash white at every click), else None. A map is computed once per refit."""
+    if refit is None:
+        return None
+    from . import analysis
+
+    key, _ = refit
+    # an earlier map is shown faded only for an edit of the same draw, fitted by the same method and
+    # options: after "Start over", another generator or another method it would describe other data
+    family = (key.split("|", 1)[1], st.session_state.get("pg_settings"))
+    kept = st.session_state.get(_PG_MAP)
+    if kept is not None and (kept[1] != family or not np.array_equal(kept[2], points)):
+        kept = None
+    fresh = kept is not None and kept[0] == key
+    job = state.registry().get(PLAYGROUND_JOB)
+    if not fresh and job is not None and job.meta.get("key") == key and job.status == "done":
+        raw = safe(analysis.raw_map, job.result, data, points, what="Prediction")
+        if raw is not None:
+            kept = (key, family, points, raw, job.result)
+            st.session_state[_PG_MAP] = kept
+            fresh = True
+    return None if kept is None else (kept[3], kept[4], not fresh)
+
+
+def playground_status(refit: tuple[str, str] | None, shown) -> None:
+    """Under the canvas: the refit's progress (or its failure), and what the map shows."""
+    if refit is None:
+        return
+    from . import analysis
+
+    key, _ = refit
+    state.job_view(PLAYGROUND_JOB, key)
+    if shown is None:
+        return
+    raw, model, faded = shown
+    # S-BSVM's kernel="auto" may weigh other fits after an edit: the map changed shape from one click to
+    # the next and nothing said why (a crawl)
+    comps = getattr(model, "components_", None) or []
+    mix = ", ".join(f"{analysis.STACK_NAMES.get(n, n)} {w:.0%}" for n, w, *_ in comps)
+    st.caption(("The previous edit's map, faded while the refit runs. " if faded else "")
+               + "Under the points, the refitted model's p(y = 1 | x) from blue (0) through white (0.5) "
+               "to red (1); hover for its value"
+               + (", dotted lines the generator's true p(y|x)." if raw.truth is not None else ".")
+               + (f" It mixes {mix}: an edit can change which fits the points favour, and with them the "
+                  "map's shape." if len(comps) > 1 else ""))
+
+

@@ -1204,8 +1204,21 @@ def test_the_playground_refit_is_a_registry_job_and_draws_its_map():
     assert job.meta.get("replaced_quietly")
     _until(lambda: job.status in ("done", "failed"), 60)
     assert job.status == "done", job.error
-    _until(lambda: "pg_map" in [getattr(c, "key", None) for c in at.get("plotly_chart")], 30, at=at)
+    # the refitted map is drawn under the canvas's points (it was a second chart below the fold)
+    _until(lambda: "heatmap" in _canvas_traces(at), 30, at=at)
     _ok(at)
+    assert [t for t in at.get("plotly_chart") if getattr(t, "key", None) == "pg_map"] == []
+    assert any("Under the points, the refitted model" in c.value for c in at.caption)
+
+
+def _canvas_traces(at) -> list[str]:
+    import json
+
+    charts = [c for c in at.get("plotly_chart") if str(getattr(c, "key", "")).startswith("pg_canvas")]
+    if not charts:
+        return []
+    spec = json.loads(charts[0].proto.spec)
+    return [t.get("type", "scatter") for t in spec["data"]]
 
 
 def test_a_playground_link_reopens_its_generator_points_and_noise():

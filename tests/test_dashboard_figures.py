@@ -960,20 +960,40 @@ def test_page_warning_names_the_files_columns_and_the_pages_remedy():
 
 
 def test_playground_map_lines_up_with_the_raw_canvas():
+    """The canvas's map: the model (fitted on standardised rows) evaluated at the raw click points, its
+    heatmap, hover and the truth's contours on the canvas's own grid, the method's points moved to raw
+    coordinates, and no map trace that could take a click from the canvas's grid."""
+    from dashboard.analysis import raw_map
+
     pg = PG.generate("ripley", 120, seed=2)
     data = prepare(pg.loaded(), standardize=True, seed=0, truth=pg.truth[0], truth_kw=pg.truth[1])
     est = METHODS["platt"].make({}, seed=0).fit(data.X_train, data.y_train)
-    grid = Grid(np.linspace(-1.5, 1.2, 9), np.linspace(-0.4, 1.2, 7))
-    fig = figures.model_map_raw(est, data, grid, pg.X, pg.y, "Platt")
-    model_pts = (grid.points - data.center) / data.scale  # the raw grid in the model's coordinates
-    np.testing.assert_allclose(np.asarray(fig.data[0].z), grid.reshape(est.predict_proba(model_pts)[:, 1]))
-    truth, half = [t for t in fig.data if t.type == "contour"]  # the levels, and the labelled 0.5 level
-    np.testing.assert_allclose(np.asarray(half.z), np.asarray(truth.z))
-    np.testing.assert_allclose(np.asarray(truth.z), grid.reshape(GENERATORS["ripley"].proba(grid.points)))
+    points = PG.click_grid(pg, 9)
+    raw = raw_map(est, data, points)
+    model_pts = (points - data.center) / data.scale  # the raw grid in the model's coordinates
+    np.testing.assert_allclose(raw.proba, est.predict_proba(model_pts)[:, 1])
+    np.testing.assert_allclose(raw.truth, GENERATORS["ripley"].proba(points))
+    np.testing.assert_allclose(raw.overlay, est.support_vectors_ * data.scale + data.center)
+    fig = figures.playground_figure(pg.X, pg.y, points, proba=raw.proba, truth=raw.truth,
+                                    overlay=raw.overlay, overlay_name=raw.overlay_name)
+    heat = fig.data[0]
+    assert heat.type == "heatmap" and heat.hoverinfo == "skip"
+    # row j of the heatmap is the j-th y of the grid, column i its i-th x (the click points' order)
+    np.testing.assert_allclose(np.asarray(heat.z), raw.proba.reshape(9, 9))
+    np.testing.assert_allclose(heat.x, points[:9, 0])
+    np.testing.assert_allclose(heat.y, points[::9, 1])
+    truth, half = [t for t in fig.data if t.type == "contour"]
+    np.testing.assert_allclose(np.asarray(truth.z), raw.truth.reshape(9, 9))
+    assert truth.hoverinfo == half.hoverinfo == "skip"
+    (canvas,) = [t for t in fig.data if t.name == "canvas"]
+    np.testing.assert_allclose(canvas.customdata, raw.proba)  # its hover reads the map
     (sv,) = [t for t in fig.data if t.name == "support vectors"]
-    np.testing.assert_allclose(sv.x, est.support_vectors_[:, 0] * data.scale[0] + data.center[0])
-    # raw coordinates, so the axes carry the raw names (not "x1 (standardised)")
-    assert (fig.layout.xaxis.title.text, fig.layout.yaxis.title.text) == tuple(data.feature_names)
+    assert sv.hoverinfo == "skip"
+    # only the canvas's grid and the data points take hover (and so clicks)
+    takes = [t.name for t in fig.data if t.hoverinfo != "skip"]
+    assert takes == ["canvas", "class 0", "class 1"], takes
+    faded = figures.playground_figure(pg.X, pg.y, points, proba=raw.proba, faded=True)
+    assert faded.data[0].opacity < 1 and figures.playground_figure(pg.X, pg.y, points).data[0].name == "canvas"
 
 
 def test_live_chart_sends_a_figure_only_when_it_is_new(monkeypatch):

@@ -318,7 +318,9 @@ class _HingeSampler(BayesianClassifier):
                     if all(o.potential is not None for o in outs) else None
                 acc = in_chain_order([o.stats["accept_prob"] for o in outs], groups)
                 if acc.size:
-                    acc_since.append(acc.mean())
+                    # every transition since the last record counts once, whatever the segments were
+                    # (a mean of segment means depended on where n_jobs put the segment ends)
+                    acc_since.append(acc.ravel())
                 t_new = min(o.t_end for o in outs)
                 diverged = [o.diverged_at for o in outs if o.diverged_at is not None]
                 if diverged:
@@ -471,8 +473,9 @@ class _HingeSampler(BayesianClassifier):
         else:
             m.update({"rhat": math.nan, "ess_bulk": math.nan, "ess_tail": math.nan, "converged": 0.0})
         m["draws"] = float(self.samples_.shape[1])
-        if acc_since and np.isfinite(np.mean(acc_since)):
-            m["acceptance"] = float(np.mean(acc_since))
+        acc = np.concatenate(acc_since) if acc_since else np.empty(0)
+        if acc.size and np.isfinite(acc.mean()):
+            m["acceptance"] = float(acc.mean())
         if carries[0].state is not None and hasattr(carries[0].state, "xi"):
             m["xi"] = float(np.mean(in_chain_order([c.state.xi for c in carries], groups)))
         if stop_reason is not None:

@@ -132,6 +132,9 @@ with left:
             state.playground_draw(gen, n, noise, int(c["seed"]))
         if st.button("Start over", icon=":material/refresh:", help="Forget the clicked edits: a fresh draw."):
             state.playground_draw(gen, n, noise, int(c["seed"]))
+        # the refit's toggle (filled once the data are prepared, by playground_editor): here, with the
+        # playground's other settings, it left the click mode a row of its own above the canvas
+        refit_slot = st.container()
         c["label"], c["features"] = "label", []
         pg = st.session_state["playground"]
         n0, n1 = pg.counts()
@@ -204,16 +207,28 @@ if data is not None and c["sample"] == state.UPLOAD:
             st.info(note, icon=":material/filter_alt:")
 
 
-def playground_editor(d) -> None:
-    """The clickable canvas: a click adds a point of the chosen class or removes the nearest point."""
+def playground_editor(data, slot) -> None:
+    """The clickable canvas: a click adds a point of the chosen class or removes the nearest point; the
+    refitted model's p(y|x) is drawn under the points (``ui.playground_map``); ``slot``: where the refit's
+    toggle goes (the left column, with the playground's settings)."""
     from dashboard import playground
 
     pg = st.session_state["playground"]
     mode = st.radio("Click to", [playground.ADD_0, playground.ADD_1, playground.REMOVE], horizontal=True,
                     key="pg_mode", format_func=lambda m: m.capitalize())
+    with slot:
+        refit = ui.playground_refit(data) if data is not None else None
     n_edit = st.session_state.get("pg_edits", 0)
-    fig = figures.playground_figure(pg.X, pg.y, playground.click_grid(pg), classes=(0, 1),
-                                    title="Click to edit (raw coordinates)")
+    points = playground.click_grid(pg)
+    shown = ui.playground_map(data, refit, points)
+    title = "Click to edit (raw coordinates)"
+    kw = {}
+    if shown is not None:
+        raw, _, faded = shown
+        title = f"Click to edit: {refit[1]}'s p(y = 1 | x)" + (" (refitting...)" if faded else "")
+        kw = {"proba": raw.proba, "truth": raw.truth, "overlay": raw.overlay,
+              "overlay_name": raw.overlay_name, "faded": faded}
+    fig = figures.playground_figure(pg.X, pg.y, points, classes=(0, 1), title=title, **kw)
     event = st.plotly_chart(ui.styled(fig), key=f"pg_canvas_{n_edit}", on_select="rerun",
                             selection_mode="points", config={"displayModeBar": False})
     points = (event.get("selection", {}).get("points", []) if event else [])
@@ -227,13 +242,16 @@ def playground_editor(d) -> None:
         st.session_state["playground"] = edited
         st.session_state["pg_edits"] = n_edit + 1  # a new chart key clears the selection
         st.rerun()
+    ui.playground_status(refit, shown)
+    if shown is not None:  # (the picture's title says what it shows, not "Click to edit")
+        export = type(fig)(fig).update_layout(title_text=f"{refit[1]}: p(y = 1 | x)")
+        export.update_traces(showscale=True, selector={"type": "heatmap"})
+        ui.png_button(lambda: ui.styled(export), "pg_canvas_png", "playground_map", method=refit[1])
 
 
 with right:
     if c["sample"] == state.PLAYGROUND and st.session_state.get("playground") is not None:
-        playground_editor(data)
-        if data is not None:
-            ui.playground_refit(data)
+        playground_editor(data, refit_slot)
     elif data is not None:
         d = data.n_features
         X_all = np.vstack([data.X_train, data.X_test])
