@@ -642,7 +642,12 @@ def playground_map(data: Prepared, refit: tuple[str, str] | None, points: np.nda
             kept = (key, family, points, raw, job.result)
             st.session_state[_PG_MAP] = kept
             fresh = True
-    return None if kept is None else (kept[3], kept[4], not fresh)
+    # (an earlier map stays only while this refit runs: after a failure or a Cancel, a faded map titled
+    # "refitting" would wait for nothing)
+    from .runner import FINISHED
+
+    running = job is not None and job.meta.get("key") == key and job.status not in FINISHED
+    return None if kept is None or not (fresh or running) else (kept[3], kept[4], not fresh)
 
 
 def playground_status(refit: tuple[str, str] | None, shown) -> None:

@@ -1209,16 +1209,35 @@ def test_the_playground_refit_is_a_registry_job_and_draws_its_map():
     _ok(at)
     assert [t for t in at.get("plotly_chart") if getattr(t, "key", None) == "pg_map"] == []
     assert any("Under the points, the refitted model" in c.value for c in at.caption)
+    assert _canvas_heat(at)["opacity"] == 1.0
+    # an edit: its refit starts in this script run, and meanwhile the last map is drawn faded, so the
+    # canvas does not flash white at every click
+    from dashboard import playground as PG
+
+    at.session_state["playground"] = PG.edit(at.session_state["playground"], 0.0, 0.0, PG.ADD_1)
+    at.run()
+    assert _canvas_heat(at)["opacity"] < 1.0
+    assert any("faded while the refit runs" in c.value for c in at.caption)
+    new = at.session_state["_registry"].get("playground_refit")
+    assert new is not job
+    _until(lambda: new.status in ("done", "failed"), 60)
+    _until(lambda: _canvas_heat(at)["opacity"] == 1.0, 30, at=at)
+    _ok(at)
 
 
-def _canvas_traces(at) -> list[str]:
+def _canvas_spec(at) -> list[dict]:
     import json
 
     charts = [c for c in at.get("plotly_chart") if str(getattr(c, "key", "")).startswith("pg_canvas")]
-    if not charts:
-        return []
-    spec = json.loads(charts[0].proto.spec)
-    return [t.get("type", "scatter") for t in spec["data"]]
+    return json.loads(charts[0].proto.spec)["data"] if charts else []
+
+
+def _canvas_traces(at) -> list[str]:
+    return [t.get("type", "scatter") for t in _canvas_spec(at)]
+
+
+def _canvas_heat(at) -> dict:
+    return next((t for t in _canvas_spec(at) if t.get("type") == "heatmap"), {"opacity": None})
 
 
 def test_a_playground_link_reopens_its_generator_points_and_noise():
