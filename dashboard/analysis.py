@@ -856,11 +856,12 @@ def draws_csv(S: np.ndarray, names) -> bytes:
     return frame.to_csv(index=False).encode()
 
 
-def draws_netcdf(model, param_names=None, about: dict | None = None, X=None) -> bytes | None:
+def draws_netcdf(model, feature_names=None, about: dict | None = None, X=None) -> bytes | None:
     """The estimator's ``to_arviz()`` DataTree as NetCDF-4 bytes (``xarray.open_datatree`` and ArviZ read it);
-    None when the estimator has no ``to_arviz``. ``param_names``: the page's names of the parameters
-    (``w[<column>]``, as in the draws CSV), put on the posterior's ``param`` coordinate when it has one of
-    that length (the library names inputs x0, x1, ... by position: the CSV's w[x1] was the file's w[x0]).
+    None when the estimator has no ``to_arviz``. ``feature_names``: the data's column names, put on the
+    ``feature`` coordinate (of ``w`` and of the rows) when it has one of that length (the library names
+    inputs x0, x1, ... by position: the CSV's w[x1] was the file's w[x0]; a feature map's coordinates,
+    f0, f1, ..., are not the columns and keep their names).
     ``about``: attributes for the file's root (the method, the data, the standardisation's centre and
     scale), so the file says what made it. ``X``: the training rows the model was fitted on; then the file
     also holds the pointwise ``log_likelihood`` and the rows (``constant_data``), so ``arviz_stats.loo``
@@ -886,9 +887,15 @@ def draws_netcdf(model, param_names=None, about: dict | None = None, X=None) -> 
         del tree["log_likelihood"]
         left_out = (" The pointwise log-likelihood is left out: some draws give a training row's class "
                     "probability 0 (votes of 0 or 1), where arviz_stats.loo cannot work.")
-    post = tree["posterior"]
-    if param_names is not None and "param" in post.coords and post.sizes["param"] == len(param_names):
-        tree["posterior"] = post.to_dataset().assign_coords(param=[str(n) for n in param_names])
+    if feature_names is not None:
+        names = [str(n) for n in feature_names]
+        for group in ("posterior", "constant_data"):
+            ds = tree[group].to_dataset() if group in tree.children else None
+            # (positions: the library's x0, x1, ... or arviz-base's default 0, 1, ...)
+            if ds is not None and "feature" in ds.coords and ds.sizes["feature"] == len(names) and \
+                    [str(v) for v in ds["feature"].values] in ([f"x{j}" for j in range(len(names))],
+                                                               [str(j) for j in range(len(names))]):
+                tree[group] = ds.assign_coords(feature=names)
     # who made the draws and on what inputs: the file said only "sampler: hmc" (MS-BPM's), and a user
     # could not put the weights back on the original scale (a crawl)
     # (a list of one string came back from NetCDF as a plain string, a review: lists are joined, with the

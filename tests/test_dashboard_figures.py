@@ -867,13 +867,14 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
     S = est.samples_
     csv = pd.read_csv(io.BytesIO(A.draws_csv(S, names)))
     with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
-        fh.write(A.draws_netcdf(est, names))
+        fh.write(A.draws_netcdf(est, ["x1", "x2"]))
         fh.flush()
         tree = xr.open_datatree(fh.name, engine="h5netcdf")
-        theta = tree["posterior"]["theta"]
-        assert list(theta["param"].values) == names
-        for name in names:
-            np.testing.assert_allclose(theta.sel(param=name).values.ravel(), csv[name].values)
+        post = tree["posterior"]
+        assert list(post["feature"].values) == ["x1", "x2"]  # the data's columns, not x0, x1
+        for col in ("x1", "x2"):
+            np.testing.assert_allclose(post["w"].sel(feature=col).values.ravel(), csv[f"w[{col}]"].values)
+        np.testing.assert_allclose(post["b"].values.ravel(), csv["b"].values)
         assert tree.attrs["sampler"] == "hmc" and "stopping_rule" in tree["posterior"].attrs
         assert tree.attrs["estimator"] == "SubgradientHMC" and "group='posterior'" in tree.attrs["note"]
         assert "log_likelihood" not in tree.children  # (no training rows given)
@@ -881,7 +882,7 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
     # (a crawl: it could not), equal to the library's own
     arviz_stats = pytest.importorskip("arviz_stats")
     with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
-        fh.write(A.draws_netcdf(est, names, X=X))
+        fh.write(A.draws_netcdf(est, ["x1", "x2"], X=X))
         fh.flush()
         tree = xr.open_datatree(fh.name, engine="h5netcdf")
         ll = tree["log_likelihood"]["y"].values
@@ -894,7 +895,7 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
 
     old, draws.MAX_LOG_LIKELIHOOD = draws.MAX_LOG_LIKELIHOOD, 10
     try:
-        blob = A.draws_netcdf(est, names, X=X)
+        blob = A.draws_netcdf(est, ["x1", "x2"], X=X)
     finally:
         draws.MAX_LOG_LIKELIHOOD = old
     with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
@@ -907,7 +908,7 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
     about = {"method": "Subgradient HMC", "data": "mine.csv", "features": ["x1", "x2"], "standardized": 1,
              "feature_center": np.array([0.5, -1.0]), "feature_scale": np.array([2.0, 3.0]), "skip": None}
     with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
-        fh.write(A.draws_netcdf(est, names, about))
+        fh.write(A.draws_netcdf(est, ["x1", "x2"], about))
         fh.flush()
         attrs = xr.open_datatree(fh.name, engine="h5netcdf").attrs
         assert attrs["method"] == "Subgradient HMC" and attrs["data"] == "mine.csv"
@@ -993,7 +994,8 @@ def test_playground_map_lines_up_with_the_raw_canvas():
     takes = [t.name for t in fig.data if t.hoverinfo != "skip"]
     assert takes == ["canvas", "class 0", "class 1"], takes
     faded = figures.playground_figure(pg.X, pg.y, points, proba=raw.proba, faded=True)
-    assert faded.data[0].opacity < 1 and figures.playground_figure(pg.X, pg.y, points).data[0].name == "canvas"
+    assert faded.data[0].opacity < 1
+    assert figures.playground_figure(pg.X, pg.y, points).data[0].name == "canvas"  # no map: no heatmap
 
 
 def test_live_chart_sends_a_figure_only_when_it_is_new(monkeypatch):

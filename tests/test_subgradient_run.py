@@ -128,8 +128,12 @@ def test_predict_proba_draws_and_to_arviz():
     np.testing.assert_allclose(P.sum(-1), 1.0)
     dt = est.to_arviz()
     assert {"posterior", "sample_stats", "observed_data"} <= set(dt.children)
-    assert dt["posterior"]["theta"].shape == (4, 40, 3)
-    assert list(dt["posterior"]["param"].values) == ["w[x0]", "w[x1]", "b"] == est.param_names_
+    # named variables (as a PyMC or NumPyro model's), each the matching columns of samples_
+    assert dt["posterior"]["w"].shape == (4, 40, 2) and dt["posterior"]["b"].shape == (4, 40)
+    assert list(dt["posterior"]["feature"].values) == ["x0", "x1"]
+    assert est.param_names_ == ["w[x0]", "w[x1]", "b"]
+    np.testing.assert_array_equal(dt["posterior"]["w"].values, est.samples_[..., :2])
+    np.testing.assert_array_equal(dt["posterior"]["b"].values, est.samples_[..., 2])
     stats = set(dt["sample_stats"].data_vars)
     assert {"acceptance_rate", "step_size", "energy", "diverging", "n_steps", "lp"} <= stats
     np.testing.assert_array_equal(dt["observed_data"]["y"].values, y)

@@ -541,8 +541,10 @@ class _HingeSampler(BayesianClassifier):
                 for name in [f"w[{self.classes_[k]}, {x}{j}]" for j in range(d)] + [f"b[{self.classes_[k]}]"]]
 
     def to_arviz(self, X=None):
-        """The kept draws as an ArviZ DataTree (arviz-base schema = ArviZ 1.x): ``posterior`` ``theta``
-        (chain, draw, param) with the parameter names (weights then bias, per class block); ``sample_stats``
+        """The kept draws as an ArviZ DataTree (arviz-base schema = ArviZ 1.x): ``posterior`` ``w``
+        (chain, draw, feature) and ``b`` (chain, draw), with 3+ classes ``w`` (chain, draw, class, feature)
+        and ``b`` (chain, draw, class), the features named ``x0``, ``x1``, ... by position (``f0`` ... for
+        a feature map's coordinates), as in ``param_names_``; ``sample_stats``
         ``lp`` (the log posterior -U; sgld/sgnht: its minibatch estimate), ``acceptance_rate``,
         ``step_size``, ``energy``, ``diverging``, ``n_steps`` (hmc), ``thermostat`` (sgnht);
         ``observed_data`` ``y`` (the training labels). ``arviz_stats.summary(est.to_arviz())`` works.
@@ -574,9 +576,25 @@ class _HingeSampler(BayesianClassifier):
             stats["step_size"] = st["step_size"]
             if kind == "sgnht":
                 stats["xi"] = st["xi"]
-        return to_datatree({"theta": self.samples_}, stats, {"y": np.asarray(self.classes_)[self._y_obs]},
-                           dims={"theta": ["param"], "y": ["row"], "X": ["row", "feature"]},
-                           coords={"param": self.param_names()},
+        # named variables, as a PyMC or NumPyro model's: one "theta" with a text "param" coordinate made
+        # var_names=["w"] impossible in arviz-plots (a crawl)
+        C, D, P = self.samples_.shape
+        K, d = self.model_.n_blocks, self.model_.n_features
+        blocks = self.samples_.reshape(C, D, K, d + 1)
+        x = "x" if self.feature_map_ is None else "f"
+        feature = [f"{x}{j}" for j in range(d)]
+        if K == 1:
+            posterior = {"w": blocks[:, :, 0, :d], "b": blocks[:, :, 0, d]}
+            dims = {"w": ["feature"], "b": []}
+            coords = {"feature": feature}
+        else:
+            posterior = {"w": blocks[..., :d], "b": blocks[..., d]}
+            dims = {"w": ["class", "feature"], "b": ["class"]}
+            coords = {"feature": feature, "class": list(self.classes_[:K])}
+        X_dims = ["row", "feature"] if self.feature_map_ is None else ["row", "input"]
+        return to_datatree(posterior, stats, {"y": np.asarray(self.classes_)[self._y_obs]},
+                           dims={**dims, "y": ["row"], "X": X_dims},
+                           coords=coords,
                            attrs={"sampler": kind, "stopping_rule": self.stopping_rule_,
                                   "converged": int(bool(self.converged_))},
                            log_likelihood=ll, constant_data=const)

@@ -539,7 +539,7 @@ if hasattr(est, "to_arviz"):
              "feature_center": np.asarray(data.center, dtype=float) if std else None,
              "feature_scale": np.asarray(data.scale, dtype=float) if std else None}
     k2.download_button("Draws (NetCDF, ArviZ)",
-                       data=lambda: draws_netcdf(est, names[len(extra):], about, X=data.X_train),
+                       data=lambda: draws_netcdf(est, data.feature_names, about, X=data.X_train),
                        file_name=ui.file_name("draws", run_name, ext="nc", meta=meta),
                        mime="application/x-netcdf", icon=":material/download:", on_click="ignore",
                        key="dl_draws_nc",
