@@ -48,6 +48,12 @@ def pointwise_log_likelihood(proba_draws, X, y_index: np.ndarray, n_chains: int,
         return np.log(np.take_along_axis(P, np.asarray(y_index)[None, None, :, None], axis=-1)[..., 0])
 
 
+#: the refusal of an export with no kept draw (``to_datatree``, and MS-BPM, whose ``samples_`` then holds
+#: the chains' current states)
+NO_DRAWS = ("No draws kept yet: the run's budget (max_iter / max_time) ended during burn-in. Fit with a "
+            "larger budget, or fewer burn-in iterations, to export draws.")
+
+
 def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data: dict | None = None,
                 dims: dict | None = None, coords: dict | None = None, attrs: dict | None = None,
                 log_likelihood: dict | None = None, constant_data: dict | None = None):
@@ -65,8 +71,7 @@ def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data
     if any(v.ndim >= 2 and v.shape[1] == 0 for v in data["posterior"].values()):
         # (an empty posterior made arviz_stats.summary fail with "IndexError: index -1 is out of bounds",
         # a library user's review)
-        raise ValueError("No draws kept yet: the run's budget (max_iter / max_time) ended during burn-in. "
-                         "Fit with a larger budget, or fewer burn-in iterations, to export draws.")
+        raise ValueError(NO_DRAWS)
     if sample_stats:
         stats = {}
         for k, v in sample_stats.items():

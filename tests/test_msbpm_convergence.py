@@ -39,11 +39,16 @@ def test_budget_runs_out_with_a_convergence_warning_and_usable_draws():
     assert not m.converged_ and m.n_iter_ == 120
     assert m.samples_.shape[1] == 20  # 100 burn-in sweeps, then every sweep kept
     assert m.predict_proba(X).shape == (60, 2)
-    with pytest.warns(ConvergenceWarning, match="max_time=0 s"):
+    # no draw kept: the warning says so (it called them "usable"), the population reached still predicts,
+    # and the export refuses as the other samplers' do (it wrote the current states as a 1-draw posterior)
+    with pytest.warns(ConvergenceWarning, match="max_time=0 s.*No draw was kept: the budget ended in burn-in"):
         z = MSBPM(random_state=0, max_time=0).fit(X, y)
     assert z.n_iter_ == 1 and not z.converged_ and z.convergence_ is None
-    P = z.predict_proba(X)  # the population reached (no kept draws) still predicts
+    P = z.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="No draws kept yet"):
+        z.to_arviz()
+    assert m.to_arviz()["posterior"].sizes["draw"] == 20
     with pytest.raises(ValueError, match="max_time"):
         MSBPM(max_time=-1).fit(X, y)
     with pytest.raises(ValueError, match="n_samples"):

@@ -150,3 +150,20 @@ def test_predict_proba_draws_and_to_arviz():
         g.fit(X, y)
     assert set(g.to_arviz()["sample_stats"].data_vars) == {"lp"}
     assert g.predict_proba_draws(X[:2]).shape == (4, 20, 2, 2)
+
+
+def test_a_sharply_curved_posterior_caps_the_leapfrog_count_and_says_so():
+    """c = 1e6 adapts a step of ~1e-6: a quarter orbit would take ~1e6 leapfrog steps per transition (a
+    library user's fit ran for hours, unwarned). The count is capped at samplers.HMC.MAX_LEAPFROG and the
+    end of burn-in warns at once; an ordinary c takes a few steps and does not warn."""
+    from bsvm.subgradient.samplers import HMC
+
+    X, y = _data(60)
+    with pytest.warns(ConvergenceWarning, match=r"capped at 1,024.*c=1e\+06 is large"):
+        est = SubgradientHMC(c=1e6, max_iter=210, record_every=QUIET, random_state=0).fit(X, y)
+    steps = est._stats["n_leapfrog"]
+    assert steps.max() == HMC.MAX_LEAPFROG and est.step_size_.max() < 1e-3 and est._leapfrog_capped > 1024
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # neither the cap's warning nor another
+        ok = SubgradientHMC(c=1.0, record_every=QUIET, random_state=0).fit(X, y)
+    assert ok.converged_ and ok._stats["n_leapfrog"].max() < 20

@@ -19,7 +19,7 @@ from ..convergence import (
     warn_single_chain,
 )
 from ..data import check_predict_data, class_name
-from ..draws import pointwise_log_likelihood, proba_draws_chunked, to_datatree
+from ..draws import NO_DRAWS, pointwise_log_likelihood, proba_draws_chunked, to_datatree
 from ..kernels import RBF, Kernel, Linear
 from ..params import (
     RANDOM_STATE,
@@ -961,6 +961,7 @@ class MSBPM(BayesianClassifier):
         """Fitted attributes from the draws kept so far, or the current population during burn-in. Read-only
         views of the store's buffers during the run; at the end or a stop (``final``) copies, so a fitted
         model does not hold the buffers' unused room."""
+        self._burnin_states = not store.n  # samples_ then holds the current states, not draws
         if store.n:
             self.samples_ = store.samples()
             traces = store.traces()
@@ -1087,6 +1088,10 @@ class MSBPM(BayesianClassifier):
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "samples_")
+        if getattr(self, "_burnin_states", False):
+            # (the chains' current states exported as a one-draw posterior, while the warning said "0
+            # kept draws": the other samplers refuse, a library user's review)
+            raise ValueError(NO_DRAWS)
         ll, const = None, None
         if X is not None and self.samples_.shape[1]:  # (no draws: to_datatree says so, before any work)
             Xc = check_predict_data(self, X)

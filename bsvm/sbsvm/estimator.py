@@ -277,7 +277,9 @@ class SBSVM(BayesianClassifier):
         "variant": [StrOptions({"svi", "batch", "linear"})],
         "kernel": [StrOptions({"auto", "rbf", "ard", "linear"}), Kernel],
         "bias": ["boolean"],
-        "lengthscale": [None, positive()],
+        # (1e300 overflowed into a NumericalError that did not name the parameter, a library user's
+        # review; the standardised features' scale is about 1)
+        "lengthscale": [None, Interval(Real, 1e-100, 1e100, closed="both")],
         "variance": [positive()],
         "n_inducing": [StrOptions({"auto"}), positive_int(), Interval(RealNotInt, 0, 1, closed="right")],
         "inducing": [StrOptions({"kmeans", "random"}), "array-like"],
@@ -517,11 +519,38 @@ class SBSVM(BayesianClassifier):
         notes, self._budget_notes = self._budget_notes, []
         if notes:
             fits = len(self.stages_)
-            where = (f"in {len(notes)} of its {fits} fits: " if fits > 1 else "") + "; ".join(notes)
+            if fits > 1:
+                where = f" in {len(notes)} of its {fits} fits: " + "; ".join(notes)
+            else:  # ("was met all rows: the ELBO still gained ...", a library user's review)
+                stage, _, said = notes[0].partition(": ")
+                where = f" ({stage}): {said}"
             warn_user(f"SBSVM used its max_iter={self.max_iter} steps before the stopping rule (the ELBO "
                       f"gaining at most tol * n = {self.tol * X.shape[0]:.3g} nats over its last "
-                      f"evaluations) was met {where}. Raise max_iter (or tol) to let it converge.",
+                      f"evaluations) was met{where}. Raise max_iter (or tol) to let it converge.",
                       ConvergenceWarning)
+        self._warn_flat(X)
+
+    #: a fit whose p(y|x) stays within this of its mean on every training row predicts one value everywhere
+    FLAT_SPREAD = 0.01
+
+    def _warn_flat(self, X) -> None:
+        """Warn when the fitted p(y|x) is the same on every training row (up to :data:`FLAT_SPREAD`, on at
+        most 2,000 rows): a user-set ``lengthscale`` of 1e6 (or 1e-6) on standardised data made the
+        kernel constant (or diagonal), and the fit predicted 0.500 everywhere, said it converged and
+        warned of nothing (a library user's review). Labels without any pattern also give this, and
+        deserve the note as much."""
+        P = self.predict_proba(X[:: max(1, X.shape[0] // 2000)])
+        spread = float(np.max(np.abs(P - P.mean(axis=0))))
+        if spread >= self.FLAT_SPREAD:
+            return
+        hint = ("the classes overlap everywhere, or the kernel does not suit the data (try kernel='auto', "
+                "the default)")
+        if self.lengthscale is not None and not 1e-2 <= float(self.lengthscale) <= 1e2:
+            hint = (f"lengthscale={self.lengthscale:g} is far from the standardised features' scale (about "
+                    "1), which makes the kernel constant or diagonal: leave lengthscale=None")
+        warn_user(f"SBSVM predicts nearly the same probabilities on every training row (within "
+                  f"{spread:.2g} of {', '.join(f'{p:.3f}' for p in P.mean(axis=0))}): the fit found no "
+                  f"pattern. Likely cause: {hint}.", ConvergenceWarning)
 
     def _iterate_fits(self, X, y_index):
         n = X.shape[0]

@@ -259,6 +259,7 @@ class _HingeSampler(BayesianClassifier):
         acc_since = []
         self.n_jobs_, self.parallel_start_ = 1, None
         self._regroups = 0  # times the chains were moved between workers to even out their work
+        self._leapfrog_capped = None  # the wanted leapfrog count past samplers.HMC.MAX_LEAPFROG, if any
         with pool if pool is not None else self._chain_pool() as pool:
             Z = None
             if self.model_.n_classes == 2 and spec.kind != "gibbs":
@@ -343,6 +344,8 @@ class _HingeSampler(BayesianClassifier):
                     if max(counts[g].sum() for g in even) < max(counts[g].sum() for g in groups):
                         carries, groups = _regroup(carries, groups, even, C), even
                         self._regroups += 1
+                if spec.kind == "hmc" and spec.n_leapfrog is None and t < B <= t_new and not diverged:
+                    self._warn_capped(carries, C)
                 t = t_new
                 self._publish(store, carries, groups, C, P)
                 checked = False
@@ -425,6 +428,22 @@ class _HingeSampler(BayesianClassifier):
     def _quantity_names(self, rows, params=True):
         return ["log_posterior", *[f"p(y|x[{r}])" for r in rows],
                 *(f"theta[{j}]" for j in range(self.model_.n_params if params else 0))]
+
+    def _warn_capped(self, carries, C) -> None:
+        """At the end of burn-in: say at once when the adapted step needs more leapfrog steps than
+        ``samplers.HMC.MAX_LEAPFROG`` for its quarter orbit (a run that then mixes slowly would otherwise
+        be silent until its budget ran out: c = 1e6 on 150 rows ran for hours, a library user's review)."""
+        h = np.concatenate([np.ravel(c.tuning.step_size) for c in carries])
+        wanted = np.concatenate([S.HMC.wanted_counts(c.tuning, len(c.rng)) for c in carries])
+        self._leapfrog_capped = float(wanted.max()) if wanted.max() > S.HMC.MAX_LEAPFROG else None
+        if self._leapfrog_capped is None:
+            return
+        warn_user(f"{type(self).__name__}: burn-in adapted the step size to {h.min():.2g}, so a transition "
+                  f"would take {self._leapfrog_capped:,.0f} leapfrog steps; they are capped at "
+                  f"{S.HMC.MAX_LEAPFROG:,}, so each transition moves little and the chains will mix slowly "
+                  f"(the run may use its whole budget). The posterior is very sharply curved: c={self.c:g} "
+                  "is large for this data, or the features are far from unit scale. Lower c, standardise "
+                  "the features, or set max_time.", ConvergenceWarning)
 
     def _finish(self, status, stop_reason, budget_name, C):
         self.convergence_ = status

@@ -286,7 +286,8 @@ class HMC:
     to the measure-zero kinks). The step is jittered by +-``jitter`` per transition.
 
     ``n_leapfrog=None``: each chain takes ceil(trajectory / h_c) steps, h_c its (un-jittered) step size, so
-    the integration time is about ``trajectory`` = pi / 2 in the whitened coordinates. For a unit Gaussian
+    the integration time is about ``trajectory`` = pi / 2 in the whitened coordinates (at most
+    :data:`MAX_LEAPFROG` steps: a shorter trajectory for a step that small). For a unit Gaussian
     (what the laplace metric makes of the posterior) that is a quarter orbit, after which the position is
     the initial momentum: a nearly independent draw for the log posterior too. (A fixed 10 steps of
     h ~ 0.65 is close to a full orbit, 2 pi, and gave 5-20x fewer effective draws; pi gives antithetic
@@ -301,6 +302,11 @@ class HMC:
 
     #: integration time in the whitened coordinates when the step count is not fixed (a quarter orbit)
     TRAJECTORY = 0.5 * np.pi
+    #: most leapfrog steps of a transition when the count is not fixed (NUTS's default tree depth of 10
+    #: allows 1,023): a posterior so sharply curved that the adapted step is ~1e-7 (c = 1e6 on 150 rows,
+    #: a library user's review) asked for ~1e7 steps per transition, and the fit ran for hours unwarned.
+    #: Ordinary fits take 3-10 (a step of 0.15-0.6), far below it.
+    MAX_LEAPFROG = 1024
 
     def __init__(self, potential: Potential, n_leapfrog: int | None, jitter: float = 0.2,
                  trajectory: float = TRAJECTORY):
@@ -316,8 +322,14 @@ class HMC:
         transition costs, which ``bsvm.chains.balanced_groups`` evens out between workers."""
         if n_leapfrog is not None:
             return np.full(n_chains, int(n_leapfrog))
+        return np.minimum(HMC.wanted_counts(tuning, n_chains, trajectory), HMC.MAX_LEAPFROG).astype(int)
+
+    @staticmethod
+    def wanted_counts(tuning: Tuning, n_chains: int, trajectory: float = TRAJECTORY) -> np.ndarray:
+        """ceil(trajectory / h_c) per chain, before the :data:`MAX_LEAPFROG` cap (float: it may be huge)."""
         h = _col(tuning.step_size if tuning.count_step is None else tuning.count_step, n_chains)
-        return np.maximum(1, np.ceil(trajectory / h[:, 0])).astype(int)
+        with np.errstate(divide="ignore", over="ignore"):
+            return np.maximum(1.0, np.ceil(trajectory / h[:, 0]))
 
     def init(self, rng, theta0) -> HMCState:
         theta0 = np.asarray(theta0, dtype=float)
