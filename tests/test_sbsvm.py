@@ -304,3 +304,29 @@ def test_progress_records_announce_the_number_of_fits_the_run_makes(kw, n):
         warnings.simplefilter("ignore")
         planned = {r.metrics["stages_planned"] for r in est.fit_iter(Xn, yn)}
     assert planned == {float(len(est.stages_))}
+
+
+def test_a_fit_that_predicts_one_value_everywhere_says_so():
+    """lengthscale=1e6 on standardised data makes the kernel constant: the fit predicted 0.500 on every row,
+    said it converged and warned of nothing (a library user's review). It now warns, naming the cause; an
+    ordinary fit does not; 1e300, which overflowed into an error naming no parameter, is refused by name.
+    A single fit's budget warning names its stage in brackets ("was met all rows: ..." before)."""
+    import warnings
+
+    from sklearn.datasets import make_moons
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from bsvm import SBSVM
+
+    X, y = make_moons(150, noise=0.25, random_state=1)
+    with pytest.warns(ConvergenceWarning, match=r"same probabilities on every training row.*=1e\+06"):
+        flat = SBSVM(lengthscale=1e6, kernel="rbf", random_state=0).fit(X, y)
+    assert np.ptp(flat.predict_proba(X)[:, 1]) < 0.02
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        assert SBSVM(random_state=0).fit(X, y).score(X, y) > 0.9
+    with pytest.raises(InvalidParameterError, match="'lengthscale' parameter"):
+        SBSVM(lengthscale=1e300, kernel="rbf").fit(X, y)
+    with pytest.warns(ConvergenceWarning, match=r"was met \(all rows\): the ELBO"):
+        SBSVM(kernel="rbf", max_iter=20, random_state=0).fit(X, y)

@@ -48,6 +48,7 @@ from ..base import _DATA_ATTRS, _MISSING, BayesianClassifier
 from ..cost import CostError, _largest_n, check_cost, format_bytes, memory_limit
 from ..data import (
     MULTICLASS_HINT,
+    _label_text,
     _reject_nonfinite,
     check_input_scale,
     missing_labels_message,
@@ -110,8 +111,8 @@ def check_dask_fit_data(est, X, y):
         # [nan] have fewer than 2 rows" (a review)
         raise ValueError(missing_labels_message(y.compute()))
     if classes.size < 2:
-        raise ValueError(f"y has only 1 class ({classes[0]!r}): a classifier needs examples of at least "
-                         "two classes.")
+        raise ValueError(f"y has only 1 class ({_label_text(classes[0])}): a classifier needs examples of "
+                         "at least two classes.")
     if classes.size > 2:
         raise ValueError(f"Only binary classification is supported. {name} is a binary classifier but y "
                          f"has {classes.size} classes: {MULTICLASS_HINT}.")
