@@ -505,13 +505,23 @@ def _decimal_comma_numbers(col: pd.Series, need_comma: bool, share: float = 0.9)
 def guess_label(frame: pd.DataFrame) -> str:
     """The likely label column: one named like a label (``LABEL_NAMES``, case-insensitive), else the
     last column, unless that holds measurements (:func:`_measurement_kind`): then the column of whole
-    numbers or text with the fewest distinct values (2 to 20), if there is one."""
+    numbers or text with the fewest distinct values (2 to 20), if there is one. A last column of whole
+    numbers with more than 20 distinct values gives way to a text column of 2 to 20 values."""
     lower = {str(c).strip().lower(): str(c) for c in frame.columns}
     for name in LABEL_NAMES:
         if name in lower:
             return lower[name]
     last = str(frame.columns[-1])
-    if _measurement_kind(frame[frame.columns[-1]]) is None:
+    col = frame[frame.columns[-1]]
+    if _measurement_kind(col) is None:
+        # whole numbers of many values (wine's proline, 121 values in 178 rows) are a measurement rather
+        # than classes when a text column of 2 to 20 values is there to be the label (wine's cultivar,
+        # which the page had set aside as "not numeric", a crawl)
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col) and col.nunique() > 20:
+            text = _fewest_valued(frame[[c for c in frame.columns
+                                         if not pd.api.types.is_numeric_dtype(frame[c])]])
+            if text:
+                return text[1]
         return last
     # the last column is a measurement (a file with its class column first)
     few = _fewest_valued(frame)

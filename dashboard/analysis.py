@@ -182,8 +182,13 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
             cause = (f"a test fraction of {test_size:g} leaves {n_train} training "
                      f"row{'' if n_train == 1 else 's'}, and each of the {len(classes)} classes needs "
                      f"{MIN_CLASS_ROWS}: lower the test fraction")
+        # a label column of many values is more likely a measurement picked as the label than a data set
+        # short of rows (wine's proline: "add rows" or "leave out rare classes" pointed away from the fix)
+        many = (f" Is {loaded.label_name!r} the label? It has {len(classes):,} distinct values in "
+                f"{len(y):,} rows: pick the class column under Label column."
+                if len(classes) > 20 and len(classes) > len(y) / 5 else "")
         raise TooFewRowsError(f"Too few rows to split into training and test parts: {cause}. The table has "
-                              f"{len(y):,} rows ({table}).",
+                              f"{len(y):,} rows ({table}).{many}",
                               classes[counts < MIN_CLASS_ROWS].tolist(),
                               int((counts >= MIN_CLASS_ROWS).sum()))
     whole = classes[counts == MIN_CLASS_ROWS]

@@ -73,6 +73,19 @@ def test_too_few_rows_says_the_cause_and_what_to_do(labels, test_size, says):
     with pytest.raises(TooFewRowsError, match="Too few rows") as err:
         prepare(loaded, test_size=test_size)
     assert says in str(err.value) and f"The table has {len(labels)} rows" in str(err.value)
+    assert "Is 'label' the label?" not in str(err.value)
+
+
+def test_too_few_rows_asks_whether_a_many_valued_column_is_the_label():
+    """wine's proline (121 whole-number values in 178 rows) taken as the label: "add rows" or "leave out
+    the rare classes" pointed away from the fix, picking the class column (a crawl)."""
+    from bsvm.data import LoadedCSV
+    from dashboard.analysis import TooFewRowsError
+
+    y = np.arange(100) % 40
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    with pytest.raises(TooFewRowsError, match=r"Is 'proline' the label\? It has 40 distinct values in 100"):
+        prepare(LoadedCSV(X, y, ["a", "b"], "proline", pd.DataFrame(X)), test_size=0.3)
 
 
 def test_pca2_matches_the_eigen_decomposition_of_the_covariance():
@@ -1409,7 +1422,7 @@ def test_too_few_rows_to_split_are_counted_in_words():
         prepare(loaded, None, True, 0.3, 0)
     # many classes: the rare ones first, 8 in all, and a count of the rest (800 filled 4,000 px, a crawl)
     rows = b"".join(b"%d,%d\n" % (i, i // 2 if i < 40 else 100 + i) for i in range(60))
-    with pytest.raises(ValueError, match=r"\(class 140: 1 row, .*, and 32 more classes\)\.$") as err:
+    with pytest.raises(ValueError, match=r"\(class 140: 1 row, .*, and 32 more classes\)\. Is ") as err:
         prepare(load_csv(b"a,label\n" + rows), None, True, 0.3, 0)
     assert len(re.findall(r"class \d+: \d+ rows?\b", str(err.value))) == 8
 
