@@ -26,6 +26,8 @@ from .analysis import (
 
 MAX_CURVE_POINTS = 600
 CLASS_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f"]
+#: the calibration baseline (``PlattSVM``) and its colour in every chart that compares methods with it
+BASELINE_NAME, BASELINE_COLOUR = "PlattSVM", "#9467bd"
 #: the probability maps' colours, as an explicit list: the name "RdBu_r" in the maps built from plain dicts
 #: (no validation, see _fast_figure) went to plotly.js, whose own "RdBu" is another, brighter scale than
 #: plotly.py's ColorBrewer one, so Compare's maps (validated figures) looked unlike Train's and Calibration's
@@ -1053,8 +1055,9 @@ def reliability_figure(curves: dict, height: int = 420, xlabel: str = "predicted
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.72, 0.28], vertical_spacing=0.06)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="perfect calibration",
                              line=dict(color="grey", dash="dash")), row=1, col=1)
+    colours = model_colours(curves)
     for k, (name, b) in enumerate(curves.items()):
-        colour = CLASS_COLOURS[(k + 2) % len(CLASS_COLOURS)]
+        colour = colours[name]
         ok = b.count > 0
         # 90 % Wilson intervals of each bin's observed frequency: on a small test set a bin of one or two
         # points swings between 0 and 1, and the bar says it could be anywhere there
@@ -1096,12 +1099,23 @@ def shade_best(column, higher=(), decimals: int = 4) -> list[str]:
     return [BEST_SHADE if x == best else "" for x in v]
 
 
+def model_colours(names) -> dict:
+    """Each model's colour in the charts that compare models: the baseline (:data:`BASELINE_NAME`) always
+    :data:`BASELINE_COLOUR`, the others the remaining colours in turn (PlattSVM's curve was green alone
+    and purple beside a method that then took the green, a crawl)."""
+    others = iter([c for c in CLASS_COLOURS[2:] if c != BASELINE_COLOUR] * 4)
+    # (a PlattSVM run is labelled "PlattSVM (SVC + Platt scaling)")
+    return {name: BASELINE_COLOUR if str(name).split(" (")[0] == BASELINE_NAME else next(others)
+            for name in names}
+
+
 def proba_histograms(probas: dict, title="Predicted probabilities (test set)", height: int = 320,
                      xlabel: str = "predicted probability"):
     fig = go.Figure()
-    for k, (name, p) in enumerate(probas.items()):
+    colours = model_colours(probas)
+    for name, p in probas.items():
         fig.add_trace(go.Histogram(x=np.asarray(p), name=name, xbins=dict(start=0, end=1, size=0.05),
-                                   opacity=0.6, marker_color=CLASS_COLOURS[(k + 2) % len(CLASS_COLOURS)]))
+                                   opacity=0.6, marker_color=colours[name]))
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title=xlabel, range=[0, 1])
     fig.update_yaxes(title="count")

@@ -429,6 +429,24 @@ def test_reliability_figure_shows_the_bins_and_their_counts():
     assert line.cliponaxis is False and tuple(fig.layout.yaxis.range) == (0, 1)
 
 
+def test_the_baseline_keeps_its_colour_whatever_it_is_shown_with():
+    """PlattSVM's reliability curve and histogram were green alone and purple beside MS-BPM (a crawl)."""
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=100)
+    b = reliability_bins((rng.uniform(size=100) < p).astype(int), p, 10)
+
+    def colour(fig, name):
+        return next(t.line.color for t in fig.data if t.name == name)
+
+    alone = figures.reliability_figure({"PlattSVM (SVC + Platt scaling)": b})  # (the Train page's run)
+    both = figures.reliability_figure({"MS-BPM": b, "PlattSVM": b})
+    assert colour(alone, "PlattSVM (SVC + Platt scaling)") == figures.BASELINE_COLOUR
+    assert colour(both, "PlattSVM") == figures.BASELINE_COLOUR
+    assert colour(both, "MS-BPM") != figures.BASELINE_COLOUR
+    hist = figures.proba_histograms({"MS-BPM": p, "PlattSVM": p})
+    assert [t.marker.color for t in hist.data] == [colour(both, "MS-BPM"), figures.BASELINE_COLOUR]
+
+
 def test_metrics_table_has_one_row_per_model():
     t = figures.metrics_table({"a": {"error": 0.1, "auc": 0.9}, "b": {"error": 0.2, "auc": 0.8}}, {"a": 1.5})
     assert list(t.index) == ["a", "b"] and t.loc["b", "error"] == 0.2 and t.loc["a", "fit time (s)"] == 1.5

@@ -145,7 +145,12 @@ if (note := ui.fit_note_once(model, data, retry="on the Train page and train aga
 st.download_button("Metrics (CSV)", data=metrics_csv(table),
                    file_name=ui.file_name("calibration_metrics", label or ""), mime="text/csv",
                    icon=":material/download:", on_click="ignore", key="cal_metrics_csv")
-st.caption("error: misclassified fraction; Brier: mean squared error of p; "
+# (multi-class: the sum over classes halved, so that it equals the binary form; a crawl compared it with
+# scikit-learn's multi-class brier_score_loss, twice it, and read the gap as a better model)
+brier = ("Brier: mean over rows of the squared errors of p summed over the classes, halved (equal to the "
+         "two-class (p - y)^2; scikit-learn's multi-class brier_score_loss is twice it)"
+         if not data.binary else "Brier: mean squared error of p")
+st.caption(f"error: misclassified fraction; {brier}; "
            "log loss: mean -log p(true class); ECE: count-weighted gap between confidence and accuracy "
            "over 10 bins; AUC: ranking quality"
            + ("; mean |p - p_true|: deviation from the true probabilities." if data.truth else "."))

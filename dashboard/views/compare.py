@@ -193,6 +193,9 @@ if saved and saved["key"] == data.key and saved["results"]:
         styled = styled.apply(figures.shade_best, higher=("AUC",),
                               subset=(finished, [col for col in numeric if col != "fit time (s)"]))
     st.dataframe(styled)
+    if not data.binary:  # (as the Calibration page says: not scikit-learn's multi-class Brier)
+        st.caption("Brier with 3+ classes: the squared errors summed over the classes, halved (equal to the "
+                   "two-class form; scikit-learn's multi-class brier_score_loss is twice it).")
     if len(finished) < len(table):
         st.caption("Green: the best value of each column among the converged fits"
                    + (" (none converged, so none is shaded)." if not finished else
