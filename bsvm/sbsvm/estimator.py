@@ -538,7 +538,11 @@ class SBSVM(BayesianClassifier):
         most 2,000 rows): a user-set ``lengthscale`` of 1e6 (or 1e-6) on standardised data made the
         kernel constant (or diagonal), and the fit predicted 0.500 everywhere, said it converged and
         warned of nothing (a library user's review). Labels without any pattern also give this, and
-        deserve the note as much."""
+        deserve the note as much. In-memory rows only: on a Dask array the strided rows would cost a pass
+        over every block; and not in the cross-validation refits of kernel="auto" (their warnings are
+        not the fit's)."""
+        if not isinstance(X, np.ndarray) or getattr(self, "_cv_inner", False):
+            return
         P = self.predict_proba(X[:: max(1, X.shape[0] // 2000)])
         spread = float(np.max(np.abs(P - P.mean(axis=0))))
         if spread >= self.FLAT_SPREAD:
