@@ -260,7 +260,8 @@ def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, bu
     # (with no draw kept, "the draws kept so far are usable" promised draws that were not there: the
     # predictions then come from the chains' current states, a library user's review)
     after = ("The draws kept so far are usable but not trustworthy; raise the budget or inspect the chains."
-             if draws else "No draw was kept: the budget ended in burn-in, and predictions use the chains' "
-             "current states, which are not posterior draws; raise the budget.")
+             if draws else "No draw was kept (the budget ended in burn-in, or before the first thinned "
+             "draw): predictions use the chains' current states, which are not posterior draws; raise the "
+             "budget.")
     warn_user(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
               f"{draws} kept draws per chain; {what}. Rule: {rule.describe()}. {after}", ConvergenceWarning)

@@ -451,11 +451,13 @@ def _platt(est, n, d, k) -> Cost:
     support vectors). Measured (``cv=5``, one thread, 29 November 2026): noisy two moons (noise 0.3, d = 2,
     a fifth of the rows support vectors) 0.08 / 0.40 / 1.57 / 6.51 CPU s at n = 2k / 5k / 10k / 20k, which
     this follows within 10 %; twonorm and ringnorm (d = 20, fewer support vectors) 0.07-0.08 / 0.28-0.32
-    / 0.87-1.02 / 2.81-3.52 s, over-estimated up to 2.5x. (The former model, 3.3e-9 n^2 max(d, 10) per
-    fit, was 8-34x over on all of these, and said 80 minutes for a 93 s fit at 200,000 rows.)"""
+    / 0.87-1.02 / 2.81-3.52 s, over-estimated up to 4x; a review's wide data, 3,000 x 300 and 3,000 x 784,
+    2.79 and 7.47 s, which the d term follows (the kernel's cost per pair). (The former model,
+    3.3e-9 n^2 max(d, 10) per fit, was 8-34x over on the first two sets, and said 80 minutes for a 93 s
+    fit at 200,000 rows.)"""
     cv = _int(est.cv, 5)
     mem = F8 * 4 * n * d + min(200e6, 4.0 * n * n) + F8 * 4 * n * k  # the cache holds float32 columns
-    secs = (cv + 1) * 2.8e-9 * n**2 * (1.0 + d / 100) + 0.05
+    secs = (cv + 1) * n**2 * (2.5e-9 + 1.6e-10 * d) + 0.05
     return Cost(mem, secs, f"libsvm fitted {cv + 1} times, O(n^2) each",
                 "use SBSVM (minibatch inference) or subsample")
 

@@ -50,8 +50,8 @@ def pointwise_log_likelihood(proba_draws, X, y_index: np.ndarray, n_chains: int,
 
 #: the refusal of an export with no kept draw (``to_datatree``, and MS-BPM, whose ``samples_`` then holds
 #: the chains' current states)
-NO_DRAWS = ("No draws kept yet: the run's budget (max_iter / max_time) ended during burn-in. Fit with a "
-            "larger budget, or fewer burn-in iterations, to export draws.")
+NO_DRAWS = ("No draws kept yet: the run's budget (max_iter / max_time) ended during burn-in (or before the "
+            "first thinned draw). Fit with a larger budget, or fewer burn-in iterations, to export draws.")
 
 
 def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data: dict | None = None,

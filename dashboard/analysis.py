@@ -864,9 +864,9 @@ def draws_csv(S: np.ndarray, names) -> bytes:
 def draws_netcdf(model, feature_names=None, about: dict | None = None, X=None) -> bytes | None:
     """The estimator's ``to_arviz()`` DataTree as NetCDF-4 bytes (``xarray.open_datatree`` and ArviZ read it);
     None when the estimator has no ``to_arviz``. ``feature_names``: the data's column names, put on the
-    ``feature`` coordinate (of ``w`` and of the rows) when it has one of that length (the library names
-    inputs x0, x1, ... by position: the CSV's w[x1] was the file's w[x0]; a feature map's coordinates,
-    f0, f1, ..., are not the columns and keep their names).
+    ``feature`` coordinate (of ``w`` and of the rows; ``input`` for the rows of a feature map's fit) when
+    it has one of that length (the library names inputs x0, x1, ... by position: the CSV's w[x1] was the
+    file's w[x0]; a feature map's coordinates, f0, f1, ..., are not the columns and keep their names).
     ``about``: attributes for the file's root (the method, the data, the standardisation's centre and
     scale), so the file says what made it. ``X``: the training rows the model was fitted on; then the file
     also holds the pointwise ``log_likelihood`` and the rows (``constant_data``), so ``arviz_stats.loo``
@@ -894,13 +894,16 @@ def draws_netcdf(model, feature_names=None, about: dict | None = None, X=None) -
                     "probability 0 (votes of 0 or 1), where arviz_stats.loo cannot work.")
     if feature_names is not None:
         names = [str(n) for n in feature_names]
+        positions = ([f"x{j}" for j in range(len(names))], [str(j) for j in range(len(names))])
         for group in ("posterior", "constant_data"):
             ds = tree[group].to_dataset() if group in tree.children else None
-            # (positions: the library's x0, x1, ... or arviz-base's default 0, 1, ...)
-            if ds is not None and "feature" in ds.coords and ds.sizes["feature"] == len(names) and \
-                    [str(v) for v in ds["feature"].values] in ([f"x{j}" for j in range(len(names))],
-                                                               [str(j) for j in range(len(names))]):
-                tree[group] = ds.assign_coords(feature=names)
+            # (positions: the library's x0, x1, ... or arviz-base's default 0, 1, ...; the rows of a
+            # feature map's fit have their columns as "input", its weights "feature" f0, f1, ...)
+            for dim in ("feature", "input"):
+                if ds is not None and dim in ds.coords and ds.sizes[dim] == len(names) and \
+                        [str(v) for v in ds[dim].values] in positions:
+                    ds = ds.assign_coords({dim: names})
+                    tree[group] = ds
     # who made the draws and on what inputs: the file said only "sampler: hmc" (MS-BPM's), and a user
     # could not put the weights back on the original scale (a crawl)
     # (a list of one string came back from NetCDF as a plain string, a review: lists are joined, with the

@@ -636,7 +636,10 @@ def playground_map(data: Prepared, refit: tuple[str, str] | None, points: np.nda
         kept = None
     fresh = kept is not None and kept[0] == key
     job = state.registry().get(PLAYGROUND_JOB)
-    if not fresh and job is not None and job.meta.get("key") == key and job.status == "done":
+    # (one read of the status: the job finishes while this runs, and two reads could see "running" for
+    # the map and "done" for the fade, and draw no map at all, a review)
+    status = job.status if job is not None and job.meta.get("key") == key else None
+    if not fresh and status == "done":
         raw = safe(analysis.raw_map, job.result, data, points, what="Prediction")
         if raw is not None:
             kept = (key, family, points, raw, job.result)
@@ -646,7 +649,7 @@ def playground_map(data: Prepared, refit: tuple[str, str] | None, points: np.nda
     # "refitting" would wait for nothing)
     from .runner import FINISHED
 
-    running = job is not None and job.meta.get("key") == key and job.status not in FINISHED
+    running = status is not None and status not in FINISHED
     return None if kept is None or not (fresh or running) else (kept[3], kept[4], not fresh)
 
 
@@ -657,10 +660,14 @@ def playground_status(refit: tuple[str, str] | None, shown) -> None:
     from . import analysis
 
     key, _ = refit
-    state.job_view(PLAYGROUND_JOB, key)
+    done = state.job_view(PLAYGROUND_JOB, key) is not None
     if shown is None:
         return
     raw, model, faded = shown
+    if faded and done:
+        # the refit finished after the canvas took the faded map, and job_view, which then shows no
+        # progress fragment, asks for no rerun: the stale map stayed, titled "refitting" (a review)
+        st.rerun()
     # S-BSVM's kernel="auto" may weigh other fits after an edit: the map changed shape from one click to
     # the next and nothing said why (a crawl)
     comps = getattr(model, "components_", None) or []

@@ -223,6 +223,9 @@ def test_a_text_class_column_beats_a_last_column_of_many_whole_numbers():
     assert data.label_name == "cultivar" and data.feature_names == ["alcohol", "proline"]
     few = [f"{rng.normal():.3f},{['a', 'b'][i % 2]},{i % 3}" for i in range(60)]
     assert load_csv(("x,tag,grade\n" + "\n".join(few) + "\n").encode(), label=None).label_name == "grade"
+    # abalone: its target Rings (28 whole-number values in 4,177 rows) stays the guess over the text Sex
+    ab = [f"{'MFI'[i % 3]},{rng.normal():.3f},{1 + i % 28}" for i in range(600)]
+    assert load_csv(("Sex,length,Rings\n" + "\n".join(ab) + "\n").encode(), label=None).label_name == "Rings"
 
 
 def test_latin1_file_is_read_and_its_column_names_kept():

@@ -41,7 +41,7 @@ def test_budget_runs_out_with_a_convergence_warning_and_usable_draws():
     assert m.predict_proba(X).shape == (60, 2)
     # no draw kept: the warning says so (it called them "usable"), the population reached still predicts,
     # and the export refuses as the other samplers' do (it wrote the current states as a 1-draw posterior)
-    with pytest.warns(ConvergenceWarning, match="max_time=0 s.*No draw was kept: the budget ended"):
+    with pytest.warns(ConvergenceWarning, match="max_time=0 s.*No draw was kept \\(the budget ended"):
         z = MSBPM(random_state=0, max_time=0).fit(X, y)
     assert z.n_iter_ == 1 and not z.converged_ and z.convergence_ is None
     P = z.predict_proba(X)

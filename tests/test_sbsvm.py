@@ -326,6 +326,16 @@ def test_a_fit_that_predicts_one_value_everywhere_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         assert SBSVM(random_state=0).fit(X, y).score(X, y) > 0.9
+    # a rare class predicted at 1e-4 to 2e-3 is a pattern, not a flat fit (an absolute spread of 0.01 called
+    # it flat, a review)
+    rng = np.random.default_rng(0)
+    Xr = rng.normal(size=(5000, 2))
+    yr = (rng.uniform(size=5000) < 1 / (1 + np.exp(8 - 1.5 * Xr[:, 0]))).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        rare = SBSVM(random_state=0).fit(Xr, yr)
+    p1 = rare.predict_proba(Xr)[:, 1]
+    assert 0 < yr.sum() < 50 and p1.max() / p1.min() > 3
     with pytest.raises(InvalidParameterError, match="'lengthscale' parameter"):
         SBSVM(lengthscale=1e300, kernel="rbf").fit(X, y)
     with pytest.warns(ConvergenceWarning, match=r"was met \(all rows\): the ELBO"):

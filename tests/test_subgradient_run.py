@@ -161,6 +161,9 @@ def test_a_sharply_curved_posterior_caps_the_leapfrog_count_and_says_so():
     X, y = _data(60)
     with pytest.warns(ConvergenceWarning, match=r"capped at 1,024.*c=1e\+06 is large"):
         est = SubgradientHMC(c=1e6, max_iter=210, record_every=QUIET, random_state=0).fit(X, y)
+    # a budget spent in burn-in says so too (it said only "no draw was kept", a review)
+    with pytest.warns(ConvergenceWarning, match=r"stopped by the budget, had the step size at .*capped"):
+        SubgradientHMC(c=1e8, max_iter=120, record_every=QUIET, random_state=0).fit(X, y)
     steps = est._stats["n_leapfrog"]
     assert steps.max() == HMC.MAX_LEAPFROG and est.step_size_.max() < 1e-3 and est._leapfrog_capped > 1024
     with warnings.catch_warnings():

@@ -319,8 +319,8 @@ class _HingeSampler(BayesianClassifier):
                     if all(o.potential is not None for o in outs) else None
                 acc = in_chain_order([o.stats["accept_prob"] for o in outs], groups)
                 if acc.size:
-                    # every transition since the last record counts once, whatever the segments were
-                    # (a mean of segment means depended on where n_jobs put the segment ends)
+                    # every kept draw since the last record counts once, whatever the segments were
+                    # (today each segment ends in a record, so this equals the segment's mean)
                     acc_since.append(acc.ravel())
                 t_new = min(o.t_end for o in outs)
                 diverged = [o.diverged_at for o in outs if o.diverged_at is not None]
@@ -345,7 +345,7 @@ class _HingeSampler(BayesianClassifier):
                         carries, groups = _regroup(carries, groups, even, C), even
                         self._regroups += 1
                 if spec.kind == "hmc" and spec.n_leapfrog is None and t < B <= t_new and not diverged:
-                    self._warn_capped(carries, C)
+                    self._warn_capped(carries, True)
                 t = t_new
                 self._publish(store, carries, groups, C, P)
                 checked = False
@@ -395,6 +395,10 @@ class _HingeSampler(BayesianClassifier):
                 yield t, metrics, snap
                 if stop_reason is not None:
                     break
+        if spec.kind == "hmc" and spec.n_leapfrog is None and t < B and stop_reason in ("budget", "time"):
+            # a budget spent in burn-in: the step size reached so far (c=1e6 with max_time=2 said only "no
+            # draw was kept", a review)
+            self._warn_capped(carries, False)
         self._finish(status, stop_reason, budget_name, C)
 
     def _final_status(self, store, status, checked, rows):
@@ -429,16 +433,19 @@ class _HingeSampler(BayesianClassifier):
         return ["log_posterior", *[f"p(y|x[{r}])" for r in rows],
                 *(f"theta[{j}]" for j in range(self.model_.n_params if params else 0))]
 
-    def _warn_capped(self, carries, C) -> None:
-        """At the end of burn-in: say at once when the adapted step needs more leapfrog steps than
-        ``samplers.HMC.MAX_LEAPFROG`` for its quarter orbit (a run that then mixes slowly would otherwise
-        be silent until its budget ran out: c = 1e6 on 150 rows ran for hours, a library user's review)."""
+    def _warn_capped(self, carries, adapted: bool) -> None:
+        """At the end of burn-in (``adapted``), or when the budget ends during it: say at once when the
+        step needs more leapfrog steps than ``samplers.HMC.MAX_LEAPFROG`` for its quarter orbit (a run
+        that then mixes slowly would otherwise be silent until its budget ran out: c = 1e6 on 150 rows
+        ran for hours, a library user's review)."""
         h = np.concatenate([np.ravel(c.tuning.step_size) for c in carries])
         wanted = np.concatenate([S.HMC.wanted_counts(c.tuning, len(c.rng)) for c in carries])
         self._leapfrog_capped = float(wanted.max()) if wanted.max() > S.HMC.MAX_LEAPFROG else None
         if self._leapfrog_capped is None:
             return
-        warn_user(f"{type(self).__name__}: burn-in adapted the step size to {h.min():.2g}, so a transition "
+        how = ("burn-in adapted the step size to" if adapted else
+               "burn-in, stopped by the budget, had the step size at")
+        warn_user(f"{type(self).__name__}: {how} {h.min():.2g}, so a transition "
                   f"would take {self._leapfrog_capped:,.0f} leapfrog steps; they are capped at "
                   f"{S.HMC.MAX_LEAPFROG:,}, so each transition moves little and the chains will mix slowly "
                   f"(the run may use its whole budget). The posterior is very sharply curved: c={self.c:g} "

@@ -229,7 +229,14 @@ def playground_editor(data, slot) -> None:
         kw = {"proba": raw.proba, "truth": raw.truth, "overlay": raw.overlay,
               "overlay_name": raw.overlay_name, "faded": faded}
     fig = figures.playground_figure(pg.X, pg.y, points, classes=(0, 1), title=title, **kw)
-    event = st.plotly_chart(ui.styled(fig), key=f"pg_canvas_{n_edit}", on_select="rerun",
+    shown_fig = ui.styled(fig)
+    if ui.presenting():
+        # presentation mode grows a figure by its legend's entries: the canvas's plot then changed size
+        # when the map came (its contours' entry) and after the first edit (gone), moving the points from
+        # under the cursor (a review); room for the most entries (4: classes, truth, the method's points)
+        extra = ui.LEGEND_LINE_PX * 2
+        shown_fig.update_layout(height=fig.layout.height + extra, margin_b=fig.layout.margin.b + extra)
+    event = st.plotly_chart(shown_fig, key=f"pg_canvas_{n_edit}", on_select="rerun",
                             selection_mode="points", config={"displayModeBar": False})
     points = (event.get("selection", {}).get("points", []) if event else [])
     if st.session_state.pop("_pg_missed", False):
@@ -243,7 +250,8 @@ def playground_editor(data, slot) -> None:
         st.session_state["pg_edits"] = n_edit + 1  # a new chart key clears the selection
         st.rerun()
     ui.playground_status(refit, shown)
-    if shown is not None:  # (the picture's title says what it shows, not "Click to edit")
+    # (not for a faded map: it is the previous edit's model under this edit's points, a review)
+    if shown is not None and not shown[2]:  # (the picture's title says what it shows, not "Click to edit")
         export = type(fig)(fig).update_layout(title_text=f"{refit[1]}: p(y = 1 | x)")
         export.update_traces(showscale=True, selector={"type": "heatmap"})
         ui.png_button(lambda: ui.styled(export), "pg_canvas_png", "playground_map", method=refit[1])
