@@ -174,6 +174,13 @@ def prepare(loaded: LoadedCSV, features: list[str] | None = None, standardize: b
             cause = (f"{_classes(few[:8].tolist())} "
                      f"ha{'ve' if len(few) > 1 else 's'} a single row, and a class needs at least "
                      f"{MIN_CLASS_ROWS} training rows to be fitted: add rows")
+        elif not any(k <= int(np.ceil(f * len(y))) <= len(y) - MIN_CLASS_ROWS * k
+                     for k in [len(classes)] for f in np.arange(0.05, 0.8001, 0.05)):
+            # no test fraction works (4 playground points, 2 per class: 0.3 said "lower the test
+            # fraction", and 0.1 then "raise" it, a crawl)
+            cause = (f"{len(classes)} classes need at least {(MIN_CLASS_ROWS + 1) * len(classes)} rows "
+                     f"({MIN_CLASS_ROWS} training rows and a test row each), whatever the test fraction: "
+                     "add rows")
         elif n_test < len(classes):
             cause = (f"a test fraction of {test_size:g} leaves {n_test} test row{'' if n_test == 1 else 's'} "
                      f"for {len(classes)} classes: raise the test fraction")

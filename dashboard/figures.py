@@ -203,8 +203,12 @@ def playground_figure(X: np.ndarray, y: np.ndarray, click_points: np.ndarray, cl
     lo, hi = click_points.min(axis=0), click_points.max(axis=0)
     # (a margin for two legend rows: the truth's entry, gone after the first edit, shrank the legend and
     # stretched the plot, moving the points under the cursor)
-    return _fast_figure(traces, title, height, xaxis=_axis("x1", range=[lo[0], hi[0]]),
-                        yaxis=_axis("x2", range=[lo[1], hi[1]]), legend=LEGEND_BELOW, margin=MAP_MARGIN,
+    # one unit as long on both axes (the plot then keeps the canvas's shape, within the column): 765 x 280
+    # px at 1920 px squashed the data's vertical axis 1.8-fold, flattening the boundary (a teacher's crawl)
+    return _fast_figure(traces, title, height, xaxis=_axis("x1", range=[lo[0], hi[0]], constrain="domain"),
+                        yaxis=_axis("x2", range=[lo[1], hi[1]], constrain="domain", scaleanchor="x",
+                                    scaleratio=1),
+                        legend=LEGEND_BELOW, margin=MAP_MARGIN,
                         clickmode="event+select", dragmode=False, hovermode="closest", uirevision=None)
 
 
@@ -1370,8 +1374,13 @@ def heatmap_grid(maps: dict, grid: Grid, X, y, classes, cols: int = 3, height_pe
                 fig.add_trace(tr, row=r, col=c)
         else:
             p1 = P[:, 1] if P.ndim == 2 else P
+            # (a labelled hover: Plotly's default read "x: -3.585385 / y: 1.041812 / z: 0.0690 / trace 20",
+            # a crawl)
+            hover_axes = tuple(axis_titles) if axis_titles is not None else ("x1", "x2")
             fig.add_trace(go.Heatmap(x=grid.xs, y=grid.ys, z=grid.reshape(p1), zmin=0, zmax=1,
-                                     colorscale=PROBA_SCALE, showscale=(k == 0),
+                                     colorscale=PROBA_SCALE, showscale=(k == 0), name=titles[k],
+                                     hovertemplate=f"{hover_axes[0]}=%{{x:.2f}}<br>{hover_axes[1]}=%{{y:.2f}}"
+                                                   f"<br>{subtitle}=%{{z:.3f}}<extra>{titles[k]}</extra>",
                                      colorbar=dict(title="p", len=0.8)), row=r, col=c)
         if truth is not None and not (P.ndim == 2 and P.shape[1] > 2):
             fig.add_trace(go.Contour({**_truth_trace(grid, truth), "showlegend": k == 0}),

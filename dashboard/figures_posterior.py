@@ -32,7 +32,7 @@ BFMI_MIN = 0.3  # Betancourt (2016): below this the energy is poorly explored
 
 def draw_boundaries(grid: Grid, values: np.ndarray, level: float, X=None, y=None, classes=(), *,
                     title: str = "Boundaries of posterior draws", axis_titles=("x1", "x2"),
-                    height: int = 470):
+                    height: int = 560):
     """One contour line per posterior draw at its decision level (p = 0.5, or w.x + b = 0), over the
     data: where the lines fan out, the posterior is unsure where the boundary lies."""
     values = np.atleast_2d(np.asarray(values, dtype=float))
@@ -49,7 +49,9 @@ def draw_boundaries(grid: Grid, values: np.ndarray, level: float, X=None, y=None
     # under the mode bar (top right, on hover) of a half-width chart at 1280 px (a crawl)
     # the maps' room below the plot (axis title, two rows of legend; ui.chart grows the figure for more),
     # and 40 px taller than a map for the subtitle: with a one-line title's bottom margin the legend, two
-    # rows in presentation mode, pushed the plot up and shrank it to 190 px at 1280 px (a crawl)
+    # rows in presentation mode, pushed the plot up and shrank it to 190 px at 1280 px (a crawl); 560 px
+    # tall: at 470 its square plot was 273 px, a small bundle of lines beside the weight cloud that filled
+    # its half of a 1920 px page (a teacher's crawl; at 1280 px the plot is width-bound near 330 px)
     return _fast_figure(traces, _subtitled(title, f"{len(values)} draws, one grey line each"), height,
                         margin={**SUBTITLE_MARGIN, "b": MAP_MARGIN["b"]},
                         **dict(zip(("xaxis", "yaxis"), _map_axes(grid, axis_titles))),

@@ -60,8 +60,11 @@ def test_prepare_rejects_bad_settings_with_a_message(kwargs, message):
 @pytest.mark.parametrize("labels, test_size, says", [
     ([0, 1], 0.3, "classes 0, 1 have a single row"),  # a 2-row file
     ([0] * 5 + [1] * 5 + [2], 0.3, "class 2 has a single row"),
-    ([0, 0, 1, 1, 1], 0.05, "leaves 1 test row for 2 classes: raise the test fraction"),
+    ([0, 0, 0, 1, 1, 1, 1], 0.05, "leaves 1 test row for 2 classes: raise the test fraction"),
     ([0, 0, 0, 1, 1, 1], 0.8, "leaves 1 training row, and each of the 2 classes needs 2: lower the test"),
+    # no fraction works: 0.3 said "lower the test fraction" and 0.1 "raise" it (a crawl's 4 points)
+    ([0, 0, 1, 1], 0.3, "2 classes need at least 6 rows (2 training rows and a test row each), whatever"),
+    ([0, 0, 1, 1], 0.1, "whatever the test fraction: add rows"),
 ])
 def test_too_few_rows_says_the_cause_and_what_to_do(labels, test_size, says):
     from bsvm.data import LoadedCSV
@@ -552,6 +555,9 @@ def test_heatmap_grid_puts_every_map_on_one_scale():
                                   "Seeger ARD (variational model selection)": np.ones(12)},
                                  grid, np.zeros((2, 2)), np.array([0, 1]), [0, 1])
     assert [a.text for a in named.layout.annotations] == ["GibbsSVM", "Seeger ARD"]
+    # a labelled hover with the method's name ("x: -3.585385 ... trace 20" before, a crawl)
+    hovers = [t.hovertemplate for t in named.data if t.type == "heatmap"]
+    assert "<extra>GibbsSVM</extra>" in hovers[0] and "p(y = 1 | x)=%{z:.3f}" in hovers[0]
     # the true p(y|x) as contours on every map (one legend entry), and every map's axes named
     truth = np.linspace(0, 1, 12)
     fig = figures.heatmap_grid(maps, grid, np.zeros((2, 2)), np.array([0, 1]), [0, 1], truth=truth,

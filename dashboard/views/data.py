@@ -12,12 +12,15 @@ st.title("Data")  # first, before the heavier imports: a new session sees the pa
 from bsvm.samples import SAMPLES, sample_path  # noqa: E402
 from dashboard import state  # noqa: E402
 
-st.markdown("Pick a data set to explore. The **samples** marked *truth known* were generated "
-            "from a known model, so the Calibration page can show how far each method's probabilities are "
-            "from the truth. The **playground** generates 2-D points with the noise you choose; click on it "
-            "to add or remove points and watch the model change.")
-
 c = state.cfg()
+# (not over the playground in presentation mode: its 4 lines pushed the canvas's lower part, its x axis and
+# the refit's status below a 1280 x 720 projector's screen, a teacher's crawl)
+if not (state.presenting() and c["sample"] == state.PLAYGROUND):
+    st.markdown("Pick a data set to explore. The **samples** marked *truth known* were generated "
+                "from a known model, so the Calibration page can show how far each method's probabilities "
+                "are from the truth. The **playground** generates 2-D points with the noise you choose; "
+                "click on it to add or remove points and watch the model change.")
+
 choices = [*SAMPLES, state.PLAYGROUND, state.UPLOAD]
 # short names, in both modes: in presentation mode (larger type) the long ones were cut in the box ("...
 # true p(y|x) know"); and names that changed with the mode stayed as they were in the box when the mode
@@ -252,7 +255,10 @@ def playground_editor(data, slot) -> None:
     ui.playground_status(refit, shown)
     # (not for a faded map: it is the previous edit's model under this edit's points, a review)
     if shown is not None and not shown[2]:  # (the picture's title says what it shows, not "Click to edit")
-        export = type(fig)(fig).update_layout(title_text=f"{refit[1]}: p(y = 1 | x)")
+        # (575 x 460 px with a 70 px blank band above the legend was small for a slide, a teacher's crawl:
+        # the canvas keeps room for two legend rows so that its plot does not move; a picture need not)
+        export = type(fig)(fig).update_layout(title_text=f"{refit[1]}: p(y = 1 | x)", width=720, height=540,
+                                              margin_b=90)
         export.update_traces(showscale=True, selector={"type": "heatmap"})
         ui.png_button(lambda: ui.styled(export), "pg_canvas_png", "playground_map", method=refit[1])
 

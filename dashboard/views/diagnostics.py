@@ -436,7 +436,7 @@ if "Posterior draws" in tabs and tabs["Posterior draws"].open:
                 # leapfrog path is chain 0's
                 recorded = leapfrog_paths(hist)
                 paths = recorded if 0 in chains else []
-                ui.chart(figp.weight_cloud(cloud[0][chains], cloud[1], paths, chains=chains),
+                ui.chart(figp.weight_cloud(cloud[0][chains], cloud[1], paths, chains=chains, height=560),
                          key="diag_cloud", name="weight_cloud")
                 st.caption("The draws as points in weight space, one colour per chain (the chains picked "
                            "above)"
