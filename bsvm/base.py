@@ -153,6 +153,8 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         try:
             for record in self.fit_iter(X, y):
                 if bar is not None:
+                    if bar.total is None and (total := self._planned_iterations()) is not None:
+                        bar.total = total  # (known once the fit has resolved its defaults)
                     _update_bar(bar, record)
         finally:
             if bar is not None:
@@ -265,10 +267,15 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         """The number of iterations a full fit runs (for the progress bar's total), or None if unknown.
         Sampler budgets are burn-in + draws x thin; optimisers stop at ``max_iter`` at most."""
         p = self.get_params(deep=False)
+        # the burn-in and thinning a fit resolved from their None defaults (``_resolved_run``, set when
+        # the fit starts): with the defaults the bar had no total, a count only (a library user's review)
+        resolved = getattr(self, "_resolved_run", None) or {}
         try:
             if "n_samples" in p and "thin" in p:
                 burn = p.get("n_burnin", p.get("burn_in", 0))
-                return int(burn) + int(p["n_samples"]) * int(p["thin"])
+                burn = resolved.get("burn") if burn is None else burn
+                thin = resolved.get("thin") if p["thin"] is None else p["thin"]
+                return int(burn) + int(p["n_samples"]) * int(thin)
             if "max_iter" in p:
                 return int(p["max_iter"])
         except (TypeError, ValueError):

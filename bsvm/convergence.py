@@ -129,9 +129,28 @@ def assess(quantities, rule: StoppingRule = StoppingRule(), names=None) -> Conve
     failed = _criteria_failures(worst_r, float(ess_b.min()), float(ess_t.min()), rule)
     live_names = [n for n, keep in zip(names, live) if keep]
     per = {"names": live_names, "rhat": r, "ess_bulk": ess_b, "ess_tail": ess_t}
+    failed = _name_worst(failed, per, (worst_r, float(ess_b.min()), float(ess_t.min())))
     return ConvergenceStatus(D, C, worst_r, float(ess_b.min()), float(ess_t.min()),
                              converged=not failed and C >= 2, failed=tuple(failed), notes=tuple(notes),
                              per_quantity=per)
+
+
+def _name_worst(failed: list, per: dict, values: tuple) -> list:
+    """The rule's failures with the quantity that is worst on each, when there are several (a warning said
+    "R-hat 1.017 > 1.01" and left the user to guess among 41 quantities, a library user's review).
+    ``values``: the outcome's worst (R-hat, bulk ESS, tail ESS); a name is given only where the table
+    ``per`` holds that value (a combined outcome may take its worst from a part without a table)."""
+    names = per.get("names") or []
+    if len(names) < 2:
+        return list(failed)
+    worst = {}
+    for key, table, pick, value in (("R-hat", per["rhat"], np.nanargmax, values[0]),
+                                    ("bulk ESS", per["ess_bulk"], np.nanargmin, values[1]),
+                                    ("tail ESS", per["ess_tail"], np.nanargmin, values[2])):
+        v = np.asarray(table, dtype=float)
+        if v.size == len(names) and not np.all(np.isnan(v)) and v[int(pick(v))] == value:
+            worst[key] = names[int(pick(v))]
+    return [next((f"{f} (worst: {worst[key]})" for key in worst if f.startswith(key)), f) for f in failed]
 
 
 def _criteria_failures(rhat: float, ess_bulk: float, ess_tail: float, rule: StoppingRule) -> list[str]:
@@ -177,6 +196,7 @@ def combine(statuses, rule: StoppingRule = StoppingRule(), draws: int | None = N
         per = {"names": [n for p in parts for n in p["names"]],
                **{k: np.concatenate([np.asarray(p[k], float) for p in parts])
                   for k in ("rhat", "ess_bulk", "ess_tail")}}
+        failed = _name_worst(failed, per, (rhat, ess_b, ess_t))
     converged = all(st.converged for st in live) and not failed
     return ConvergenceStatus(D, live[0].n_chains, rhat, ess_b, ess_t, converged=converged,
                              failed=tuple(failed), notes=notes, per_quantity=per)
@@ -247,10 +267,12 @@ def warn_single_chain(estimator_name: str, rule: StoppingRule = StoppingRule()) 
 
 
 def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, budget: str,
-                       rule: StoppingRule = StoppingRule(), draws: int | None = None) -> None:
+                       rule: StoppingRule = StoppingRule(), draws: int | None = None,
+                       rule_text: str | None = None) -> None:
     """Emit the ConvergenceWarning of a run that stopped without meeting the rule. ``budget`` names what
     ran out, e.g. "max_time=60 s" or "max_iter=20000" or "n_samples=500 (fixed length)"; ``draws`` the
-    kept draws per chain (default: the status's count)."""
+    kept draws per chain (default: the status's count); ``rule_text``: the rule as the estimator checks
+    it (default ``rule.describe()``: the samplers that also check their parameters say so)."""
     if draws is None:
         draws = 0 if status is None else status.draws
     if status is None:
@@ -264,4 +286,5 @@ def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, bu
              "draw): predictions use the chains' current states, which are not posterior draws; raise the "
              "budget.")
     warn_user(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
-              f"{draws} kept draws per chain; {what}. Rule: {rule.describe()}. {after}", ConvergenceWarning)
+              f"{draws} kept draws per chain; {what}. Rule: {rule_text or rule.describe()}. {after}",
+              ConvergenceWarning)

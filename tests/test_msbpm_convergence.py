@@ -199,3 +199,20 @@ def test_draws_are_read_only_during_a_run_and_compact_after_a_stop():
     assert m.log_posterior_.flags.writeable and m.log_posterior_.base.shape[-1] == m.samples_.shape[1]
     np.testing.assert_array_equal(m.samples_, kept)
     assert m.predict_proba(X[:5]).shape == (5, 2)
+
+
+def test_to_arviz_of_the_training_frame_says_nothing_about_feature_names():
+    """MS-BPM's to_arviz(df) warned "X does not have valid feature names" on the very frame it was fitted
+    on (it predicted from the checked array, a library user's review)."""
+    import warnings
+
+    import pandas as pd
+
+    X, y = make_ripley(60, random_state=1)
+    df = pd.DataFrame(X, columns=["u", "v"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        m = MSBPM(random_state=0, n_samples=20).fit(df, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "log_likelihood" in m.to_arviz(df).children

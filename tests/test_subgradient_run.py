@@ -170,3 +170,23 @@ def test_a_sharply_curved_posterior_caps_the_leapfrog_count_and_says_so():
         warnings.simplefilter("error", ConvergenceWarning)  # neither the cap's warning nor another
         ok = SubgradientHMC(c=1.0, record_every=QUIET, random_state=0).fit(X, y)
     assert ok.converged_ and ok._stats["n_leapfrog"].max() < 20
+
+
+def test_named_columns_progress_totals_and_per_sampler_attributes():
+    """A DataFrame's column names reach param_names_ and the tree (iris read w[setosa, x0]); a default
+    fixed-length run's progress bar has its total (burn-in None gave a count only); attributes of one
+    sampler are None for the others, as energy_ (NaN arrays, a library user's review)."""
+    import pandas as pd
+
+    X, y = _data()
+    df = pd.DataFrame(X, columns=["height", "width"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = SubgradientHMC("hmc", n_samples=30, record_every=QUIET, random_state=0).fit(df, y)
+        sgld = SubgradientHMC("sgld", n_samples=30, record_every=QUIET, random_state=0).fit(X, y)
+    assert est.param_names_ == ["w[height]", "w[width]", "b"]
+    tree = est.to_arviz(df)
+    assert list(tree["posterior"]["feature"].values) == ["height", "width"]
+    assert est._planned_iterations() == 200 + 30 and est.n_iter_ == 230
+    assert est.accept_prob_.shape == (4, 30) and est.xi_ is None
+    assert sgld.accept_prob_ is None and sgld.acceptance_rate_ is None and sgld.xi_ is None

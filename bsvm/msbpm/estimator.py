@@ -707,6 +707,7 @@ class MSBPM(BayesianClassifier):
         n_keep = int(self.n_samples) if fixed else None
         thin = int(self.thin) if self.thin is not None else (1 if hmc_run else 8)
         burn = int(self.burn_in) if self.burn_in is not None else (100 if hmc_run else 300)
+        self._resolved_run = {"burn": burn, "thin": thin}  # (the progress bar's total)
         max_iter = None if self.max_iter is None else int(self.max_iter) - offset
         max_time = None if self.max_time is None else float(self.max_time) - used
         n_sampled = (n_classes - 1) * problem.phi.shape[1]
@@ -1098,7 +1099,9 @@ class MSBPM(BayesianClassifier):
             if Xc.shape != np.shape(self.X_fit_) or not np.array_equal(Xc, self.X_fit_):
                 raise ValueError("X is not the training rows this fit was given (in their order): the "
                                  "pointwise log-likelihood is of the training rows")
-            ll = {"y": pointwise_log_likelihood(self.predict_proba_draws, Xc, self._y_fit_index,
+            # (X as given: the checked array lost a DataFrame's column names, and predict_proba_draws then
+            # warned "X does not have valid feature names" on the very frame the fit was given, a review)
+            ll = {"y": pointwise_log_likelihood(self.predict_proba_draws, X, self._y_fit_index,
                                                 *self.samples_.shape[:2], len(self.classes_))}
             const = {"X": Xc}
         S, D, _ = self.samples_.shape

@@ -179,6 +179,7 @@ class _HingeSampler(BayesianClassifier):
         self._n_burnin = (self._default_burnin() if self.n_burnin is None
                           else _check_int("n_burnin", self.n_burnin, 0))
         self._thin = _check_int("thin", self.thin, 1)
+        self._resolved_run = {"burn": self._n_burnin, "thin": self._thin}  # (the progress bar's total)
         self._n_chains = _check_int("n_chains", self.n_chains, 1)
         self._n_trace = _check_int("n_trace", self.n_trace, 0)
         if self.record_every is not None:
@@ -468,7 +469,8 @@ class _HingeSampler(BayesianClassifier):
         if C == 1 and status is not None and stop_reason == "converged":
             warn_single_chain(name, RULE)
             return
-        warn_not_converged(name, status, budget_name, RULE, draws=self.samples_.shape[1])
+        checked = RULE.describe(len(monitor_rows(len(self._y_obs))), self.samples_.shape[-1])
+        warn_not_converged(name, status, budget_name, RULE, draws=self.samples_.shape[1], rule_text=checked)
 
     def _publish(self, store, carries, groups, C, P):
         """Fitted attributes from the run so far (views of the growing buffers)."""
@@ -555,22 +557,34 @@ class _HingeSampler(BayesianClassifier):
         return proba_draws_chunked(lambda d: normalised_likelihood(self.model_, scores(self.model_, d, Phi)),
                                    D, C, Phi.shape[0], len(self.classes_))
 
+    def _feature_labels(self) -> list[str]:
+        """The weights' feature names: the fitted DataFrame's columns (``feature_names_in_``), else ``x0``,
+        ``x1``, ... by position; ``f0``, ... for a feature map's coordinates (they are not the columns).
+        (Positional names only: an iris DataFrame's tree read w[setosa, x0], a library user's review.)"""
+        d = self.model_.n_features
+        if self.feature_map_ is not None:
+            return [f"f{j}" for j in range(d)]
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and len(names) == d:
+            return [str(n) for n in names]
+        return [f"x{j}" for j in range(d)]
+
     def param_names(self) -> list[str]:
         """Names of ``samples_``'s columns (``param_names_``): the weight of each input column, ``w[x0]``
-        (0-based; ``w[f0]`` for a feature map's coordinates), then the bias ``b``; with 3+ classes one
-        block per class, ``w[<class>, x0]`` ... ``b[<class>]``."""
-        d = self.model_.n_features
-        x = "x" if self.feature_map_ is None else "f"
+        (0-based, or the fitted DataFrame's column name; ``w[f0]`` for a feature map's coordinates), then
+        the bias ``b``; with 3+ classes one block per class, ``w[<class>, x0]`` ... ``b[<class>]``."""
+        names = self._feature_labels()
         if self.model_.n_blocks == 1:
-            return [f"w[{x}{j}]" for j in range(d)] + ["b"]
+            return [f"w[{n}]" for n in names] + ["b"]
         return [name for k in range(self.model_.n_blocks)
-                for name in [f"w[{self.classes_[k]}, {x}{j}]" for j in range(d)] + [f"b[{self.classes_[k]}]"]]
+                for name in [f"w[{self.classes_[k]}, {n}]" for n in names] + [f"b[{self.classes_[k]}]"]]
 
     def to_arviz(self, X=None):
         """The kept draws as an ArviZ DataTree (arviz-base schema = ArviZ 1.x): ``posterior`` ``w``
         (chain, draw, feature) and ``b`` (chain, draw), with 3+ classes ``w`` (chain, draw, class, feature)
-        and ``b`` (chain, draw, class), the features named ``x0``, ``x1``, ... by position (``f0`` ... for
-        a feature map's coordinates), as in ``param_names_``; ``sample_stats``
+        and ``b`` (chain, draw, class), the features named as the fitted DataFrame's columns, else ``x0``,
+        ``x1``, ... by position (``f0`` ... for a feature map's coordinates), as in ``param_names_``;
+        ``sample_stats``
         ``lp`` (the log posterior -U; sgld/sgnht: its minibatch estimate), ``acceptance_rate``,
         ``step_size``, ``energy``, ``diverging``, ``n_steps`` (hmc), ``thermostat`` (sgnht);
         ``observed_data`` ``y`` (the training labels). ``arviz_stats.summary(est.to_arviz())`` works.
@@ -607,8 +621,7 @@ class _HingeSampler(BayesianClassifier):
         C, D, P = self.samples_.shape
         K, d = self.model_.n_blocks, self.model_.n_features
         blocks = self.samples_.reshape(C, D, K, d + 1)
-        x = "x" if self.feature_map_ is None else "f"
-        feature = [f"{x}{j}" for j in range(d)]
+        feature = self._feature_labels()
         if K == 1:
             posterior = {"w": blocks[:, :, 0, :d], "b": blocks[:, :, 0, d]}
             dims = {"w": ["feature"], "b": []}
@@ -633,7 +646,10 @@ class _HingeSampler(BayesianClassifier):
 
     @property
     def accept_prob_(self):
-        return self._stats["accept_prob"]
+        """hmc's Metropolis-Hastings acceptance probability at each kept draw (n_chains, n_draws); None
+        for the samplers without that test (sgld, sgnht, Gibbs), as ``energy_`` (a NaN array made
+        ``hasattr`` useless to tell the samplers apart, a library user's review)."""
+        return self._stats["accept_prob"] if self._sampler_kind == "hmc" else None
 
     @property
     def energy_(self):
@@ -643,12 +659,16 @@ class _HingeSampler(BayesianClassifier):
 
     @property
     def acceptance_rate_(self):
-        a = self._stats["accept_prob"]
+        """hmc's mean acceptance per chain over the kept draws; None for the other samplers."""
+        a = self.accept_prob_
+        if a is None:
+            return None
         return a.mean(axis=1) if a.shape[1] else np.full(a.shape[0], np.nan)
 
     @property
     def xi_(self):
-        return self._stats["xi"]
+        """sgnht's thermostat at each kept draw (n_chains, n_draws); None for the other samplers."""
+        return self._stats["xi"] if self._sampler_kind == "sgnht" else None
 
 
 _RUN_DOC = """
@@ -757,7 +777,8 @@ class SubgradientHMC(_HingeSampler):
     """ + _RUN_DOC.format(max_iter="50,000 (hmc) or 1,000,000 (sgld/sgnht)") + """
     Fitted attributes: samples_ (n_chains, n_draws, n_params), param_names_ (its columns' names,
     ``param_names``), potential_ (n_chains, n_draws) (for
-    sgld/sgnht the minibatch estimate), xi_ (sgnht), accept_prob_ (hmc), acceptance_rate_ (hmc, per
+    sgld/sgnht the minibatch estimate), xi_ (sgnht; None otherwise), accept_prob_ (hmc; None otherwise),
+    acceptance_rate_ (hmc, per
     chain, sampling phase), step_size_, theta_ (current states), mode_ (pilot mode, laplace only),
     converged_, convergence_ (the last :class:`bsvm.convergence.ConvergenceStatus`), stopping_rule_,
     model_ (HingeModel), feature_map_, trace_index_. Records of hmc with n_params <= 3 carry
