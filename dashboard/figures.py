@@ -570,6 +570,8 @@ def objective_curve(history, height: int = 300, stages=None):
     dotted line marks each such place, from the records' ``stage`` (S-BSVM's kernel="auto" fits its
     candidate kernels one after another, then stacks them; ``stages``: the estimator's ``stages_``, whose
     names label the marks on hover) or ``rows`` (SeegerARD warm-starts on a subset, then refits on all)."""
+    if not history:  # (before the first record it said "This method reports no objective", a crawl)
+        return empty_figure("The objective appears with the first progress record", height)
     names = split_metrics(metric_names(history))["objective"]
     if not names:
         return empty_figure("This method reports no objective (ELBO / free energy)", height)
@@ -741,7 +743,7 @@ def snapshot_keys(history) -> list[str]:
 
 
 def snapshot_traces(history, key: str | None = None, max_series: int = 8, height: int = 300,
-                    names=None, title: str | None = None):
+                    names=None, title: str | None = None, note: str | None = None):
     """Trace plot of the small arrays in progress snapshots (per-chain values or a few coordinates).
 
     Each snapshot array is flattened; series j is element j over iterations. For samplers whose snapshot
@@ -787,7 +789,9 @@ def snapshot_traces(history, key: str | None = None, max_series: int = 8, height
     # series it took most of the chart's height. Then a legend at the right when its names are short
     # ("chain 3"); long ones ("chain 0, w[mean concave points]") squeezed a half-width plot to 50 px, so
     # they are named on hover only, and the title says so
-    notes = [f"{n_series} of its {width} series shown"] if width > n_series else []
+    notes = [note] if note else []
+    if width > n_series:
+        notes.append(f"{n_series} of its {width} series shown")
     longest = max(len(str(n)) for n in names[:n_series])
     if n_series <= LEGEND_SERIES:
         legend = {"legend": LEGEND_BELOW}
@@ -836,8 +840,12 @@ def named_snapshot_traces(history, key: str | None = None, model=None, feature_n
     m = np.shape(getattr(model, "mean_", ()))
     if key == "mean" and len(m) == 1 and history and m[0] > np.size(history[-1].snapshot.get("mean", ())):
         # (S-BSVM records the first few: "q(u) mean" with 5 lines read as all of q(u), a crawl)
-        title = f"q(u) mean at {np.size(history[-1].snapshot['mean'])} of its {m[0]} inducing points"
-    fig = snapshot_traces(history, key, names=names, title=title, height=height)
+        # (the count on the note line: "Trace: q(u) mean at 5 of its 100 inducing points" was cut at
+        # "...inducing poi" in a half-width chart at 1280 px, a crawl)
+        note = f"at {np.size(history[-1].snapshot['mean'])} of its {m[0]} inducing points"
+    else:
+        note = None
+    fig = snapshot_traces(history, key, names=names, title=title, height=height, note=note)
     marks = stage_changes(history, getattr(model, "stages_", None)) if key and history else []
     if marks:
         # each candidate fit starts over (S-BSVM's kernel="auto"): its jump back to the start, and the
@@ -929,11 +937,20 @@ def _truth_traces(grid: Grid, truth) -> list[dict]:
     return [levels, half]
 
 
+#: most support vectors a map draws (evenly spaced among them; the legend gives the count)
+MAX_OVERLAY = 300
+
+
 def _overlay_trace(overlay, overlay_name: str) -> dict:
     """Inducing points as black crosses; support vectors, which are training points, as rings around
     them (crosses hid the class markers under them: a crawl)."""
     if "support" in overlay_name.lower():
-        # hundreds of support vectors (twonorm) drawn as heavy rings buried the map under a black blob
+        # hundreds of support vectors (twonorm) drawn as heavy rings buried the map under a black blob;
+        # thousands (7,871 of 20,000 churn rows, a crawl) still did: at most MAX_OVERLAY, evenly spaced,
+        # and the name says how many there are
+        if len(overlay) > MAX_OVERLAY:
+            overlay_name = f"{overlay_name} ({MAX_OVERLAY} of {len(overlay):,})"
+            overlay = overlay[np.linspace(0, len(overlay) - 1, MAX_OVERLAY).round().astype(int)]
         many = len(overlay) > 60
         marker = {"symbol": "circle-open", "size": 10 if many else 13, "color": "black",
                   "line": {"width": 0.8 if many else 1.5}, "opacity": 0.45 if many else 1.0}

@@ -2019,7 +2019,9 @@ def test_sbsvm_traces_say_how_many_inducing_points_and_mark_each_candidate_fit()
         hist = list(est.fit_iter(X, y))
     fig = figures.named_snapshot_traces(hist, "mean", est)
     m = est.mean_.shape[0]
-    assert f"q(u) mean at 5 of its {m} inducing points" in fig.layout.title.text
+    # (the count on the note's line: on the title's it was cut at "inducing poi" at 1280 px, a crawl)
+    assert fig.layout.title.text.startswith("Trace: q(u) mean<br>")
+    assert f"at 5 of its {m} inducing points" in fig.layout.title.text
     assert "dotted: next candidate fit" in fig.layout.title.text
     assert len(fig.layout.shapes) == len(figures.stage_changes(hist, est.stages_)) > 0
 
@@ -2030,3 +2032,36 @@ def test_a_halted_jobs_toast_reads_as_a_sentence():
     assert stopped_text("Fitting S-BSVM", "the data changed") == "Fitting S-BSVM: stopped, the data changed."
     assert stopped_text("SGLD (subgradient MCMC)", "you left the Train page") == \
         "Stopped SGLD (subgradient MCMC): you left the Train page."
+
+
+def test_thousands_of_support_vectors_are_thinned_on_a_map():
+    """7,871 support vectors of 20,000 rows buried the Calibration page's two-feature map (a crawl)."""
+    sv = np.random.default_rng(0).normal(size=(7871, 2))
+    tr = figures._overlay_trace(sv, "support vectors")
+    assert len(tr["x"]) == figures.MAX_OVERLAY and tr["name"] == "support vectors (300 of 7,871)"
+    assert len(figures._overlay_trace(sv[:50], "support vectors")["x"]) == 50
+
+
+def test_the_calibration_verdict_pairs_the_rows_and_knows_its_noise():
+    """The Calibration page left a user to judge ECE 0.0090 against 0.0228 with no verdict (a crawl): the
+    per-row Brier and log-loss differences, with a normal interval, against the library's own metrics."""
+    from bsvm.metrics import brier_score, log_loss
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    p = rng.uniform(0.05, 0.95, n)
+    y = (rng.uniform(size=n) < p).astype(int)
+    good = {"proba": np.column_stack([1 - p, p]), "y_index": y}
+    worse = {"proba": np.column_stack([1 - p ** 0.5, p ** 0.5]), "y_index": y}
+    d = A.paired_comparison(good, worse)
+    assert d["Brier"][0] == pytest.approx(brier_score(y, good["proba"]) - brier_score(y, worse["proba"]))
+    assert d["log loss"][0] == pytest.approx(log_loss(y, good["proba"]) - log_loss(y, worse["proba"]))
+    said = A.comparison_sentence("S-BSVM", "PlattSVM", d, n)
+    assert "S-BSVM is better calibrated than PlattSVM on both" in said
+    noise = {"Brier": (0.001, -0.002, 0.004), "log loss": (-0.003, -0.01, 0.004)}
+    said = A.comparison_sentence("a", "b", noise, 100)
+    assert "no difference beyond the noise of 100 test rows" in said and "Brier: within noise" in said
+    split = {"Brier": (-0.004, -0.006, -0.002), "log loss": (0.01, 0.004, 0.016)}
+    said = A.comparison_sentence("a", "b", split, 100)
+    assert "the two scores disagree" in said
+    assert "Brier: a lower by 0.0040 (95 % interval 0.0020 to 0.0060)" in said

@@ -146,11 +146,17 @@ if S is None:
             + (" For a variational fit, check that the objective above has flattened and the "
                "hyperparameters have settled." if kind == "variational" else ""))
     st.stop()
-if S.shape[1] < 4:
-    kept = S.shape[1]
-    st.info(f"No chain diagnostics yet: {kept} draw{'' if kept == 1 else 's'} kept per chain, and they need "
-            "at least 4. A sampler keeps no draws during its burn-in (the first iterations of a run): "
-            "**Continue** or **Step** on the Train page, then come back.")
+# (MS-BPM in burn-in holds its chains' current states as one "draw": the page said "1 draw kept per
+# chain" for a run stopped at sweep 20 of its 300 burn-in sweeps, a crawl)
+in_burnin = bool(getattr(est, "_burnin_states", False))
+if S.shape[1] < 4 or in_burnin:
+    kept = 0 if in_burnin else S.shape[1]
+    burn = hist[-1].metrics.get("n_burnin") if hist else None
+    where = (f" (the run stopped at iteration {hist[-1].iteration} of its {burn:.0f} burn-in iterations)"
+             if in_burnin and burn and hist else "")
+    st.info(f"No chain diagnostics yet: {'no draw' if kept == 0 else kept} kept per chain{where}, and they "
+            f"need at least 4{' draws' if kept == 0 else ''}. A sampler keeps no draws during its burn-in "
+            "(the first iterations of a run): **Continue** or **Step** on the Train page, then come back.")
     st.stop()
 all_params = param_names(est, data.feature_names, n_model_par)  # in sample order, all of them
 names = [*extra, *all_params]

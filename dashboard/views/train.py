@@ -473,6 +473,11 @@ with right:
     def progress_text(r: Run) -> str:
         if r.status == DONE and method.kind == "baseline":  # (PlattSVM: "iteration 1 - 5 it/s" meant nothing)
             return f"done: fitted in one go - {r.wall:.1f} s"
+        if r.status == RUNNING and not r.history and getattr(r, "started_at", None):
+            # before the first record (MS-BPM's set-up on 5,000 rows: 16 s) the text stood at "iteration 0
+            # - 0 it/s - 0.0 s", its clock still (a crawl): the time since Start, ticking
+            return (f"running: setting up, before the first progress record - "
+                    f"{time.perf_counter() - r.started_at:.1f} s")
         total = f" / {r.max_iter}" if r.max_iter else ""
         reading = bar_reading(r)
         planned = reading.planned
