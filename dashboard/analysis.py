@@ -383,24 +383,25 @@ def paired_comparison(a: dict, b: dict, z: float = 1.96) -> dict:
 def comparison_sentence(name_a: str, name_b: str, diffs: dict, n_rows: int) -> str:
     """The paired comparison in words: which model has the lower Brier score and log loss on these rows,
     and whether that is beyond the test set's noise (the interval excludes 0)."""
-    parts, wins = [], {name_a: 0, name_b: 0}
+    parts, wins = [], {name_a: [], name_b: []}
     for metric, (d, lo, hi) in diffs.items():
         if lo > 0 or hi < 0:
             better = name_a if d < 0 else name_b
-            wins[better] += 1
+            wins[better].append(metric)
             near, far = (abs(hi), abs(lo)) if d < 0 else (abs(lo), abs(hi))
             parts.append(f"{metric}: {better} lower by {abs(d):.4f} (95 % interval {near:.4f} to {far:.4f})")
         else:
             parts.append(f"{metric}: within noise ({name_a} minus {name_b} {d:+.4f}, 95 % interval "
                          f"{lo:+.4f} to {hi:+.4f})")
-    if wins[name_a] == len(diffs):
-        verdict = f"{name_a} is better calibrated than {name_b} on both"
-    elif wins[name_b] == len(diffs):
-        verdict = f"{name_b} is better calibrated than {name_a} on both"
-    elif not any(wins.values()):
+    if wins[name_a] and wins[name_b]:
+        verdict = "the two scores disagree"
+    elif not wins[name_a] and not wins[name_b]:
         verdict = f"no difference beyond the noise of {n_rows:,} test rows"
     else:
-        verdict = "the two scores disagree"
+        best, other = (name_a, name_b) if wins[name_a] else (name_b, name_a)
+        verdict = f"{best} is better calibrated than {other}" + (
+            " on both" if len(wins[best]) == len(diffs) else
+            f" by its {' and '.join(wins[best])} (the other score is within noise)")
     return f"Row by row on the {n_rows:,} test rows: {verdict}. " + "; ".join(parts) + "."
 
 

@@ -2061,6 +2061,9 @@ def test_the_calibration_verdict_pairs_the_rows_and_knows_its_noise():
     noise = {"Brier": (0.001, -0.002, 0.004), "log loss": (-0.003, -0.01, 0.004)}
     said = A.comparison_sentence("a", "b", noise, 100)
     assert "no difference beyond the noise of 100 test rows" in said and "Brier: within noise" in said
+    one = {"Brier": (-0.0068, -0.0164, 0.0028), "log loss": (-0.0431, -0.0799, -0.0063)}  # (Ripley, 75 rows)
+    assert "a is better calibrated than b by its log loss (the other score is within noise)" in \
+        A.comparison_sentence("a", "b", one, 75)
     split = {"Brier": (-0.004, -0.006, -0.002), "log loss": (0.01, 0.004, 0.016)}
     said = A.comparison_sentence("a", "b", split, 100)
     assert "the two scores disagree" in said
