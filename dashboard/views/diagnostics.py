@@ -153,7 +153,7 @@ if S.shape[1] < 4 or in_burnin:
     kept = 0 if in_burnin else S.shape[1]
     burn = hist[-1].metrics.get("n_burnin") if hist else None
     where = (f" (the run stopped at iteration {hist[-1].iteration} of its {burn:.0f} burn-in iterations)"
-             if in_burnin and burn and hist else "")
+             if burn and hist and hist[-1].metrics.get("burnin") == 1.0 else "")
     st.info(f"No chain diagnostics yet: {'no draw' if kept == 0 else kept} kept per chain{where}, and they "
             f"need at least 4{' draws' if kept == 0 else ''}. A sampler keeps no draws during its burn-in "
             "(the first iterations of a run): **Continue** or **Step** on the Train page, then come back.")
