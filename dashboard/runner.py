@@ -338,6 +338,9 @@ class Token:
     cancelled: bool = False
     fraction: float = 0.0
     text: str = ""
+    #: what the work has finished so far, for a page to show after a Cancel (the Compare page's finished
+    #: methods: a Cancel during the third of six dropped the first two, a crawl); None: nothing to keep
+    partial: object = field(default=None, repr=False)
     _proc: object = field(default=None, repr=False)
 
     def progress(self, fraction: float, text: str = "") -> None:

@@ -859,6 +859,23 @@ def test_compare_page_quick_settings_follow_the_estimated_cost_until_the_user_ch
     assert at.toggle(key="cmp_quick").value is True
 
 
+def test_a_cancelled_comparison_keeps_the_methods_it_finished():
+    """Cancel during the third of six methods showed only "Comparison: cancelled" and dropped the two
+    finished ones (a crawl): their rows stay, marked as a partial comparison."""
+    at = _app(sample="ripley.csv")
+    at.switch_page("views/compare.py").run()
+    _button(at, "Run all").click().run()
+    job = at.session_state["_registry"].get("compare")
+    _until(lambda: job.token.partial is not None and len(job.token.partial["results"]) >= 2, 120)
+    job.cancel("by you")
+    at.run()
+    _ok(at)
+    assert job.status == "cancelled" and at.dataframe
+    n_done = job.token.partial["partial"][0]
+    assert len(at.dataframe[0].value) == len(job.token.partial["results"]) == n_done
+    assert any(f"cancelled after {n_done} of" in c.value for c in at.caption)
+
+
 def test_compare_page_runs_every_method():
     at = _app(sample="ripley.csv")
     at.switch_page("views/compare.py").run()

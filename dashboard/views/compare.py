@@ -159,6 +159,9 @@ def compare_job(token, methods, options, data, seed, quick=frozenset(), grid=Non
             continue
         results[name] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
                          "converged": _convergence(est), "note": note, "map": proba, "capped": fast}
+        # (kept for a Cancel: the methods finished so far are shown, marked as a partial comparison)
+        token.partial = {"key": data.key, "results": dict(results), "errors": dict(errors),
+                         "quick": bool(quick), "partial": (k + 1, len(methods))}
     return {"key": data.key, "results": results, "errors": errors, "quick": bool(quick)}
 
 
@@ -189,6 +192,11 @@ if st.button("Run all methods", type="primary", icon=":material/play_arrow:"):
 done = state.job_view("compare", data.key, retry=False)  # ("Run all methods" above starts it again)
 if done is not None and st.session_state.get("compare") is not done:
     st.session_state["compare"] = done
+job = state.registry().get("compare")
+if done is None and job is not None and job.status == "cancelled" and job.meta.get("key") == data.key:
+    kept = job.token.partial
+    if kept is not None and kept["results"] and st.session_state.get("compare") is not kept:
+        st.session_state["compare"] = kept
 for name, err in (done or {}).get("errors", {}).items():
     st.error(f"{name} failed: {err}")
 
@@ -196,6 +204,10 @@ saved = st.session_state.get("compare")
 if saved and saved["key"] == data.key and saved["results"]:
     res = saved["results"]
     st.subheader("Test-set metrics")
+    if saved.get("partial"):
+        n_done, n_all = saved["partial"]
+        st.caption(f"A partial comparison: cancelled after {n_done} of {n_all} methods; the table shows the "
+                   "finished ones. **Run all methods** runs every one again.")
     table = figures.metrics_table({k: v["report"] for k, v in res.items()},
                                   {k: v["time"] for k, v in res.items()})
     numeric = list(table.columns)
