@@ -955,7 +955,8 @@ def test_draws_netcdf_names_the_parameters_as_the_page_and_the_csv_do():
 
 def test_draws_netcdf_names_a_feature_maps_input_columns_and_keeps_its_coordinates():
     """A feature map's weights are over its own coordinates (f0, f1, ...), which are not the columns; the
-    rows' columns (dimension "input") take the data's names (they kept 0, 1, 2, a review)."""
+    rows' columns (dimension "input") take the data's names (they kept 0, 1, 2, a review). The dataset
+    arrays stay the library's own: only coordinates are renamed."""
     pytest.importorskip("h5netcdf")
     import tempfile
     import warnings
@@ -964,18 +965,17 @@ def test_draws_netcdf_names_a_feature_maps_input_columns_and_keeps_its_coordinat
 
     from bsvm import SubgradientHMC
 
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 3))
-    y = (X[:, 0] > 0).astype(int)
+    X = np.random.default_rng(0).normal(size=(60, 3))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        est = SubgradientHMC(features="rff", n_components=8, n_samples=20, random_state=0).fit(X, y)
+        est = SubgradientHMC(features="rff", n_components=8, n_samples=20, random_state=0).fit(X, X[:, 0] > 0)
     with tempfile.NamedTemporaryFile(suffix=".nc") as fh:
         fh.write(A.draws_netcdf(est, ["alc", "mal", "ash"], X=X))
         fh.flush()
         tree = xr.open_datatree(fh.name, engine="h5netcdf")
         assert [str(v) for v in tree["constant_data"]["input"].values] == ["alc", "mal", "ash"]
         assert [str(v) for v in tree["posterior"]["feature"].values] == [f"f{j}" for j in range(8)]
+        np.testing.assert_allclose(tree["posterior"]["w"].values, est.to_arviz()["posterior"]["w"].values)
 
 
 def test_a_chance_level_fit_that_warned_of_scales_names_them_as_the_cause():

@@ -106,17 +106,22 @@ if not data.binary:
         st.caption(f"Skipped (two classes only; this data set has {len(data.classes)}): "
                    + ", ".join(skipped))
 
-def compare_job(token, methods, options, data, seed, quick=frozenset(), grid=None):
+def compare_job(token, methods, options, data, seed, capped=frozenset(), grid=None):
     """Fit every method to the end (in the session's job registry: progress, Cancel), then evaluate, and
     predict each one's map on ``grid`` (2-D data) here, not in the page: the page predicted every map at
     every rerun, in its script run (MS-BPM on 5 classes: minutes, the page greyed out after the table).
     A sampler's map averages over about ``FINAL_DRAWS`` of its draws (fewer if they would take long:
-    ``procrun.map_model``), as the Train page's (its metrics over every draw)."""
+    ``procrun.map_model``), as the Train page's (its metrics over every draw). ``capped``: the keys of
+    the methods Quick settings cap (their ``Method.fast`` options)."""
     results, errors = {}, {}
+
+    def outcome() -> dict:
+        return {"key": data.key, "results": dict(results), "errors": dict(errors), "quick": bool(capped)}
+
     for k, m in enumerate(methods):
         opts = options[m.key]
         name = m.run_label(opts)  # (which sampler ran: "Subgradient MCMC (HMC, SGLD, SGNHT)" did not say)
-        fast = m.key in quick  # (Quick settings cap the slow methods only)
+        fast = m.key in capped  # (Quick settings cap the slow methods only)
         # the method's name from its start: a fit whose first record came 16 s in (MS-BPM on 5,000 rows)
         # ran under the previous method's "its map and notes" (a crawl)
         token.progress(k / len(methods), f"{name} ({k + 1}/{len(methods)}): fitting")
@@ -160,9 +165,8 @@ def compare_job(token, methods, options, data, seed, quick=frozenset(), grid=Non
         results[name] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
                          "converged": _convergence(est), "note": note, "map": proba, "capped": fast}
         # (kept for a Cancel: the methods finished so far are shown, marked as a partial comparison)
-        token.partial = {"key": data.key, "results": dict(results), "errors": dict(errors),
-                         "quick": bool(quick), "partial": (k + 1, len(methods))}
-    return {"key": data.key, "results": results, "errors": errors, "quick": bool(quick)}
+        token.partial = {**outcome(), "partial": (k + 1, len(methods))}
+    return outcome()
 
 
 def _running() -> bool:
