@@ -619,8 +619,24 @@ class ProcessRun(Run):
             if status == CANCELLED:
                 self.finished_at = time.perf_counter()
                 self._terminate()
+            elif self._computing and self.records == 0 and not self._records:
+                # Still in the fit's set-up (MS-BPM's on 5,000 rows: 7 s), which has no record to halt
+                # after, so a halt waited for the first one: the child is ended instead (it holds
+                # nothing worth keeping) and Continue starts a new one, set-up and all.
+                self._discard()
             elif self._computing:
                 self._send(("halt", self._seq))
+
+    def _discard(self) -> None:
+        """End a child that has made no record yet and forget it (see :meth:`_halt`); its reader sees
+        that it is no longer this run's child and leaves the run's status alone. Called under the lock."""
+        proc = self._proc
+        self._proc = self._conn = None
+        self._computing = False
+        self.started_at = None
+        trace("discarded", run=self.id, pid=proc.pid if proc is not None else None)
+        if proc is not None and proc.is_alive():
+            proc.terminate()  # its pipe ends with it: the reader's recv returns and it closes the pipe
 
     def _terminate(self) -> None:
         proc = self._proc
@@ -656,7 +672,7 @@ class ProcessRun(Run):
                     msg = conn.recv()
                 except (EOFError, OSError, TypeError, ValueError):  # the pipe has ended or was closed
                     break
-                ended = self._handle(msg)
+                ended = self._handle(msg, proc)
         finally:
             proc.join(2)
             if proc.is_alive():
@@ -664,21 +680,24 @@ class ProcessRun(Run):
                 proc.join(1)
             conn.close()
             with self._lock:
-                self._computing = False
-                if self.status not in FINISHED:  # the child died without a word (killed, out of memory)
-                    self.error = (f"The worker process ended unexpectedly (exit code {proc.exitcode}); "
-                                  "the model keeps the state of its last record.")
-                    self.status = self._want = FAILED
-                    self.finished_at = time.perf_counter()
-                if self.status == DONE and self.finished_at is None:
-                    self.finished_at = time.perf_counter()
+                if self._proc is proc:  # (not a child discarded in its set-up: that is not this run's news)
+                    self._computing = False
+                    if self.status not in FINISHED:  # the child died without a word (killed, out of memory)
+                        self.error = (f"The worker process ended unexpectedly (exit code {proc.exitcode}); "
+                                      "the model keeps the state of its last record.")
+                        self.status = self._want = FAILED
+                        self.finished_at = time.perf_counter()
+                    if self.status == DONE and self.finished_at is None:
+                        self.finished_at = time.perf_counter()
 
     def _adopt(self, blob: bytes):
         est = pickle.loads(blob)
         est.history_ = self._records
         return est
 
-    def _handle(self, msg) -> bool:
+    def _handle(self, msg, proc) -> bool:
+        """Apply one message of child ``proc``; True when it was the last. A discarded child's
+        (:meth:`_discard`) are dropped, under the lock, so none lands after the discard."""
         kind = msg[0]
         if kind == "records":
             _, recs, count, wall, blob = msg
@@ -689,6 +708,8 @@ class ProcessRun(Run):
             if blob is not None:
                 trace("snapshot", run=self.id, kb=len(blob) // 1024, s=f"{time.perf_counter() - t0:.4f}")
             with self._lock:
+                if self._proc is not proc:
+                    return True
                 if recs:
                     self._records = _thin(self._records + recs)
                     if est is not None:
@@ -702,10 +723,14 @@ class ProcessRun(Run):
             return False
         if kind == "warnings":
             with self._lock:
+                if self._proc is not proc:
+                    return True
                 self.warnings.extend(m for m in msg[1] if m not in self.warnings)
             return False
         if kind == "halted":
             with self._lock:
+                if self._proc is not proc:
+                    return True
                 if msg[1] == self._seq:  # the answer to the newest control, not an older one
                     self._computing = False
                     if self.status == RUNNING:  # a Step's records are done
@@ -715,6 +740,8 @@ class ProcessRun(Run):
             trace("child-done", run=self.id, wall=f"{msg[3]:.3f}")
             est = self._adopt(msg[1])
             with self._lock:
+                if self._proc is not proc:
+                    return True
                 self.records, self.wall = msg[2], msg[3]
                 if self.status != CANCELLED:
                     self.estimator, self.view = est, None
@@ -724,6 +751,8 @@ class ProcessRun(Run):
             return True
         if kind == "failed":
             with self._lock:
+                if self._proc is not proc:
+                    return True
                 if self.status != CANCELLED:
                     self.error = msg[1]
                     self.status = self._want = FAILED

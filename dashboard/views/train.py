@@ -392,6 +392,12 @@ with right:
                 st.caption(f"... and {more} more warning{'s' if more > 1 else ''} from the method.")
         if r.status == FAILED:
             st.error(f"The run failed: {r.error}")
+        elif r.status in (STOPPED, PAUSED) and r.records == 0 and not r.busy and not other_data:
+            # (a halt in the set-up ends the child: dashboard.procrun.ProcessRun._halt)
+            why = f" because {r.note}" if r.note else ""
+            st.info(f"{r.status.capitalize()}{why} during the method's set-up, before its first progress "
+                    "record: nothing was kept. **Continue** starts the run again from the beginning.",
+                    icon=":material/stop_circle:")
         elif r.note and r.status in (STOPPED, PAUSED):
             # (a run on other data cannot be continued: the warning above says what to do instead)
             st.info(f"Stopped because {r.note}." + ("" if other_data else " **Continue** resumes it."),
@@ -478,6 +484,8 @@ with right:
             # - 0 it/s - 0.0 s", its clock still (a crawl): the time since Start, ticking
             return (f"running: setting up, before the first progress record - "
                     f"{time.perf_counter() - r.started_at:.1f} s")
+        if r.status in (PAUSED, STOPPED) and not r.history and not r.busy:
+            return f"{r.status} during the set-up, before the first progress record"
         total = f" / {r.max_iter}" if r.max_iter else ""
         reading = bar_reading(r)
         planned = reading.planned
