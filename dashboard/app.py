@@ -17,7 +17,7 @@ if str(_ROOT) not in sys.path:  # `streamlit run dashboard/app.py` puts only das
 import streamlit as st  # noqa: E402
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException, StopException  # noqa: E402
 
-from dashboard import livechart, procrun, state, ui  # noqa: E402
+from dashboard import livechart, procrun, state, tabs, ui  # noqa: E402
 
 # Jobs run in worker threads (dashboard/runner.py; the Train page's fits run in child processes,
 # dashboard/procrun.py) and do many small NumPy calls, each releasing and re-taking the GIL; while a page
@@ -58,6 +58,9 @@ if name != "data":
     # this script run's thread: a fit's child process goes first. Not on the Data page, the first a
     # user opens: no fit of this session runs there, and its start-up must not wait behind others.
     procrun.yield_to_fits()
+with st.sidebar:  # (its element is hidden: see the style block below)
+    if tabs.attach():  # a reloaded tab gets its runs back (dashboard/tabs.py)
+        st.toast("This tab was reloaded: its runs went on, and are shown again.", icon=":material/sync:")
 state.enter_page(name)  # leaving a page stops the work it started
 # Streamlit's own "Stop" (in the header while a script runs) stops the page's script run, not a fit: the
 # Train page's live view runs in one long script run while the fit computes in a child, so that button
@@ -66,7 +69,8 @@ state.enter_page(name)  # leaving a page stops the work it started
 # The header's "Deploy" button (Streamlit Community Cloud) is not part of this app either (the repository's
 # .streamlit/config.toml hides it with the menu, when streamlit is started from the repository's root).
 st.html("<style>[data-testid='stStatusWidgetRunningIcon'] + span button {display: none;}"
-        "[data-testid='stAppDeployButton'] {display: none;}</style>")
+        "[data-testid='stAppDeployButton'] {display: none;}"
+        f".st-key-{tabs.KEY} {{display: none;}}</style>")
 with st.sidebar:
     ui.presentation_toggle()
     ui.import_problems()
@@ -87,6 +91,7 @@ except (RerunException, StopException):  # a rerun or stop: a click may be waiti
     raise
 finally:  # also when a page stops early (st.stop) or reruns
     state.sync_url()
+    tabs.remember()
     # The Train page's live charts need plotly.js: fetch it while the user looks around. Mounted after
     # the page's own elements: its component (and the chunks Streamlit loads for it) must not hold up
     # the Data page's first paint.

@@ -453,3 +453,42 @@ def test_a_feature_choice_that_no_longer_fits_is_cleared_in_the_browser_too(serv
     pg.wait_for_url(re.compile(r"features=x1(%2C|,)x2"))
     sync_api.expect(box).to_contain_text("x2")
     _no_exception(pg, "Data")
+
+
+def test_a_reloaded_tab_gets_its_run_back_and_a_duplicated_one_does_not(server, browser):
+    """A reload started a new session that showed no run while the old session's fit went on computing,
+    unseen (dashboard/tabs.py). Now the reloaded tab shows the run, still running, and its controls act;
+    a tab opened with the same id while the first is connected (a duplicated tab) shows no run and gets
+    an id of its own."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        pg = ctx.new_page()
+        pg.set_default_timeout(90_000)
+        url = f"{server}/train?sample=ripley.csv&method=sbsvm&o.max_iter=1000000&o.tol=0&o.patience=1000000"
+        pg.goto(url)
+        pg.locator("h1", has_text="Train").wait_for()
+        button(pg, "Start").click()
+        wait_status(pg, "running: iteration")
+        before = _iteration(pg)
+        tab = pg.evaluate("sessionStorage.getItem('bsvm-tab')")
+        assert tab
+        pg.reload()
+        pg.locator("h1", has_text="Train").wait_for()
+        wait_status(pg, "running: iteration")  # the same run, shown again
+        assert _iteration(pg) > before and pg.evaluate("sessionStorage.getItem('bsvm-tab')") == tab
+        pg.get_by_text("This tab was reloaded").first.wait_for()
+        button(pg, "Stop").click()
+        wait_status(pg, "stopped")
+        _no_exception(pg, "Train after a reload")
+
+        dup = ctx.new_page()
+        dup.set_default_timeout(90_000)
+        dup.add_init_script(f"sessionStorage.setItem('bsvm-tab', '{tab}')")
+        dup.goto(url)
+        dup.locator("h1", has_text="Train").wait_for()
+        dup.wait_for_function(f"() => sessionStorage.getItem('bsvm-tab') !== '{tab}'")
+        assert progress_text(dup) == "" and button(dup, "Continue").is_disabled()
+        assert progress_text(pg).startswith("stopped")  # the first tab keeps its run
+        _no_exception(dup, "Train in a duplicated tab")
+    finally:
+        ctx.close()

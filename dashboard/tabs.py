@@ -1,0 +1,213 @@
+"""A browser tab's runs survive a reload of the tab, and end soon after the tab is closed.
+
+Why: a reload (F5, or the browser reopening the tab) starts a new Streamlit session with an empty
+``st.session_state``. The page then showed no run at all, while the old session, kept by Streamlit for a
+reconnect that never comes, held its run registry and the fit's child went on computing, unseen: a
+run started on the Ripley sample was still at 70 % of a core 10 s after the reload (measured with
+``/work/coord/s41/reload.py``). Closing the tab left the run going the same way.
+
+How:
+
+- The tab names itself: a small component keeps a random id in the tab's ``sessionStorage``, which a
+  reload keeps and a new tab (or a shared link) does not have, and hands it to Python (:func:`attach`).
+- :class:`TabStore` (one per server) maps each tab id to the session that owns it and the references
+  that session's state holds under :data:`CARRY` (its run registry, the Train page's last model, the
+  uploaded CSV...), refreshed at every script run of that session.
+- A new session whose tab id is already known, and whose owner session is no longer connected, takes
+  those references over (:meth:`TabStore.claim`): its pages show the runs where they are, still
+  running. A duplicated tab (same id, owner still connected) is given a new id instead.
+- A janitor thread cancels the runs of a tab whose session has been disconnected for
+  :data:`GRACE_SECONDS` (the tab was closed, or the server lost it) and forgets the tab.
+
+Without a browser (Streamlit's AppTest) no id ever arrives and sessions behave as before.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+#: the session-state keys a reloaded tab gets back: the runs and jobs, the models the pages read, and
+#: the data they were made for (an uploaded CSV, the playground's edited points)
+CARRY = ("_registry", "run", "run_meta", "upload", "playground", "pg_settings", "pg_edits", "compare",
+         "_slow_motion_kept", "_train_explained")
+#: a tab's runs are cancelled once its session has been disconnected this long: longer than a reload
+#: takes to report the tab's id (about 1-3 s), short enough that a closed tab's fit stops soon
+GRACE_SECONDS = 30.0
+#: the janitor's period
+SWEEP_SECONDS = 5.0
+#: the key of the id component (its element is hidden by app.py's style block)
+KEY = "bsvm_tab"
+
+_JS = """
+export default function(component) {
+  const { data, setStateValue } = component;
+  const KEY = "bsvm-tab";
+  let id = null;
+  try { id = window.sessionStorage.getItem(KEY); } catch (e) { return; }  // no storage: no id
+  if (data && data.assign && data.assign !== id) { id = data.assign; }
+  if (!id) {
+    id = (window.crypto && crypto.randomUUID) ? crypto.randomUUID()
+         : String(Date.now()) + Math.random().toString(16).slice(2);
+  }
+  try { window.sessionStorage.setItem(KEY, id); } catch (e) { return; }
+  setStateValue("tab", id);
+}
+"""
+
+
+def _session_active(session_id: str) -> bool:
+    try:
+        from streamlit.runtime import Runtime
+
+        return Runtime.instance().is_active_session(session_id)
+    except Exception:  # noqa: BLE001 - no runtime (tests): nobody is connected
+        return False
+
+
+@dataclass
+class _Tab:
+    session: str
+    carry: dict = field(default_factory=dict)
+    gone_since: float | None = None
+
+
+def _cancel(carry: dict, note: str) -> None:
+    reg = carry.get("_registry")
+    for item in list(getattr(reg, "items", {}).values()):
+        item.cancel(note)
+
+
+class TabStore:
+    """Tab id -> the session owning it and the references it carries (see the module docstring).
+
+    ``is_active(session_id)``: whether a session is connected (Streamlit's runtime by default; tests pass
+    their own). ``sweep`` runs in a janitor thread started with the first :meth:`keep` (``janitor=False``:
+    tests call it themselves)."""
+
+    def __init__(self, is_active=_session_active, grace: float = GRACE_SECONDS, janitor: bool = True):
+        self._tabs: dict[str, _Tab] = {}
+        self._lock = threading.Lock()
+        self._is_active = is_active
+        self.grace = grace
+        self._janitor = janitor
+        self._thread: threading.Thread | None = None
+
+    def keep(self, tab: str, session: str, carry: dict) -> None:
+        """Record ``session``'s current references under ``tab`` (each script run of the owner)."""
+        with self._lock:
+            t = self._tabs.get(tab)
+            if t is None or t.session == session:
+                self._tabs[tab] = _Tab(session, dict(carry))
+            if self._janitor and self._thread is None:
+                self._thread = threading.Thread(target=self._sweep_forever, name="bsvm-tabs", daemon=True)
+                self._thread.start()
+
+    def claim(self, tab: str, session: str):
+        """``session`` has learnt that it runs in ``tab``. Returns the references to take over (a reload:
+        the owner is gone), ``{}`` (a new tab, or one this session owns already), or None when another
+        connected session owns the id (a duplicated tab: give this one a new id)."""
+        with self._lock:
+            t = self._tabs.get(tab)
+            if t is None or t.session == session:
+                return {}
+            if self._is_active(t.session):
+                return None
+            self._tabs[tab] = _Tab(session, t.carry)
+            return dict(t.carry)
+
+    def sweep(self, now: float | None = None) -> list[str]:
+        """Cancel the runs of tabs whose session has been gone :attr:`grace` seconds and forget them;
+        returns their ids."""
+        now = time.monotonic() if now is None else now
+        ended = []
+        with self._lock:
+            for tab, t in list(self._tabs.items()):
+                if self._is_active(t.session):
+                    t.gone_since = None
+                elif t.gone_since is None:
+                    t.gone_since = now
+                elif now - t.gone_since >= self.grace:
+                    ended.append((tab, self._tabs.pop(tab)))
+        for _, t in ended:  # outside the lock: a cancel may wait for a child process
+            _cancel(t.carry, "its browser tab was closed")
+        return [tab for tab, _ in ended]
+
+    def _sweep_forever(self) -> None:  # pragma: no cover - a daemon thread
+        while True:
+            time.sleep(SWEEP_SECONDS)
+            try:
+                self.sweep()
+            except Exception:  # noqa: BLE001 - the janitor must outlive a bad entry
+                pass
+
+    def __len__(self) -> int:
+        return len(self._tabs)
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> TabStore:
+    """The server's one :class:`TabStore`."""
+    return TabStore()
+
+
+@st.cache_resource(show_spinner=False)
+def _component():
+    try:
+        from streamlit.components import v2
+
+        return v2.component("bsvm_tab_id", html="", js=_JS, isolate_styles=False)
+    except Exception:  # noqa: BLE001 - another Streamlit: tabs are not tracked, as before
+        return None
+
+
+def _session_id() -> str | None:
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        return ctx.session_id if ctx is not None else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def attach() -> bool:
+    """Mount the tab-id component; when the tab's id is known, take over a reloaded tab's runs (once per
+    session) and record this session's references. Call at the top of every script run, before the
+    pages read ``st.session_state``. True when runs were taken over in this script run."""
+    mount, session = _component(), _session_id()
+    if mount is None or session is None:
+        return False
+    assign = st.session_state.get("_tab_assign")
+    result = mount(key=KEY, data={"assign": assign} if assign else None, on_tab_change=lambda: None,
+                   height="content")
+    tab = getattr(result, "tab", None)
+    if not tab or (assign and tab != assign):
+        return False  # not known yet, or the new id has not reached the tab yet
+    took = False
+    if st.session_state.get("_tab") != tab:
+        st.session_state["_tab"] = tab
+        got = store().claim(tab, session)
+        if got is None:  # a duplicated tab: it keeps its own runs under a new id
+            st.session_state["_tab_assign"] = secrets.token_hex(16)
+            st.rerun()  # (at the top of the app: nothing drawn is lost) to hand the new id to the tab
+        mine = st.session_state.get("_registry")
+        for k, v in got.items():
+            st.session_state[k] = v
+        if got.get("_registry") is not None and mine is not None and mine is not got["_registry"]:
+            mine.cancel_all()  # the first script run's registry (nothing the user started yet)
+        took = bool(got.get("_registry") and got["_registry"].items)
+    remember()
+    return took
+
+
+def remember() -> None:
+    """Record this session's references under its tab (at the start and the end of every script run:
+    a click's callback may have replaced one, e.g. the Calibration page's model)."""
+    tab, session = st.session_state.get("_tab"), _session_id()
+    if tab and session:
+        store().keep(tab, session, {k: st.session_state[k] for k in CARRY if k in st.session_state})
