@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from threadpoolctl import ThreadpoolController
 
-from .data import check_fit_data, check_input_scale, check_predict_data
+from .data import check_fit_data, check_input_scale, check_predict_data, class_name
 from .params import validate_params
 
 # -- BLAS threads ------------------------------------------------------------------------------------------
@@ -143,7 +143,8 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         return tags
 
     def fit(self, X, y, progress=None):
-        """Fit to ``X`` (n_samples, n_features) and labels ``y`` (any two or more values). Returns self.
+        """Fit to ``X`` (n_samples, n_features) and labels ``y`` (any values: two classes for the binary
+        estimators, SBSVM, SeegerARD and GibbsSVM; two or more for the others). Returns self.
 
         progress : None (default) shows a progress bar (tqdm: terminal or notebook) if the fit is still
             running after 2 seconds and the session is interactive (a terminal or a notebook, not a log
@@ -373,6 +374,43 @@ def _update_bar(bar, record: Progress) -> None:
         shown = {k: f"{m[k]:.4g}" for k in _BAR_METRICS if _finite(m.get(k))}
     if shown:
         bar.set_postfix(shown, refresh=False)
+
+
+#: a fit predicts "one value everywhere" when every class's p(y|x) stays within this fraction of
+#: min(its mean, 1 - its mean) on the training rows checked: relative, so that a rare class predicted at
+#: 0.0001 to 0.002 (13 positives in 20,000 rows, a test AUC of 0.73) is not called flat (a review)
+FLAT_SPREAD = 0.05
+#: rows checked (evenly spaced)
+FLAT_ROWS = 2000
+
+
+def warn_if_flat(estimator, X: np.ndarray, hint: str) -> None:
+    """A ConvergenceWarning when the fitted p(y|x) is the same on the training rows ``X`` (within
+    :data:`FLAT_SPREAD`, on at most :data:`FLAT_ROWS` evenly spaced ones): such a fit said it converged
+    and warned of nothing (SBSVM with lengthscale=1e6: 0.500 everywhere; SeegerARD on 1 % positives: every
+    relevance shrank to 1e-4 and p was 0.0079-0.0080 on every row; library reviews). ``hint``: the
+    likely cause, in the estimator's terms."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from ._userwarn import warn_user
+
+    rows = X[:: -(-X.shape[0] // FLAT_ROWS)]
+    with warnings.catch_warnings():
+        # X is the fit's validated array: a fit on a DataFrame must not warn "X does not have valid
+        # feature names" here (the user passed names; under warnings-as-errors the fit failed, a review)
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        P = estimator.predict_proba(rows)
+    mean = P.mean(axis=0)
+    spread = np.max(np.abs(P - mean), axis=0)
+    if np.any(spread >= FLAT_SPREAD * np.minimum(mean, 1.0 - mean)):
+        return
+    where = "every training row" if len(rows) == X.shape[0] else f"{len(rows):,} evenly spaced training rows"
+    said = ", ".join(f"{class_name(c)} {m:.3g}" for c, m in zip(estimator.classes_, mean))
+    warn_user(f"{type(estimator).__name__} predicts nearly the same probabilities on {where} (mean p: "
+              f"{said}; no row's differs by {FLAT_SPREAD:.0%} of it or more): the fit found no pattern. "
+              f"Likely cause: {hint}.", ConvergenceWarning)
 
 
 def check_finite_prediction(estimator, values: np.ndarray, X: np.ndarray, what: str) -> None:

@@ -192,6 +192,10 @@ def _sbsvm_step(rows: int, m: int) -> float:
     return 7e-4 + 3e-10 * rows * m * m
 
 
+#: the linear variant's typical number of steps to its stopping rule (measured: 35-255)
+LINEAR_STEPS = 150
+
+
 def _sbsvm(est, n, d, k) -> Cost:
     """S-BSVM (bsvm/sbsvm). "batch": every row is an inducing point; the natural-gradient step works on
     n x n matrices (features, precision, the flattened gradient and their temporaries): measured peak
@@ -231,13 +235,22 @@ def _sbsvm(est, n, d, k) -> Cost:
         FULL_BATCH_CELLS,
         FULL_BATCH_ROWS,
         HYPER_STAGE_STEPS,
+        KFOLD_MAX_CHARGE,
     )
     b = min(_int(est.batch_size, AUTO_BATCH), n)
     nb = n if est.elbo_batch_size is None else min(int(est.elbo_batch_size), n)
     if est.variant == "linear":
+        # a step: b x p features times p x p matrices and a p x p factorisation, ~1e-10 CPU s per
+        # multiply-add, plus ~1 ms of overhead; LINEAR_STEPS steps (measured fits with tol: 35-255 steps).
+        # Measured, CPU s (one thread, 29 November 2026; this model's estimate in brackets): 1,000 x 50
+        # 0.04 (0.2), 2,000 x 200 0.37 (1.5), 301 x 500 2.5 (3.3), 20,000 x 20 0.05 (0.2), 20,000 x 200
+        # 0.97 (1.5), 100,000 x 50 0.23 (0.3), 2,000 x 1,000 52 (45). The previous model (2e-8 per
+        # multiply-add over 300 steps) said 17, 534, 1208, 6, 534, 33 and 18,000 (a review).
         p = d + 1
-        return Cost(F8 * (8 * p * p + 4 * (b + nb) * p + 2 * n * d), 2e-8 * capped * (b * p * p + p**3) + 0.5,
-                    f"variant='linear': {p} x {p} matrices", "standardise features or lower max_iter")
+        lin_steps = min(steps, LINEAR_STEPS) if tol else steps
+        return Cost(F8 * (8 * p * p + 4 * (b + nb) * p + 2 * n * d),
+                    lin_steps * (1e-10 * (b * p * p + p**3) + 1e-3) + 0.05,
+                    f"variant='linear': {p} x {p} matrices", "lower max_iter, or select fewer features")
     m = est.n_inducing
     if m == "auto":
         m = min(AUTO_INDUCING, max(math.ceil(AUTO_INDUCING_FRACTION * n), AUTO_INDUCING_MIN))
@@ -259,7 +272,11 @@ def _sbsvm(est, n, d, k) -> Cost:
     else:
         secs = fits * per_fit * (_sbsvm_step(b, m) + (2e-9 * b * m * d if b < n else 0.0))
         if fits > 1 and n <= CV_MAX_ROWS:
-            secs *= 1.25  # the stacking's 5-fold q(u) refits
+            # the stacking's 5-fold q(u) refits; or the whole procedure's 5-fold cross-validation (about
+            # 4-5x: 300 rows x 50 / 500 features 0.5 / 0.8 -> 2.0 / 3.5 CPU s), by stacking="cv" or where
+            # stacking="auto" takes it for wide data
+            wide = (d + 2) / n > KFOLD_MAX_CHARGE and est.stacking == "auto"
+            secs *= 5.0 if est.stacking == "cv" or wide else 1.25
     return Cost(mem, secs + 0.1, f"{m} inducing point{'s' if m != 1 else ''}, minibatch {b}",
                 "lower n_inducing, batch_size or max_iter")
 

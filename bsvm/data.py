@@ -75,7 +75,10 @@ def _reject_extreme(X: np.ndarray, what: str = "X", fitting: bool = True) -> Non
         raise ValueError(
             f"{what} has values too {'large' if len(big) else 'small'} for float64 arithmetic on squares, "
             f"in {cols}: bsvm accepts magnitudes between {MAGNITUDE_RANGE[0]:g} and {MAGNITUDE_RANGE[1]:g}. "
-            + ("Rescale the features (e.g. sklearn.preprocessing.StandardScaler) before fitting." if fitting
+            # (StandardScaler is no remedy here: its variance of 1e200 values overflows to NaN, and values
+            # of 1e-200 keep scale 1 as a zero variance; a review followed that advice both ways)
+            + (f"Divide {'those columns' if len(big) + len(tiny) > 1 else 'that column'} by a power of ten "
+               "near its size (e.g. X[:, j] / 1e200) before fitting." if fitting
                else "Rescale them as the training data were scaled before the fit.")
         )
 

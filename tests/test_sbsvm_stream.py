@@ -600,3 +600,19 @@ def test_partial_fit_records_announce_one_fit_after_a_staged_fit():
         assert est.history_[-1].metrics["stages_planned"] > 1
         est.partial_fit(X[:50], y[:50])
     assert est.history_[-1].metrics["stages_planned"] == 1.0
+
+
+def test_partial_fit_after_a_stacked_fit_says_it_goes_on_from_one_fit():
+    """partial_fit after fit(kernel="auto") goes on from the stack's largest-weight fit alone; it did so
+    silently and defaults_ kept the stack's weights (a review). It warns, and defaults_ says so."""
+    from sklearn.datasets import load_breast_cancer
+
+    X, y = load_breast_cancer(return_X_y=True)
+    model = SBSVM(random_state=0).fit(X[:400], y[:400])
+    comps = model.components_
+    assert comps is not None and len(comps) >= 2, "this data's stack should hold several fits"
+    with pytest.warns(UserWarning, match=f"from the stack's largest-weight fit, {comps[0][0]} .* alone"):
+        model.partial_fit(X[400:410], y[400:410])
+    assert model.components_ is None
+    assert not any(k.startswith("weight.") for k in model.defaults_)
+    assert comps[0][0] in model.defaults_["partial_fit"]

@@ -1,5 +1,7 @@
 """SeegerARD as an estimator: ARD on irrelevant features, progress records, prediction, validation."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -134,15 +136,56 @@ def test_unconverged_fit_warns_and_says_which_budget():
     assert model.converged_ is False
 
 
+def test_an_inner_budget_too_small_is_finished_or_warned_not_called_converged():
+    """inner_maxiter=1 on Ripley's data: the outer test passed on a q the inner loop never optimised (F
+    77.7 against 63.4 at the default) and the fit said it converged (a review). The default's last q, cut
+    at 60 iterations on this data, is finished at the final kernel instead, with no warning."""
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(300, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="inner budget inner_maxiter=1 "):
+        cut = SeegerARD(inner_maxiter=1).fit(X, y)
+    assert cut.converged_ is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok = SeegerARD().fit(X, y)
+    full = SeegerARD(inner_maxiter=1000).fit(X, y)
+    assert ok.converged_ and ok.objective_ < cut.objective_ - 5
+    assert abs(ok.objective_ - full.objective_) < 0.01 * abs(full.objective_)
+
+
+def test_a_flat_fit_warns_on_rare_positives_and_not_on_a_dataframe():
+    """SeegerARD on 1 % positives shrank every relevance to 1e-4 and predicted 0.0079-0.0080 on every row,
+    converged, without a word (a review): it now warns as SBSVM does. A fit on a DataFrame must not warn
+    about feature names (SBSVM's own check predicted from the validated array)."""
+    import pandas as pd
+    from sklearn.datasets import make_classification
+    from sklearn.model_selection import train_test_split
+
+    from bsvm import SBSVM
+
+    X, y = make_classification(2000, n_features=10, n_informative=5, weights=[0.99], flip_y=0.0,
+                               random_state=1)
+    Xtr, _, ytr, _ = train_test_split(X, y, test_size=0.5, random_state=0, stratify=y)  # 10 positives
+    with pytest.warns(ConvergenceWarning, match="same probabilities on every training row.*too rare"):
+        SeegerARD().fit(Xtr, ytr)
+    frame = pd.DataFrame(X[:300, :4], columns=list("abcd"))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="X does not have valid feature names")
+        SBSVM(random_state=0).fit(frame, y[:300] if y[:300].min() != y[:300].max() else (frame["a"] > 0))
+
+
 def test_feature_scales_do_not_change_the_fit():
     X, y = _circle(n=50, d_noise=2, seed=6)
     scales = np.array([1e6, 1.0, 1e-3, 1e6])
     a = SeegerARD().fit(X, y)
     b = SeegerARD().fit(X * scales, y)
     # standardising leaves differences of 1e-16 in the inputs; the optimiser, stopped at its tolerances,
-    # turns them into differences within those tolerances (here 0.2 % of the objective, 0.025 in probability)
+    # turns them into differences within those tolerances (here 0.8 % of the objective: one of the two
+    # ended on a q cut short by inner_maxiter, which engine.finish_q optimised further; 0.025 in
+    # probability)
     np.testing.assert_allclose(a.X_fit_, b.X_fit_, atol=1e-12)
-    assert abs(a.objective_ - b.objective_) <= 0.005 * abs(a.objective_)
+    assert abs(a.objective_ - b.objective_) <= 0.01 * abs(a.objective_)
     np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X * scales), atol=0.05)
 
 

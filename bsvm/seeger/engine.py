@@ -70,6 +70,9 @@ class StepInfo(NamedTuple):
     # whether H took this step's BFGS update (the curvature condition held): its g'Hg is then a model of
     # F along the latest step, not a stale or reset one
     updated: bool = False
+    # CG iterations of the inner run that made the state's q (the accepted trial; 0 when q is unchanged):
+    # at cfg.inner_maxiter, that q was cut short
+    last_inner: int = 0
 
 
 def optimise_q(prior: Prior, t, q: QParams, cfg: Config):
@@ -142,7 +145,7 @@ def init(kernel, X, t, cfg: Config, n_factors: int = 2, q0: QParams | None = Non
     F += R
     grad = theta_gradient(kernel, X, prior0, q, cfg.jitter) + gR
     state = SeegerState(theta, q, F, grad, np.eye(theta.size), prior0)
-    return state, StepInfo(F, nit, 0.0, 1, float(np.linalg.norm(grad)), True)
+    return state, StepInfo(F, nit, 0.0, 1, float(np.linalg.norm(grad)), True, last_inner=nit)
 
 
 def step(state: SeegerState, kernel, X, t, cfg: Config):
@@ -187,4 +190,24 @@ def step(state: SeegerState, kernel, X, t, cfg: Config):
         V = np.eye(g.size) - rho * np.outer(s, y)
         H = V @ H @ V.T + rho * np.outer(s, s)
     new = SeegerState(theta_new, q, F, grad, H, prior)
-    return new, StepInfo(F, total_nit, alpha, trial, float(np.linalg.norm(grad)), True, updated)
+    return new, StepInfo(F, total_nit, alpha, trial, float(np.linalg.norm(grad)), True, updated, nit)
+
+
+#: :func:`finish_q`'s budget, in multiples of ``cfg.inner_maxiter``
+FINISH_FACTOR = 10
+
+
+def finish_q(state: SeegerState, kernel, X, t, cfg: Config):
+    """Optimise q once more at the final theta, with :data:`FINISH_FACTOR` times the inner budget, when the
+    q that the outer loop converged with was cut short by ``inner_maxiter`` (Ripley, 300 rows, at the
+    default 60: F 63.964 -> 63.838, the fully optimised value; breast cancer 71.720 -> 71.68). Returns the
+    new state, its StepInfo and whether even this run hit its budget (the caller warns then)."""
+    budget = cfg.inner_maxiter * FINISH_FACTOR
+    q, F, nit = optimise_q(state.prior, t, state.q, cfg._replace(inner_maxiter=budget))
+    k = kernel.with_theta(state.theta)
+    pen, dpen = theta_penalty(state.theta, cfg)
+    grad = theta_gradient(k, X, state.prior, q, cfg.jitter) + dpen
+    new = state._replace(q=q, F=F + pen, grad=grad)
+    info = StepInfo(F + pen, nit, 0.0, 1, float(np.linalg.norm(grad)), True, last_inner=nit)
+    return new, info, nit >= budget
+
