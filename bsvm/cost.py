@@ -64,11 +64,46 @@ def set_limits(max_memory=None, warn_seconds=None) -> dict:
     """Set the memory ceiling in bytes (None: the available memory only) and the time past which ``fit``
     warns. Returns the previous settings (pass them back to restore). ``limits(...)`` is the context
     manager form."""
-    previous = dict(_LIMITS)
-    _LIMITS["max_memory"] = None if max_memory is None else float(max_memory)
+    ceiling = None if max_memory is None else _memory_bytes(max_memory)
+    seconds = None
     if warn_seconds is not None:
-        _LIMITS["warn_seconds"] = float(warn_seconds)
+        try:
+            seconds = float(warn_seconds)
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if not seconds > 0:
+            raise ValueError(f"warn_seconds={warn_seconds!r}: use a positive number of seconds (or None to "
+                             "keep the current one).")
+    previous = dict(_LIMITS)
+    _LIMITS["max_memory"] = ceiling
+    if seconds is not None:
+        _LIMITS["warn_seconds"] = seconds
     return previous
+
+
+_UNITS = {"": 1.0, "B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+
+
+def _memory_bytes(value) -> float:
+    """A memory ceiling in bytes from a positive number or a text such as "2GB" or "500 MB" (a negative
+    ceiling was accepted and refused every fit with "even 50 rows do not fit"; "2GB" raised a bare
+    float conversion error: a review)."""
+    import re
+
+    got = math.nan
+    if isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?[bB]?)\s*", value)
+        if m and m.group(2).upper() in _UNITS:
+            got = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    elif not isinstance(value, bool):
+        try:
+            got = float(value)
+        except (TypeError, ValueError):
+            pass
+    if not (math.isfinite(got) and got > 0):
+        raise ValueError(f"max_memory={value!r}: use a positive number of bytes or a text such as '2GB' "
+                         "or '500MB' (None: the available memory only).")
+    return got
 
 
 @contextmanager
@@ -88,7 +123,7 @@ def memory_limit() -> tuple[float, str]:
     ceiling = _LIMITS["max_memory"]
     env = os.environ.get("BSVM_MAX_MEMORY")
     if ceiling is None and env:
-        ceiling = float(env)
+        ceiling = _memory_bytes(env)
     if ceiling is not None and ceiling < available:
         return ceiling, "the memory ceiling set with bsvm.cost.set_limits"
     return available, "the available memory"

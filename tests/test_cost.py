@@ -215,3 +215,22 @@ def test_the_linear_variants_estimate_is_near_its_measured_fits_and_does_not_war
     with warnings.catch_warnings():
         warnings.simplefilter("error", CostWarning)
         lin.fit(X, y)
+
+
+def test_set_limits_takes_units_and_refuses_nonsense_with_the_parameter_named():
+    """A negative ceiling was accepted (then every fit: "even 50 rows do not fit") and "2GB" raised a bare
+    float conversion error (a review)."""
+    from bsvm import cost
+    from bsvm.cost import limits, memory_limit, set_limits
+
+    before = dict(cost._LIMITS)
+    with limits(max_memory="2GB"):
+        assert memory_limit()[0] == min(2e9, memory_limit()[0]) and memory_limit()[0] <= 2e9
+    with limits(max_memory="500 MB"):
+        assert memory_limit()[0] <= 5e8
+    for bad in (-5, 0, "2XB", "lots", True):
+        with pytest.raises(ValueError, match=r"max_memory=.*positive number of bytes"):
+            set_limits(max_memory=bad)
+    with pytest.raises(ValueError, match="warn_seconds=-1: use a positive number"):
+        set_limits(warn_seconds=-1)
+    assert cost._LIMITS == before  # the refused calls changed nothing

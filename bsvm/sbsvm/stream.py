@@ -301,6 +301,13 @@ def first_state(est, X, y, rng, warn_cap: bool = True):
     initial SVI state and the initial kernel (None for the linear variant). ``warn_cap``: warn when the
     rows cap the inducing points (not while the stream warms up: more rows are coming)."""
     kernel0 = None
+    if warn_cap and np.unique(y).size < 2:
+        # a stream sorted by label: its first rows, one class, placed the inducing points and the scaling
+        # for good (0.29 test error against 0.15 shuffled, 10k rows in chunks of 1,000; a review)
+        warn_user(f"The stream's first {X.shape[0]} rows, which fix its standardisation, initial kernel and "
+                  "inducing points for the whole stream, hold one class only: the model will fit the other "
+                  "class poorly. Shuffle the rows before streaming them (chunks in random order), or fit "
+                  "on a first chunk that holds both classes.", UserWarning)
     if own_scaling(est):
         est._fit_scaling(X)  # the estimator's own rule, on the rows so far
     if est.variant == "linear":
