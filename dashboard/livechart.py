@@ -105,7 +105,12 @@ function drawOne() {
   // div kept the server's height, and the plot of S-BSVM's hyperparameters shrank to 40 px instead)
   if (layout.height) div.style.height = layout.height + "px";
   const t0 = performance.now();
-  window.Plotly.react(div, fig.data || [], layout, Object.assign({responsive: true}, CONFIG)).then(() => {
+  window.Plotly.react(div, fig.data || [], layout,
+                      Object.assign({responsive: true}, CONFIG, job.config || {})).then(() => {
+    if (job.clicks && !div._bsvmClickBound) {  // (the div keeps its listener across redraws)
+      div._bsvmClickBound = true;
+      div.on("plotly_click", (ev) => queueClick(div.dataset.key, ev));
+    }
     const ms = performance.now() - t0;
     live.ms.push(ms);  // browser-side cost of a redraw, read by the benchmark
     if (live.ms.length > 1000) live.ms.splice(0, 500);
@@ -194,6 +199,20 @@ function heal() {
   }
 }
 if (!live.healer) live.healer = setInterval(heal, 500);
+// A clickable chart (click_chart): every click is queued, numbered, and the whole queue handed to Python,
+// so that clicks made while the page reruns are not lost (a selection event carried only the newest).
+function queueClick(key, ev) {
+  const p = ev && ev.points && ev.points[0];
+  if (!p) return;
+  live.epoch = live.epoch || (Date.now().toString(36) + Math.random().toString(36).slice(2));
+  const queues = live.clicks = live.clicks || {};
+  const list = queues[key] = queues[key] || [];
+  live.clickN = (live.clickN || 0) + 1;
+  list.push({n: live.clickN, x: p.x, y: p.y});
+  if (list.length > 100) list.splice(0, list.length - 100);
+  const set = (live.setters || new Map()).get(key);
+  if (set) set("clicks", {epoch: live.epoch, items: list.slice()});
+}
 // Show chart ``c`` ({key, rev, fig?, height}) in ``slot``.
 function showChart(slot, c, url) {
   slot.dataset.bsvmWant = c.key;
@@ -219,10 +238,11 @@ function showChart(slot, c, url) {
   div.dataset.key = c.key;
   // this figure is already shown here (the same revision of the same figure: a server restarted
   // with this tab open counts revisions from 1 again)
+  const present = c.present !== undefined ? !!c.present : live.present;  // (a chart styled on the server)
   if (div.dataset.drawn === String(c.rev) && div._bsvmShown === known.spec &&
-      div._bsvmPresent === live.present) return;
+      div._bsvmPresent === present) return;
   div.dataset.revision = String(c.rev);
-  div._bsvmPending = {spec: known.spec, rev: c.rev, present: live.present};
+  div._bsvmPending = {spec: known.spec, rev: c.rev, present: present, config: c.config, clicks: !!c.clicks};
   const start = () => loadPlotly(url).then(() => { live.dirty.add(div); schedule(0); })
     .catch((err) => { div.textContent = String(err); });
   // plotly.js not loaded yet (a first page): load it once the page's widgets are drawn and usable
@@ -231,7 +251,7 @@ function showChart(slot, c, url) {
   else setTimeout(start, 300);
 }
 export default function (component) {
-  const { data, parentElement } = component;
+  const { data, parentElement, setStateValue } = component;
   const base = window.location.pathname.replace(/\/[^\/]*$/, "");
   const url = data ? base + "/component/" + data.asset + "/plotly.min.js" : "";
   if (data && data.preload) {  // after the page has drawn: the 4.7 MB script must not delay it
@@ -239,7 +259,8 @@ export default function (component) {
     return;
   }
   if (!data) return;
-  live.present = !!data.present;
+  if (data.present !== undefined) live.present = !!data.present;
+  if (data.clicks) (live.setters = live.setters || new Map()).set(data.key, setStateValue);
   if (data.charts) {  // several charts in a grid: one element for the page to update, not one each
     let grid = parentElement.querySelector("div.bsvm-grid");
     if (!grid) {
@@ -370,6 +391,36 @@ def live_chart(fig, key: str, full: bool = False) -> None:
     mount(key=key, data={**entry, "asset": asset_name(), "present": _presenting()}, height="content")
     # recorded once the element has been queued: a run interrupted before then sends the figure again
     st.session_state[f"_live:{key}"] = state
+
+
+def click_chart(fig, key: str, config: dict | None = None):
+    """Draw ``fig`` as :func:`live_chart` does (updated in place under ``key``, the figure styled on the
+    server: no presentation restyling in the browser) and return the clicks made on it that this session
+    has not seen yet, oldest first, as (x, y) pairs of the clicked point; None where the component is
+    unavailable (the caller then uses ``st.plotly_chart``'s selection).
+
+    Why: ``st.plotly_chart(on_select="rerun")`` hands the page only the newest selection, so a click
+    made while the page reran after the previous one replaced it: ten clicks 150-450 ms apart on the
+    playground added 3-4 points (a teacher's clicks). Here the browser numbers every click and sends the
+    queue (its last 100) with each one; the page applies those past the last one it applied."""
+    mount = _component()
+    if mount is None:
+        return None
+    entry, state = _entry(fig, key, full=True)
+    entry.update(clicks=True, present=False, config=config or {})
+    result = mount(key=key, data={**entry, "asset": asset_name()}, height="content",
+                   on_clicks_change=lambda: None)
+    st.session_state[f"_live:{key}"] = state
+    got = getattr(result, "clicks", None) or {}
+    items = [i for i in got.get("items", []) if isinstance(i, dict) and "n" in i]
+    if not items:
+        return []
+    seen_key = f"_clicks:{key}"
+    epoch, last = st.session_state.get(seen_key, (None, 0))
+    start = last if epoch == got.get("epoch") else 0
+    new = [(float(i["x"]), float(i["y"])) for i in sorted(items, key=lambda i: i["n"]) if i["n"] > start]
+    st.session_state[seen_key] = (got.get("epoch"), max(i["n"] for i in items))
+    return new
 
 
 def _forget(key: str) -> bool:

@@ -492,3 +492,20 @@ def test_a_reloaded_tab_gets_its_run_back_and_a_duplicated_one_does_not(server, 
         _no_exception(dup, "Train in a duplicated tab")
     finally:
         ctx.close()
+
+
+def test_rapid_clicks_on_the_playground_all_land(server, page):
+    """Ten clicks 150-450 ms apart on the playground's canvas, each made while the page may still rerun
+    after the one before: Streamlit's selection event carried only the newest, and 3-4 of 10 landed.
+    The canvas's clicks are queued in the browser (livechart.click_chart): all ten land."""
+    pg = page
+    pg.goto(f"{server}/?sample=playground&method=sbsvm")
+    pg.get_by_text("Under the points, the refitted model").wait_for()
+    plot = pg.locator("div.bsvm-live .nsewdrag").first
+    plot.wait_for()
+    box = plot.bounding_box()
+    for k in range(10):
+        pg.mouse.click(box["x"] + (0.1 + 0.07 * k) * box["width"], box["y"] + 0.9 * box["height"])
+        pg.wait_for_timeout(150 + 100 * (k % 4))
+    pg.get_by_text(re.compile(r"^210 points")).first.wait_for(timeout=30_000)
+    _no_exception(pg, "Data (playground)")

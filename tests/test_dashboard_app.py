@@ -1285,10 +1285,21 @@ def test_the_playground_refit_is_a_registry_job_and_draws_its_map():
 
 
 def _canvas_spec(at) -> list[dict]:
+    """The playground canvas's traces: the figure its click component (livechart.click_chart) was given."""
     import json
 
-    charts = [c for c in at.get("plotly_chart") if str(getattr(c, "key", "")).startswith("pg_canvas")]
-    return json.loads(charts[0].proto.spec)["data"] if charts else []
+    def find(node):
+        for c in getattr(node, "children", {}).values():
+            if getattr(c, "key", None) == "pg_canvas" and hasattr(c.proto, "json"):
+                return c
+            if (found := find(c)) is not None:
+                return found
+        return None
+
+    el = find(at.main)
+    if el is None:
+        return []
+    return json.loads(json.loads(el.proto.json)["fig"])["data"]
 
 
 def _canvas_traces(at) -> list[str]:

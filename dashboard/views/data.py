@@ -41,7 +41,7 @@ with left:
 import numpy as np  # noqa: E402
 
 from bsvm.data import guess_label, numeric_columns, read_csv_table, scale_spread  # noqa: E402
-from dashboard import figures, quickplot, ui  # noqa: E402
+from dashboard import figures, livechart, quickplot, ui  # noqa: E402
 from dashboard.analysis import pca2  # noqa: E402
 from dashboard.runner import Job, trace  # noqa: E402
 
@@ -239,18 +239,25 @@ def playground_editor(data, slot) -> None:
         # under the cursor (a review); room for the most entries (4: classes, truth, the method's points)
         extra = ui.LEGEND_LINE_PX * 2
         shown_fig.update_layout(height=fig.layout.height + extra, margin_b=fig.layout.margin.b + extra)
-    event = st.plotly_chart(shown_fig, key=f"pg_canvas_{n_edit}", on_select="rerun",
-                            selection_mode="points", config={"displayModeBar": False})
-    points = (event.get("selection", {}).get("points", []) if event else [])
+    # every click, queued in the browser (livechart.click_chart): a selection event carried only the newest,
+    # and clicks made while the page reran after an edit were lost (3-4 points added of 10 clicks)
+    clicks = livechart.click_chart(shown_fig, "pg_canvas", config={"displayModeBar": False})
+    if clicks is None:  # (another Streamlit: the selection event, one click per rerun)
+        event = st.plotly_chart(shown_fig, key=f"pg_canvas_{n_edit}", on_select="rerun",
+                                selection_mode="points", config={"displayModeBar": False})
+        clicks = [(float(p["x"]), float(p["y"])) for p in
+                  (event.get("selection", {}).get("points", []) if event else [])[:1]]
     if st.session_state.pop("_pg_missed", False):
         # (a remove click with no point near it did nothing, and nothing said why)
         st.toast("No point near that click: click on a point to remove it.", icon=":material/touch_app:")
-    if points:
-        p = points[0]
-        edited = playground.edit(pg, float(p["x"]), float(p["y"]), mode)
-        st.session_state["_pg_missed"] = edited is pg
+    if clicks:
+        edited = pg
+        for x, y in clicks:
+            before, edited = edited, playground.edit(edited, x, y, mode)
+            missed = edited is before
+        st.session_state["_pg_missed"] = missed
         st.session_state["playground"] = edited
-        st.session_state["pg_edits"] = n_edit + 1  # a new chart key clears the selection
+        st.session_state["pg_edits"] = n_edit + 1  # (a new key clears the fallback's selection)
         st.rerun()
     ui.playground_status(refit, shown)
     # (not for a faded map: it is the previous edit's model under this edit's points, a review)
