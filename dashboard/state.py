@@ -162,8 +162,16 @@ def init() -> None:
 
 
 def url_notes() -> None:
-    """Say, once, what of the link's settings could not be used (app.py, above the page)."""
-    for note in st.session_state.pop("_url_notes", None) or []:
+    """Say, once, what of the link's settings could not be used (app.py, above the page). Again in the
+    rerun the tab's id comes with (dashboard/tabs.py), right after the first run: the notes had vanished
+    with it before a user could read them."""
+    from dashboard import tabs
+
+    notes = st.session_state.pop("_url_notes", None)
+    if notes is None and tabs.reported_now():
+        notes = st.session_state.get("_url_notes_shown")
+    st.session_state["_url_notes_shown"] = notes
+    for note in notes or []:
         st.warning(note, icon=":material/link_off:")
 
 

@@ -189,8 +189,10 @@ def attach() -> bool:
     if not tab or (assign and tab != assign):
         return False  # not known yet, or the new id has not reached the tab yet
     took = False
+    st.session_state.pop(_REPORTED, None)
     if st.session_state.get("_tab") != tab:
         st.session_state["_tab"] = tab
+        st.session_state[_REPORTED] = True
         got = store().claim(tab, session)
         if got is None:  # a duplicated tab: it keeps its own runs under a new id
             st.session_state["_tab_assign"] = secrets.token_hex(16)
@@ -203,6 +205,16 @@ def attach() -> bool:
         took = bool(got.get("_registry") and got["_registry"].items)
     remember()
     return took
+
+
+_REPORTED = "_tab_reported"
+
+
+def reported_now() -> bool:
+    """Whether this script run is the one the tab's id arrived in: a rerun the browser made by itself
+    right after the session's first run, which a message shown once in that first run (a link's notes)
+    did not survive. Such a message is shown again in this run."""
+    return bool(st.session_state.get(_REPORTED))
 
 
 def remember() -> None:

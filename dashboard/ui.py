@@ -258,6 +258,11 @@ PRESENT_MARGIN = 1.35
 LEGEND_LINE_PX = 28
 #: a map's left margin in presentation mode (its y axis's labels at 15 px and title at 17 px)
 PRESENT_MAP_LEFT = 60
+#: how much taller a map drawn by :func:`chart` is in presentation mode: its larger axis type and legend
+#: rows took its plot's height, and Calibration's maps were 211 px square in 470 px columns, at 1280 and
+#: at 1920 px alike (noticed at stops 39 and 40). 124 px more: 294 px at 1280 (the column's width), 349
+#: at 1920
+PRESENT_MAP_GROW = 124
 
 
 @st.cache_resource(show_spinner=False)
@@ -427,6 +432,9 @@ def chart(fig, key: str, *, png: bool = True, name: str | None = None, method: s
         # as wide as the square plot and its colour bar (at most the column): stretched to a wide
         # column, the plot sat in the middle and its colour bar far off at the right edge
         h = int(shown.layout.height or 430)
+        if presenting():
+            h += PRESENT_MAP_GROW
+            shown.update_layout(height=h)
         width = export_width(shown, h)
         # a legend of more rows than the map's bottom margin holds (two, at 12 px type; presentation
         # mode's 16 px wraps to three) pushed the margin and shrank the square plot (179 px instead of

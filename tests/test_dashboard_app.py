@@ -335,6 +335,25 @@ def test_calibration_page_reports_the_metrics_of_both_models():
     assert table.iloc[0]["mean |p - p_true|"] == pytest.approx(ref["mad_true"])
 
 
+def test_calibration_maps_are_larger_in_presentation_mode():
+    """In presentation mode Calibration's maps stayed at the normal height while their type and legend
+    grew, so the square plot shrank to 211 px in a 470 px column (at 1280 and 1920 px alike): the maps
+    are ui.PRESENT_MAP_GROW px taller there (294 px plots at 1280, 349 at 1920, measured in chromium)."""
+    import json
+
+    from dashboard import ui
+
+    heights = {}
+    for present in ("0", "1"):
+        at = _app(sample="ripley.csv", method="platt", present=present)
+        _fit_on_calibration(at)
+        maps = [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")
+                if str(getattr(c, "key", "")).startswith("cal_map_")]
+        assert maps, "no probability map drawn"
+        heights[present] = maps[0]["height"]
+    assert heights["1"] >= heights["0"] + ui.PRESENT_MAP_GROW  # (and its legend's extra rows)
+
+
 def test_calibration_fit_now_is_for_the_data_it_was_asked_on():
     """'Fit ... now', then another data set chosen while it ran: back on the page, nothing is fitted on
     the new data until asked (the request was kept as True and fitted the new data unasked: a crawl)."""
