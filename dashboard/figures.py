@@ -472,8 +472,9 @@ _ARD_WEIGHT = re.compile(r"^w\[(.+)\]$")
 
 
 def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=None):
-    """The latest ARD weights (metrics named ``w[feature]``, as SeegerARD records them) as bars, largest
-    first on a log axis: which inputs the kernel uses, as the fit goes. None if the run records none.
+    """The latest ARD weights (metrics named ``w[feature]``, as SeegerARD records them) as dots, largest
+    on top, on a log axis two decades deep at least: which inputs the kernel uses, as the fit goes.
+    None if the run records none.
     feature_names: the data's columns, in place of the positional ``x0``, ``x1``, ... (0-based)."""
     if not history:
         return None
@@ -487,11 +488,20 @@ def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=No
     more = f", {len(shown)} largest of {len(pairs)}" if len(pairs) > len(shown) else ""
     names = [p[0] for p in shown][::-1]          # largest on top
     values = [max(p[1], 1e-12) for p in shown][::-1]
-    bars = [{"type": "bar", "orientation": "h", "x": values, "y": names, "marker": {"color": "#1f77b4"},
+    # dots, not bars: a bar on a log axis starts at the axis's edge, and twonorm's 20 equally relevant
+    # features (w 1.9-3.6) drawn on an axis from 1.85 made two of them look irrelevant (a crawl). The
+    # axis spans two decades at least below the largest w, so equal weights sit together at the right
+    # and an irrelevant feature's (w near 0) far left
+    top = max(values)
+    span = [min(min(values), top / 100.0), top]
+    dots = [{"type": "scatter", "mode": "markers", "x": values, "y": names,
+             "marker": {"color": "#1f77b4", "size": 9},
              "hovertemplate": "%{y}: w = %{x:.3g}<extra></extra>"}]
-    return _fast_figure(bars, f"ARD weights w at iteration {history[-1].iteration}{more}",
+    ticks = _log_ticks(span)
+    return _fast_figure(dots, f"ARD weights w at iteration {history[-1].iteration}{more}",
                         max(height, 16 * len(shown) + 90),
-                        xaxis=_axis("w (log scale)", type="log", tickangle=0, **_log_ticks(values)),
+                        xaxis=_axis("w (log scale)", type="log", tickangle=0,
+                                    range=[np.log10(span[0]) - 0.15, np.log10(span[1]) + 0.15], **ticks),
                         yaxis={"automargin": True}, showlegend=False)
 
 

@@ -527,6 +527,8 @@ class ProcessRun(Run):
         self._reader: threading.Thread | None = None
         self._computing = False
         self._seq = 0
+        self._spawning = False  # a thread is starting the child (see _go)
+        self._steps = None  # the steps the child is to run when it starts (None: to the end)
         self._snapshots = 0
         self._asked = 0  # the snapshot count a request is outstanding for (want_snapshot)
 
@@ -581,32 +583,58 @@ class ProcessRun(Run):
             self._computing = True
             if self.started_at is None:
                 self.started_at = time.perf_counter()
-            if self._proc is None:
-                self._spawn(steps)
-            else:
+            if self._proc is not None:
                 self._send(("go", steps, self._seq))
+                return
+            self._steps = steps
+            if not self._spawning:
+                # The child starts in a thread of its own, not in the click's callback: a start waits for
+                # the forkserver's imports on a freshly opened server (seconds), and a Pause clicked
+                # meanwhile waited behind it, 1.8-2.8 s (a crawl). A halt before the child exists
+                # simply means no child is started.
+                self._spawning = True
+                threading.Thread(target=self._spawn, name=f"bsvm-spawn-{self.id}", daemon=True).start()
 
-    def _spawn(self, steps) -> None:
+    def _spawn(self) -> None:
         _ensure_forkserver()
+        with self._lock:
+            if self.status != RUNNING or self._proc is not None:
+                self._spawning = False
+                return
+            steps, seq = self._steps, self._seq
         ctx = context()
         parent, child = ctx.Pipe(duplex=True)
         proc = ctx.Process(target=_child_main, name=f"bsvm-fit-{self.id}", daemon=True,
-                           args=(child, self.estimator, self.X, self.y, steps, self.min_interval, self._seq))
+                           args=(child, self.estimator, self.X, self.y, steps, self.min_interval, seq))
         try:
-            proc.start()
+            proc.start()  # (outside the lock: it may wait for the forkserver's preload)
         except Exception as exc:  # noqa: BLE001 - e.g. an estimator that cannot be pickled
-            self.error = f"The fit could not start in a worker process: {_message(exc)}"
-            self.status = self._want = FAILED
-            self._computing = False
-            self.finished_at = time.perf_counter()
+            with self._lock:
+                self._spawning = False
+                if self.status not in FINISHED:
+                    self.error = f"The fit could not start in a worker process: {_message(exc)}"
+                    self.status = self._want = FAILED
+                    self.finished_at = time.perf_counter()
+                self._computing = False
             parent.close()
             return
         finally:
             child.close()
-        self._proc, self._conn = proc, parent
-        trace("spawned", run=self.id, pid=proc.pid)
-        self._reader = threading.Thread(target=self._read, name=f"bsvm-reader-{self.id}", daemon=True)
-        self._reader.start()
+        with self._lock:
+            self._spawning = False
+            if self.status != RUNNING:  # halted or cancelled while it started: it holds nothing yet
+                proc.terminate()
+                parent.close()
+                if self.status != CANCELLED:
+                    self.started_at = None
+                self._computing = False
+                return
+            self._proc, self._conn = proc, parent
+            trace("spawned", run=self.id, pid=proc.pid)
+            self._reader = threading.Thread(target=self._read, name=f"bsvm-reader-{self.id}", daemon=True)
+            self._reader.start()
+            if self._seq != seq:  # a Step or Continue (after a Pause) came while it started
+                self._send(("go", self._steps, self._seq))
 
     def _halt(self, status: str, note: str = "") -> None:
         with self._lock:

@@ -1248,6 +1248,30 @@ def test_stop_in_a_fits_set_up_acts_at_once_and_continue_starts_it_again():
     assert r.status in ("cancelled", "done")
 
 
+def test_a_pause_while_the_child_starts_acts_at_once_and_no_child_is_left(monkeypatch):
+    """On a freshly opened server a Start waits for the forkserver's imports (seconds); it did so inside
+    the click's callback, and a Pause clicked meanwhile took 1.8-2.8 s (a crawl). The child now starts in
+    a thread of its own; a Pause before it exists means it is never started, and Continue starts it."""
+    pytest.importorskip("bsvm.sbsvm")
+    from bsvm import SBSVM
+    from dashboard import procrun
+
+    real = procrun._ensure_forkserver
+    monkeypatch.setattr(procrun, "_ensure_forkserver", lambda timeout=120.0: (time.sleep(1.5), real())[1])
+    X, y = make_ripley(80, random_state=0)
+    r = ProcessRun(SBSVM(max_iter=10**6, tol=0.0, patience=10**9, random_state=0), X, y)
+    t0 = time.perf_counter()
+    r.start()
+    r.pause()
+    assert time.perf_counter() - t0 < 0.5 and r.join(0.5) and r.status == "paused"
+    time.sleep(2.0)  # past the slow start
+    assert r.pid is None and r.records == 0 and not r.busy  # no child was started
+    r.resume()
+    _until(lambda: r.records >= 1, 60)
+    assert r.pid is not None and r.status == "running"
+    r.cancel()
+
+
 def test_a_process_run_steps_pauses_and_hands_back_a_model_that_predicts():
     pytest.importorskip("bsvm.sbsvm")
     from bsvm import SBSVM

@@ -196,9 +196,15 @@ def _ard_history(n, d):
 def test_ard_weight_axis_has_a_few_upright_ticks_of_the_1_2_5_series():
     """Weights within one decade got a tick every 0.02, turned on end and run together (a crawl)."""
     hist = [Progress(3, 0.1, {f"w[x{j}]": 0.04 + 0.1 * j / 29 for j in range(30)}, {})]
-    ax = figures.ard_weights(hist).layout.xaxis
+    fig = figures.ard_weights(hist)
+    ax = fig.layout.xaxis
     assert ax.type == "log" and ax.tickangle == 0
-    assert list(ax.tickvals) == [0.05, 0.1] and list(ax.ticktext) == ["0.05", "0.1"]
+    assert list(ax.tickvals) == [0.005, 0.01, 0.05, 0.1]
+    assert list(ax.ticktext) == ["0.005", "0.01", "0.05", "0.1"]
+    # dots, on an axis two decades deep below the largest weight: weights within a factor 3.5 (twonorm's
+    # equally relevant features) sit together at its right, none drawn as a sliver of a bar (a crawl)
+    assert fig.data[0].type == "scatter" and fig.data[0].mode == "markers"
+    assert ax.range[1] - ax.range[0] >= 2.0 and 10 ** ax.range[1] > 0.14 > 0.04 > 10 ** (ax.range[1] - 1)
     assert figures._log_ticks([1e-6, 1e3])["tickvals"] == [1e-6, 1e-3, 1.0, 1e3]  # at most 4, decades
     assert figures._log_ticks([0.05, 0.5])["ticktext"] == ["0.05", "0.1", "0.2", "0.5"]
     assert figures._log_ticks([0.3, 0.35]) == {}  # no two ticks in range: Plotly's own

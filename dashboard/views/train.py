@@ -451,7 +451,11 @@ with right:
     def _news(r: Run) -> tuple:
         """What a redraw would show that can change while a run goes on: its records, status and map."""
         box = st.session_state.get("_live_map_box") or {}
-        return r.records, r.status, id(box.get("fig")), box.get("error")
+        # before the first record the text counts the seconds since Start ("setting up ... - 3.2 s"): a
+        # new tenth of a second is news (the text stood at "0.1 s" through a 12 s set-up, a crawl)
+        waiting = (round(time.perf_counter() - r.started_at, 1)
+                   if not r.history and r.status == RUNNING and getattr(r, "started_at", None) else None)
+        return r.records, r.status, id(box.get("fig")), box.get("error"), waiting
 
     def rerun_after_flush():
         """Rerun the whole page once the status just written (done, paused...) has gone to the browser.
