@@ -1027,6 +1027,26 @@ def test_a_sampler_that_runs_until_converged_fills_its_bar_by_its_rules_last_che
     _button(at, "Reset").click().run()
 
 
+def test_the_exact_sampler_tab_says_at_once_when_the_run_has_other_parameters():
+    """HMC on Nystroem features (101 parameters on Ripley) was offered the GibbsSVM run, and told only
+    after it that the two are not comparable (a crawl): the tab says so first, with no button."""
+    pytest.importorskip("bsvm.subgradient")
+    at = _app(sample="ripley.csv", method="subgradient_hmc",
+              **{"o.n_samples": "40", "o.n_burnin": "40", "o.n_chains": "2", "o.features": "nystroem"})
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status != "running")
+    assert run.status == "done"
+    at.switch_page("views/diagnostics.py").run()
+    at.session_state["diag_tab"] = "Against the exact sampler"
+    at.run()
+    _ok(at)
+    assert not [b for b in at.button if b.label.startswith("Run GibbsSVM")]
+    assert any("cannot be compared" in i.value and "features=None" in i.value for i in at.info), \
+        [i.value for i in at.info]
+
+
 def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     pytest.importorskip("bsvm.subgradient")
     at = _app(sample="ripley.csv", method="subgradient_hmc",

@@ -471,7 +471,19 @@ if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].ope
         job = state.registry().get("diag_gibbs")
         # (no button while its run goes on or once it has finished: it stayed on the page beside the result)
         busy = job is not None and job.meta.get("key") == gkey and job.status in ("running", "done")
-        if gkey not in cache and not busy and st.button("Run GibbsSVM on the same data"):
+        # GibbsSVM's parameters: the raw features' weights and the bias. A run on kernel features
+        # (features="nystroem": 101 parameters on Ripley) was offered the Gibbs run, and told only after
+        # it that the two were not comparable (a crawl)
+        comparable = n_model_par == data.n_features + 1
+        if not comparable and gkey not in cache:
+            feats = meta.get("options", {}).get("features")
+            why = (f"on {feats} features, {n_model_par} parameters" if feats not in (None, "", "none")
+                   else f"{n_model_par} parameters")
+            st.info(f"This run's model ({why}) does not have GibbsSVM's parameters, the {data.n_features} "
+                    "raw features' weights and a bias, so the two cannot be compared: rerun the "
+                    f"{run_method_name(meta, 'sampler')} on the Train page with features=None (and a bias) "
+                    "to compare it with the exact sampler.", icon=":material/info:")
+        elif gkey not in cache and not busy and st.button("Run GibbsSVM on the same data"):
             opts = {k: v for k, v in meta.get("options", {}).items() if k in ("c", "n_chains", "n_samples")}
             g = ui.safe(gibbs.make, opts, 0, what="GibbsSVM")
             if g is not None:  # a registry job: progress bar and Cancel, stopped when the user leaves
