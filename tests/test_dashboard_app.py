@@ -903,7 +903,8 @@ def test_compare_page_runs_every_method():
     at.toggle(key="cmp_quick").set_value(True).run()
     assert any("Quick settings change nothing here" in c.value for c in at.caption)
     _button(at, "Run all").click().run()
-    _until(lambda: at.dataframe, at=at)
+    # (six methods' fits and maps: ~50 s on an idle 2-core machine, over a minute under load)
+    _until(lambda: at.dataframe, 240, at=at)
     _ok(at)
     table = at.dataframe[0].value
     # short names: the long ones pushed the last column out of sight in presentation mode
