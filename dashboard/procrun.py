@@ -587,13 +587,17 @@ class ProcessRun(Run):
                 self._send(("go", steps, self._seq))
                 return
             self._steps = steps
-            if not self._spawning:
-                # The child starts in a thread of its own, not in the click's callback: a start waits for
-                # the forkserver's imports on a freshly opened server (seconds), and a Pause clicked
-                # meanwhile waited behind it, 1.8-2.8 s (a crawl). A halt before the child exists
-                # simply means no child is started.
-                self._spawning = True
-                threading.Thread(target=self._spawn, name=f"bsvm-spawn-{self.id}", daemon=True).start()
+            if self._spawning:
+                return
+            self._spawning = True
+        # (outside the lock: a control clicked meanwhile must not wait for the child's start)
+        if _READY.is_set():  # the forkserver is up: the child starts here, in tens of ms
+            self._spawn()
+        else:
+            # Not yet (a freshly opened server: its imports take seconds): the child starts in a thread
+            # of its own, not in the click's callback, where a Pause clicked meanwhile waited behind it,
+            # 1.8-2.8 s (a crawl). A halt before the child exists means no child is started.
+            threading.Thread(target=self._spawn, name=f"bsvm-spawn-{self.id}", daemon=True).start()
 
     def _spawn(self) -> None:
         _ensure_forkserver()

@@ -1277,8 +1277,12 @@ def test_a_pause_while_the_child_starts_acts_at_once_and_no_child_is_left(monkey
     from bsvm import SBSVM
     from dashboard import procrun
 
-    real = procrun._ensure_forkserver
-    monkeypatch.setattr(procrun, "_ensure_forkserver", lambda timeout=120.0: (time.sleep(1.5), real())[1])
+    procrun._ensure_forkserver()  # running (the test's own start is simulated below)
+    # a forkserver that is not up yet, and takes 1.5 s to come up
+    starting = threading.Event()
+    monkeypatch.setattr(procrun, "_READY", starting)
+    monkeypatch.setattr(procrun, "_ensure_forkserver",
+                        lambda timeout=120.0: (time.sleep(1.5), starting.set()))
     X, y = make_ripley(80, random_state=0)
     r = ProcessRun(SBSVM(max_iter=10**6, tol=0.0, patience=10**9, random_state=0), X, y)
     t0 = time.perf_counter()

@@ -451,10 +451,12 @@ with right:
     def _news(r: Run) -> tuple:
         """What a redraw would show that can change while a run goes on: its records, status and map."""
         box = st.session_state.get("_live_map_box") or {}
-        # before the first record the text counts the seconds since Start ("setting up ... - 3.2 s"): a
-        # new tenth of a second is news (the text stood at "0.1 s" through a 12 s set-up, a crawl)
-        waiting = (round(time.perf_counter() - r.started_at, 1)
-                   if not r.history and r.status == RUNNING and getattr(r, "started_at", None) else None)
+        # before the first record the text counts the seconds since Start ("setting up ... - 3.2 s"): from
+        # the first second on, each new second is news (the text stood at "0.1 s" through a 12 s set-up,
+        # a crawl); not sooner, so that a short set-up costs no redraw
+        waiting = None
+        if not r.history and r.status == RUNNING and getattr(r, "started_at", None):
+            waiting = int(time.perf_counter() - r.started_at) or None
         return r.records, r.status, id(box.get("fig")), box.get("error"), waiting
 
     def rerun_after_flush():
