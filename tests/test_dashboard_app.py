@@ -1072,6 +1072,9 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     at.run()
     _ok(at)
     assert {c.key for c in at.get("plotly_chart")} == top | {"diag_ess", "diag_energy", "diag_pair_plot"}
+    n_div = int(run.estimator.diverging_.sum())  # (the page counts the sampler's own flags)
+    assert any(f"Divergent transitions (energy error above 1,000) among the kept draws: {n_div:,} of 120"
+               in c.value for c in at.caption), [c.value for c in at.caption]
     at.session_state["diag_tab"] = "Posterior draws"
     at.run()
     _ok(at)

@@ -190,3 +190,6 @@ def test_named_columns_progress_totals_and_per_sampler_attributes():
     assert est._planned_iterations() == 200 + 30 and est.n_iter_ == 230
     assert est.accept_prob_.shape == (4, 30) and est.xi_ is None
     assert sgld.accept_prob_ is None and sgld.acceptance_rate_ is None and sgld.xi_ is None
+    # divergences: hmc's flags, as its ArviZ sample_stats hold them; none for the minibatch samplers
+    assert est.diverging_.dtype == bool and est.diverging_.shape == (4, 30) and sgld.diverging_ is None
+    np.testing.assert_array_equal(est.diverging_, tree["sample_stats"]["diverging"].values)

@@ -658,6 +658,14 @@ class _HingeSampler(BayesianClassifier):
         return self._stats["energy"] if self._sampler_kind == "hmc" and "energy" in self._stats else None
 
     @property
+    def diverging_(self):
+        """hmc's divergent transitions at each kept draw, (n_chains, n_draws) bool: an energy error above
+        1000 or a non-finite one (as Stan and NumPyro flag them); None for the other samplers."""
+        if self._sampler_kind != "hmc" or "diverging" not in self._stats:
+            return None
+        return np.asarray(self._stats["diverging"], dtype=bool)
+
+    @property
     def acceptance_rate_(self):
         """hmc's mean acceptance per chain over the kept draws; None for the other samplers."""
         a = self.accept_prob_

@@ -381,9 +381,19 @@ if tabs["ESS, energy and pairs"].open:
                 b = ui.safe(bfmi, energy, what="BFMI")
                 if b is not None:
                     ui.chart(figp.energy_plot(energy, b), key="diag_energy", name="energy_plot")
+                    # (an HMC user looks for divergences first; the sampler recorded them, the page
+                    # showed none, a crawl)
+                    div = getattr(est, "diverging_", None)
+                    said = ""
+                    if div is not None and np.size(div):
+                        n_div = int(np.sum(np.asarray(div, dtype=bool)))
+                        said = (f" Divergent transitions (energy error above 1,000) among the kept draws: "
+                                f"{n_div:,} of {np.size(div):,}"
+                                + (" - the posterior has regions the step size cannot follow: lower c or "
+                                   "standardise the features." if n_div else "."))
                     st.caption("When the energy changes between draws (red) are much narrower than the "
                                "energy's spread (blue), HMC explores the posterior's tails slowly: BFMI "
-                               "below 0.3.")
+                               "below 0.3." + said)
             elif meta.get("method") == "msbpm" and getattr(est, "sampler_", None) == "hmc":  # (a crawl read
                 # "for HMC samplers: this run has none" beside MS-BPM's two-class run, whose sampler is HMC)
                 st.info("The energy plot and BFMI need the Hamiltonian of each draw. MS-BPM's HMC moves "
