@@ -157,7 +157,7 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
                     if bar.total is None and (total := self._planned_iterations()) is not None:
                         bar.total = total  # (known once the fit has resolved its defaults)
                     _update_bar(bar, record)
-            if bar is not None and bar.total is not None and bar.n < bar.total:
+            if bar is not None and bar.total is not None and bar.n != bar.total:
                 # a fit that stopped by its own rule before its budget: the bar ends full, at the count
                 # reached (SeegerARD's stood at "20/50, 40 %" after converging, a review)
                 bar.total = bar.n

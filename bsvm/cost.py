@@ -81,7 +81,8 @@ def set_limits(max_memory=None, warn_seconds=None) -> dict:
     return previous
 
 
-_UNITS = {"": 1.0, "B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+_UNITS = {"": 1.0, "B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "K": 1e3, "M": 1e6, "G": 1e9,
+          "T": 1e12, "KIB": 2.0**10, "MIB": 2.0**20, "GIB": 2.0**30, "TIB": 2.0**40}
 
 
 def _memory_bytes(value) -> float:
@@ -92,7 +93,7 @@ def _memory_bytes(value) -> float:
 
     got = math.nan
     if isinstance(value, str):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?[bB]?)\s*", value)
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtT]?(?:[iI]?[bB])?)\s*", value)
         if m and m.group(2).upper() in _UNITS:
             got = float(m.group(1)) * _UNITS[m.group(2).upper()]
     elif not isinstance(value, bool):
@@ -123,7 +124,11 @@ def memory_limit() -> tuple[float, str]:
     ceiling = _LIMITS["max_memory"]
     env = os.environ.get("BSVM_MAX_MEMORY")
     if ceiling is None and env:
-        ceiling = _memory_bytes(env)
+        try:
+            ceiling = _memory_bytes(env)
+        except ValueError:
+            raise ValueError(f"BSVM_MAX_MEMORY={env!r}: use a positive number of bytes or a text such as "
+                             "'2GB' (or unset it: the available memory only).") from None
     if ceiling is not None and ceiling < available:
         return ceiling, "the memory ceiling set with bsvm.cost.set_limits"
     return available, "the available memory"

@@ -15,6 +15,7 @@ is unavailable, :func:`live_chart` falls back to ``st.plotly_chart``.
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 
 import streamlit as st
@@ -260,7 +261,15 @@ export default function (component) {
   }
   if (!data) return;
   if (data.present !== undefined) live.present = !!data.present;
-  if (data.clicks) (live.setters = live.setters || new Map()).set(data.key, setStateValue);
+  if (data.clicks) {
+    (live.setters = live.setters || new Map()).set(data.key, setStateValue);
+    // another session on this page (a server restart): its clicks start afresh, or the page would
+    // replay the queue's old edits onto data rebuilt from the link (a review)
+    if (data.session && live.clickSession !== data.session) {
+      live.clickSession = data.session;
+      live.clicks = {};
+    }
+  }
   if (data.charts) {  // several charts in a grid: one element for the page to update, not one each
     let grid = parentElement.querySelector("div.bsvm-grid");
     if (!grid) {
@@ -407,7 +416,8 @@ def click_chart(fig, key: str, config: dict | None = None):
     if mount is None:
         return None
     entry, state = _entry(fig, key, full=True)
-    entry.update(clicks=True, present=False, config=config or {})
+    session = st.session_state.setdefault("_click_session", secrets.token_hex(8))
+    entry.update(clicks=True, present=False, config=config or {}, session=session)
     result = mount(key=key, data={**entry, "asset": asset_name()}, height="content",
                    on_clicks_change=lambda: None)
     st.session_state[f"_live:{key}"] = state
@@ -419,6 +429,7 @@ def click_chart(fig, key: str, config: dict | None = None):
     epoch, last = st.session_state.get(seen_key, (None, 0))
     start = last if epoch == got.get("epoch") else 0
     new = [(float(i["x"]), float(i["y"])) for i in sorted(items, key=lambda i: i["n"]) if i["n"] > start]
+    # (recorded now; the caller applies them before its next element, where no rerun can cut in)
     st.session_state[seen_key] = (got.get("epoch"), max(i["n"] for i in items))
     return new
 

@@ -150,6 +150,9 @@ def init() -> None:
     st.session_state["_url_read"] = True
     params = {k: st.query_params.get(k) for k in st.query_params.keys()}
     parsed = _parse(params)
+    # (a reloaded tab gets its upload back from its old session, dashboard/tabs.py: with it the data
+    # settings the link could not give)
+    st.session_state["_url_upload"] = params.get("sample") == UPLOAD
     opts = parsed.pop("opts")
     st.session_state["_url_notes"] = parsed.pop("notes")  # shown once, by url_notes()
     if parsed.pop("present", False):  # (a widget's key: set before the toggle is drawn, in app.py)
@@ -314,6 +317,8 @@ def bind(widget, name: str, label: str, store: dict | None = None, scope: str = 
     # just after a link opened), the browser showed such widgets at their first option or minimum while
     # the server kept the setting (6 of 8 fresh sessions of a playground link), and the first click sent
     # those values back, replacing the data.
+    # (a value put in through the Session State API this run, dashboard/tabs.py: no default beside it)
+    seeded = seeded or wkey in st.session_state.get("_seeded_widgets", ())
     initial = {} if seeded else _initial(widget, store[name], options)
     store[name] = widget(label, key=wkey, **kw, **initial)
     return store[name]

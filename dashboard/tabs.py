@@ -34,7 +34,10 @@ import streamlit as st
 #: the session-state keys a reloaded tab gets back: the runs and jobs, the models the pages read, and
 #: the data they were made for (an uploaded CSV, the playground's edited points)
 CARRY = ("_registry", "run", "run_meta", "upload", "playground", "pg_settings", "pg_edits", "compare",
-         "_slow_motion_kept", "_train_explained")
+         "_slow_motion_kept", "_train_explained", "cfg")
+#: the data settings a reloaded tab takes from its old session when its link was to an uploaded CSV,
+#: which the link cannot give (the others come from the link: one edited in the address bar wins)
+UPLOAD_SETTINGS = ("sample", "label", "features", "std", "test", "seed", "dropna", "droprare")
 #: a tab's runs are cancelled once its session has been disconnected this long: longer than a reload
 #: takes to report the tab's id (about 1-3 s), short enough that a closed tab's fit stops soon
 GRACE_SECONDS = 30.0
@@ -190,6 +193,7 @@ def attach() -> bool:
         return False  # not known yet, or the new id has not reached the tab yet
     took = False
     st.session_state.pop(_REPORTED, None)
+    st.session_state.pop("_seeded_widgets", None)
     if st.session_state.get("_tab") != tab:
         st.session_state["_tab"] = tab
         st.session_state[_REPORTED] = True
@@ -198,13 +202,36 @@ def attach() -> bool:
             st.session_state["_tab_assign"] = secrets.token_hex(16)
             st.rerun()  # (at the top of the app: nothing drawn is lost) to hand the new id to the tab
         mine = st.session_state.get("_registry")
+        old_cfg = got.pop("cfg", None)
         for k, v in got.items():
             st.session_state[k] = v
+        if got.get("upload") is not None and old_cfg and st.session_state.get("_url_upload"):
+            _restore_upload_settings(old_cfg)
         if got.get("_registry") is not None and mine is not None and mine is not got["_registry"]:
             mine.cancel_all()  # the first script run's registry (nothing the user started yet)
         took = bool(got.get("_registry") and got["_registry"].items)
     remember()
     return took
+
+
+def _restore_upload_settings(old: dict) -> None:
+    """The link was to an uploaded CSV, which the first run could not open (it showed the first sample
+    and said "upload it again"): with the upload back, its data settings come back too, into the settings
+    and their widgets (set before the widgets are drawn in this run), and that note goes. Without them
+    the page showed Ripley and called the carried run "made for other data" (a review)."""
+    from . import state
+
+    c = state.cfg()
+    seeded = set()
+    for name in UPLOAD_SETTINGS:
+        if name in old:
+            c[name] = old[name]
+            if f"w:cfg:{name}" in st.session_state:
+                st.session_state[f"w:cfg:{name}"] = old[name]
+                seeded.add(f"w:cfg:{name}")
+    st.session_state["_seeded_widgets"] = seeded  # (state.bind then gives these widgets no default)
+    shown = st.session_state.get("_url_notes_shown") or []
+    st.session_state["_url_notes_shown"] = [n for n in shown if "uploaded CSV" not in n]
 
 
 _REPORTED = "_tab_reported"

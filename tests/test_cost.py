@@ -228,6 +228,7 @@ def test_set_limits_takes_units_and_refuses_nonsense_with_the_parameter_named():
         assert memory_limit()[0] == min(2e9, memory_limit()[0]) and memory_limit()[0] <= 2e9
     with limits(max_memory="500 MB"):
         assert memory_limit()[0] <= 5e8
+    assert cost._memory_bytes("2G") == 2e9 and cost._memory_bytes("1GiB") == 2**30
     for bad in (-5, 0, "2XB", "lots", True):
         with pytest.raises(ValueError, match=r"max_memory=.*positive number of bytes"):
             set_limits(max_memory=bad)

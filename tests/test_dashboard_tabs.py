@@ -75,3 +75,69 @@ def test_a_closed_tabs_runs_are_cancelled_after_the_grace_period_and_a_live_ones
     active.discard("s2")
     assert store.sweep(now=240.0) == [] and store.sweep(now=265.0) == []  # its clock started again at 240
     assert store.sweep(now=270.0) == ["tab-s2"]
+
+
+def test_attach_gives_a_reloaded_tab_its_run_and_its_uploaded_data(monkeypatch):
+    """tabs.attach in AppTest, with the browser's component, the session id and the store faked (as an
+    independent review did): a run on an uploaded CSV, then a reload. The new session's first run cannot
+    open the link's upload (it shows the first sample and says so); when the tab's id arrives, it takes
+    over the old session's run, still running, and its upload with the data settings, so the run is not
+    "made for other data" and the "upload it again" note goes."""
+    import hashlib
+    import time
+    import types
+
+    import numpy as np
+    from _apptest import _app, _ok
+
+    from dashboard import tabs
+
+    tab, session, active = {"id": "T"}, {"id": "s1"}, {"s1"}
+    store = TabStore(is_active=lambda s: s in active, janitor=False)
+    monkeypatch.setattr(tabs, "_component", lambda: (lambda **kw: types.SimpleNamespace(tab=tab["id"])))
+    monkeypatch.setattr(tabs, "_session_id", lambda: session["id"])
+    monkeypatch.setattr(tabs, "store", lambda: store)
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    content = ("u,v,label\n" + "\n".join(f"{a:.4f},{b:.4f},{'yes' if a + b > 0 else 'no'}" for a, b in X)
+               + "\n").encode()
+    at = _app(method="sbsvm", **{"o.max_iter": "1000000", "o.tol": "0", "o.patience": "1000000"})
+    at.session_state["upload"] = {"name": "mine.csv", "bytes": content,
+                                  "digest": hashlib.sha1(content).hexdigest()}
+    at.session_state["cfg"]["sample"] = "upload"
+    at.session_state["w:cfg:sample"] = "upload"
+    at.run()
+    at.switch_page("views/train.py").run()
+    next(b for b in at.button if b.label.startswith("Start")).click().run()
+    _ok(at)
+    run = at.session_state["run"]
+    t0 = time.time()
+    while run.records < 2 and time.time() - t0 < 60:
+        time.sleep(0.05)
+    url = {k: at.query_params[k] for k in at.query_params}
+    assert url["sample"] == "upload"
+    try:
+        # the reload: s1 is gone, s2 opens the same link; its first run has no tab id yet
+        active.discard("s1")
+        active.add("s2")
+        session["id"], tab["id"] = "s2", None
+        at2 = _app(**{k: (v[0] if isinstance(v, list) else v) for k, v in url.items()})
+        assert any("uploaded CSV" in w.value for w in at2.warning)
+        assert at2.session_state["cfg"]["sample"] != "upload"
+        tab["id"] = "T"
+        at2.run()
+        _ok(at2)
+        assert not any("uploaded CSV" in w.value for w in at2.warning)
+        assert at2.session_state["cfg"]["sample"] == "upload"
+        assert at2.session_state["w:cfg:sample"] == "upload"
+        at2.switch_page("views/train.py").run()
+        _ok(at2)
+        assert at2.session_state["_registry"].get("train") is run and run.status == "running"
+        assert not any("made for other data" in w.value for w in at2.warning)
+        # another tab (another id) while s2 is connected: nothing of s2's
+        session["id"], tab["id"] = "s3", "U"
+        active.add("s3")
+        at3 = _app()
+        at3.run()
+        assert at3.session_state["_registry"].get("train") is None
+    finally:
+        run.cancel()

@@ -152,6 +152,10 @@ def test_an_inner_budget_too_small_is_finished_or_warned_not_called_converged():
     full = SeegerARD(inner_maxiter=1000).fit(X, y)
     assert ok.converged_ and ok.objective_ < cut.objective_ - 5
     assert abs(ok.objective_ - full.objective_) < 0.01 * abs(full.objective_)
+    # the finishing record belongs to the last outer iteration: n_iter_ stays within max_iter (it was 8
+    # with max_iter=7, a review)
+    seven = SeegerARD(max_iter=7).fit(X, y)
+    assert seven.n_iter_ <= 7 and max(r.iteration for r in seven.history_) <= 7
 
 
 def test_a_flat_fit_warns_on_rare_positives_and_not_on_a_dataframe():

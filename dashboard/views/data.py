@@ -247,10 +247,7 @@ def playground_editor(data, slot) -> None:
                                 selection_mode="points", config={"displayModeBar": False})
         clicks = [(float(p["x"]), float(p["y"])) for p in
                   (event.get("selection", {}).get("points", []) if event else [])[:1]]
-    if st.session_state.pop("_pg_missed", False):
-        # (a remove click with no point near it did nothing, and nothing said why)
-        st.toast("No point near that click: click on a point to remove it.", icon=":material/touch_app:")
-    if clicks:
+    if clicks:  # (applied and kept before any element: a rerun cutting in there would lose them)
         edited = pg
         for x, y in clicks:
             before, edited = edited, playground.edit(edited, x, y, mode)
@@ -259,6 +256,9 @@ def playground_editor(data, slot) -> None:
         st.session_state["playground"] = edited
         st.session_state["pg_edits"] = n_edit + 1  # (a new key clears the fallback's selection)
         st.rerun()
+    if st.session_state.pop("_pg_missed", False):
+        # (a remove click with no point near it did nothing, and nothing said why)
+        st.toast("No point near that click: click on a point to remove it.", icon=":material/touch_app:")
     ui.playground_status(refit, shown)
     # (not for a faded map: it is the previous edit's model under this edit's points, a review)
     if shown is not None and not shown[2]:  # (the picture's title says what it shows, not "Click to edit")
