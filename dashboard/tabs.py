@@ -208,7 +208,11 @@ def attach() -> bool:
         if got.get("upload") is not None and old_cfg and st.session_state.get("_url_upload"):
             _restore_upload_settings(old_cfg)
         if got.get("_registry") is not None and mine is not None and mine is not got["_registry"]:
-            mine.cancel_all()  # the first script run's registry (nothing the user started yet)
+            # the first script runs' own work (a playground refit, or a Start clicked before the id came,
+            # a review) is the newer: it joins the taken-over registry, replacing a run of the same name
+            for name, item in list(mine.items.items()):
+                got["_registry"].put(name, item, start=False)
+            mine.items.clear()  # (moved: the old registry's finaliser must not cancel them)
         took = bool(got.get("_registry") and got["_registry"].items)
     remember()
     return took

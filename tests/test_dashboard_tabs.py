@@ -141,3 +141,34 @@ def test_attach_gives_a_reloaded_tab_its_run_and_its_uploaded_data(monkeypatch):
         assert at3.session_state["_registry"].get("train") is None
     finally:
         run.cancel()
+
+
+def test_work_started_before_the_tab_id_came_joins_the_taken_over_registry(monkeypatch):
+    """The first script runs of a reloaded tab may start work before its id arrives (a playground refit,
+    or a Start clicked at once): it joins the old session's registry instead of being cancelled."""
+    import types
+
+    from _apptest import _app
+
+    from dashboard import tabs
+
+    tab, session, active = {"id": "T"}, {"id": "s1"}, {"s1"}
+    store = TabStore(is_active=lambda s: s in active, janitor=False)
+    monkeypatch.setattr(tabs, "_component", lambda: (lambda **kw: types.SimpleNamespace(tab=tab["id"])))
+    monkeypatch.setattr(tabs, "_session_id", lambda: session["id"])
+    monkeypatch.setattr(tabs, "store", lambda: store)
+    at1 = _app()
+    old = at1.session_state["_registry"]
+    old.items["train"] = kept = _Item()
+    at1.run()  # (the store records the item's registry)
+    active.discard("s1")
+    active.add("s2")
+    session["id"], tab["id"] = "s2", None
+    at2 = _app()
+    first = at2.session_state["_registry"]
+    first.items["compare"] = early = _Item()
+    tab["id"] = "T"
+    at2.run()
+    assert at2.session_state["_registry"] is old
+    assert old.items["train"] is kept and old.items["compare"] is early and not first.items
+    assert kept.cancelled is None and early.cancelled is None
