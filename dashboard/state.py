@@ -617,7 +617,18 @@ def guard_navigation() -> bool:
 
         def request(self, new_data):
             pending = self._rerun_data
-            if (self._state == sr.ScriptRequestType.RERUN and new_data.is_auto_rerun
+            if (_tab_report(new_data, pending) and pending.page_script_hash
+                    and new_data.page_script_hash != pending.page_script_hash):
+                # The tab's id, reported by its component right after a session's first run
+                # (dashboard/tabs.py), is no page change: it carries the page the browser showed when
+                # it was sent, and a click on a sidebar link just before it was undone (a browser test
+                # under load). It keeps the page waiting to run (and its link), or else the one that
+                # ran last (with the browser's link, which the server may have rewritten since).
+                waiting = self._state == sr.ScriptRequestType.RERUN
+                new_data = dataclasses.replace(
+                    new_data, page_script_hash=pending.page_script_hash, page_name=pending.page_name,
+                    query_string=pending.query_string if waiting else new_data.query_string)
+            elif (self._state == sr.ScriptRequestType.RERUN and new_data.is_auto_rerun
                     and not pending.is_auto_rerun and not pending.is_fragment_scoped_rerun
                     and not pending.fragment_id_queue and pending.page_script_hash
                     and new_data.page_script_hash != pending.page_script_hash):
@@ -629,6 +640,19 @@ def guard_navigation() -> bool:
         cls._bsvm_guarded = True
         return True
     except Exception:  # noqa: BLE001 - internals moved: Streamlit's own merging
+        return False
+
+
+def _tab_report(new, pending) -> bool:
+    """Whether rerun request ``new`` is the tab-id component's report (its value new or changed)."""
+    try:
+        def states(data):
+            return {w.id: w for w in (data.widget_states.widgets if data.widget_states else [])}
+
+        n, p = states(new), states(pending)
+        tab = [k for k in n if k.endswith("-bsvm_tab") or k.endswith("bsvm_tab")]
+        return bool(tab) and any(n[k] != p.get(k) for k in tab)
+    except Exception:  # noqa: BLE001 - another Streamlit's request format
         return False
 
 

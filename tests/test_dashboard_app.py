@@ -1721,6 +1721,27 @@ def test_a_timers_rerun_does_not_undo_a_click_on_another_page():
     timer = ScriptRequests()
     timer.request_rerun(RerunData(page_script_hash="train", fragment_id="live", is_auto_rerun=True))
     assert timer._rerun_data.page_script_hash == "train"
+    # the tab's id (dashboard/tabs.py), reported with the page the browser showed: never a page change,
+    # whether the click on a link waits (queued) or has started running (consumed)
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+
+    def report(page):
+        states = WidgetStates()
+        states.widgets.add(id="$$ID-abc-bsvm_tab", json_value='{"tab": "t1"}')
+        return RerunData(page_script_hash=page, widget_states=states)
+
+    queued = ScriptRequests()
+    queued.request_rerun(RerunData(page_script_hash="calibration", query_string="sample=a"))
+    queued.request_rerun(report("train"))
+    assert queued._rerun_data.page_script_hash == "calibration"
+    running = ScriptRequests()
+    running.request_rerun(RerunData(page_script_hash="calibration"))
+    running.on_scriptrunner_ready()  # the click's run has started
+    running.request_rerun(report("train"))
+    assert running._rerun_data.page_script_hash == "calibration"
+    first = ScriptRequests()  # a session's first report, on the page it opened: no change
+    first.request_rerun(report("train"))
+    assert first._rerun_data.page_script_hash == "train"
 
 
 def test_garbage_is_collected_at_a_page_runs_end_not_when_a_click_interrupts_it():
