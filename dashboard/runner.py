@@ -476,8 +476,9 @@ def _cancel_all(items: dict) -> None:
 class Registry:
     """A session's runs and jobs by name (one per name: starting a new one cancels the old one).
 
-    Kept in ``st.session_state``; when the session goes away, a finaliser cancels whatever still runs,
-    so no worker outlives its browser tab for long.
+    Kept in ``st.session_state``; when the session goes away, a finaliser cancels whatever still runs.
+    (Streamlit keeps a disconnected session for a reconnect: dashboard/tabs.py cancels a closed tab's
+    runs 30 s after it left, or hands them to the tab when it is reloaded.)
     """
 
     def __init__(self):

@@ -680,8 +680,10 @@ def collect_garbage(interrupted: bool) -> None:
     With streamlit, plotly, scipy, scikit-learn and bsvm loaded that collection walks ~180,000 objects:
     90 ms on a quiet core, 0.15-0.5 s on this 2-core machine under load, traced as the gap between the
     Train page's live loop giving way to a click and the click's callback. Collecting here keeps what the
-    collection is for: a closed tab's session (its run registry is in reference cycles) is freed, and its
-    registry's finaliser cancels the fits it left running, at the next page run of any session.
+    collection is for: a session Streamlit has let go of (its run registry is in reference cycles) is
+    freed, and its registry's finaliser cancels the fits it left running, at the next page run of any
+    session. (Streamlit keeps a closed tab's session for a reconnect, 2 minutes or more: the runs of a
+    closed tab are cancelled sooner by dashboard/tabs.py's janitor.)
     (gc.freeze made the collection cheap too, but it kept every session alive at a freeze: a review.)"""
     if interrupted:
         return
