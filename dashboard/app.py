@@ -97,5 +97,6 @@ finally:  # also when a page stops early (st.stop) or reruns
     # the Data page's first paint.
     with st.sidebar:
         livechart.preload()
+        tabs.mount()  # (last: its report must not cut the page's first run short, dashboard/tabs.py)
     procrun.trace("script", start=f"{_T0:.3f}", page=name)
     state.collect_garbage(_interrupted)  # Streamlit's own collection is off: it delayed clicks

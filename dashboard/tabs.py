@@ -178,17 +178,42 @@ def _session_id() -> str | None:
         return None
 
 
+#: where the component's callback puts the id the tab reported (read by :func:`attach`)
+_REPORT = "_tab_report"
+
+
+def _on_report() -> None:
+    """The component's callback: it runs before the script run its report starts, so :func:`attach`,
+    at the top of that run, sees the id before the pages read ``st.session_state``."""
+    value = st.session_state.get(KEY)
+    tab = value.get("tab") if isinstance(value, dict) else getattr(value, "tab", None)
+    if tab:
+        st.session_state[_REPORT] = str(tab)
+
+
+def mount() -> None:
+    """Mount the tab-id component: at the end of every script run (app.py's ``finally``), after the
+    page. Mounted first, its report came while the session's first run was still drawing and cut it
+    short: a ``?present=1`` link then opened without presentation mode in 1 of 10 fresh loads (4 of 12
+    in a teacher's crawl)."""
+    component = _component()
+    if component is None or _session_id() is None:
+        return
+    assign = st.session_state.get("_tab_assign")
+    component(key=KEY, data={"assign": assign} if assign else None, on_tab_change=_on_report,
+              height="content")
+
+
 def attach() -> bool:
-    """Mount the tab-id component; when the tab's id is known, take over a reloaded tab's runs (once per
-    session) and record this session's references. Call at the top of every script run, before the
-    pages read ``st.session_state``. True when runs were taken over in this script run."""
-    mount, session = _component(), _session_id()
-    if mount is None or session is None:
+    """When the tab's id is known, take over a reloaded tab's runs (once per session) and record this
+    session's references. Call at the top of every script run, before the pages read
+    ``st.session_state`` (the id comes from :func:`mount`'s component, at the end of the runs). True
+    when runs were taken over in this script run."""
+    session = _session_id()
+    if _component() is None or session is None:
         return False
     assign = st.session_state.get("_tab_assign")
-    result = mount(key=KEY, data={"assign": assign} if assign else None, on_tab_change=lambda: None,
-                   height="content")
-    tab = getattr(result, "tab", None)
+    tab = st.session_state.get(_REPORT)
     if not tab or (assign and tab != assign):
         return False  # not known yet, or the new id has not reached the tab yet
     took = False
@@ -198,9 +223,10 @@ def attach() -> bool:
         st.session_state["_tab"] = tab
         st.session_state[_REPORTED] = True
         got = store().claim(tab, session)
-        if got is None:  # a duplicated tab: it keeps its own runs under a new id
+        if got is None:  # a duplicated tab: it keeps its own runs under a new id (mount hands it over)
             st.session_state["_tab_assign"] = secrets.token_hex(16)
-            st.rerun()  # (at the top of the app: nothing drawn is lost) to hand the new id to the tab
+            st.session_state.pop("_tab", None)
+            return False
         mine = st.session_state.get("_registry")
         old_cfg = got.pop("cfg", None)
         for k, v in got.items():

@@ -78,29 +78,29 @@ def test_a_closed_tabs_runs_are_cancelled_after_the_grace_period_and_a_live_ones
 
 
 def test_attach_gives_a_reloaded_tab_its_run_and_its_uploaded_data(monkeypatch):
-    """tabs.attach in AppTest, with the browser's component, the session id and the store faked (as an
-    independent review did): a run on an uploaded CSV, then a reload. The new session's first run cannot
-    open the link's upload (it shows the first sample and says so); when the tab's id arrives, it takes
-    over the old session's run, still running, and its upload with the data settings, so the run is not
-    "made for other data" and the "upload it again" note goes."""
+    """tabs.attach in AppTest, with the session id and the store faked and the tab's id put where the
+    component's callback puts it (as an independent review did): a run on an uploaded CSV, then a
+    reload. The new session's first run cannot open the link's upload (it shows the first sample and
+    says so); when the tab's id arrives, it takes over the old session's run, still running, and its
+    upload with the data settings, so the run is not "made for other data" and the "upload it again"
+    note goes."""
     import hashlib
     import time
-    import types
 
     import numpy as np
     from _apptest import _app, _ok
 
     from dashboard import tabs
 
-    tab, session, active = {"id": "T"}, {"id": "s1"}, {"s1"}
+    session, active = {"id": "s1"}, {"s1"}
     store = TabStore(is_active=lambda s: s in active, janitor=False)
-    monkeypatch.setattr(tabs, "_component", lambda: (lambda **kw: types.SimpleNamespace(tab=tab["id"])))
     monkeypatch.setattr(tabs, "_session_id", lambda: session["id"])
     monkeypatch.setattr(tabs, "store", lambda: store)
     X = np.random.default_rng(0).normal(size=(200, 2))
     content = ("u,v,label\n" + "\n".join(f"{a:.4f},{b:.4f},{'yes' if a + b > 0 else 'no'}" for a, b in X)
                + "\n").encode()
     at = _app(method="sbsvm", **{"o.max_iter": "1000000", "o.tol": "0", "o.patience": "1000000"})
+    at.session_state["_tab_report"] = "T"  # (what the component's callback records: the tab's id)
     at.session_state["upload"] = {"name": "mine.csv", "bytes": content,
                                   "digest": hashlib.sha1(content).hexdigest()}
     at.session_state["cfg"]["sample"] = "upload"
@@ -119,11 +119,11 @@ def test_attach_gives_a_reloaded_tab_its_run_and_its_uploaded_data(monkeypatch):
         # the reload: s1 is gone, s2 opens the same link; its first run has no tab id yet
         active.discard("s1")
         active.add("s2")
-        session["id"], tab["id"] = "s2", None
+        session["id"] = "s2"
         at2 = _app(**{k: (v[0] if isinstance(v, list) else v) for k, v in url.items()})
         assert any("uploaded CSV" in w.value for w in at2.warning)
         assert at2.session_state["cfg"]["sample"] != "upload"
-        tab["id"] = "T"
+        at2.session_state["_tab_report"] = "T"
         at2.run()
         _ok(at2)
         assert not any("uploaded CSV" in w.value for w in at2.warning)
@@ -134,9 +134,10 @@ def test_attach_gives_a_reloaded_tab_its_run_and_its_uploaded_data(monkeypatch):
         assert at2.session_state["_registry"].get("train") is run and run.status == "running"
         assert not any("made for other data" in w.value for w in at2.warning)
         # another tab (another id) while s2 is connected: nothing of s2's
-        session["id"], tab["id"] = "s3", "U"
+        session["id"] = "s3"
         active.add("s3")
         at3 = _app()
+        at3.session_state["_tab_report"] = "U"
         at3.run()
         assert at3.session_state["_registry"].get("train") is None
     finally:
@@ -146,28 +147,26 @@ def test_attach_gives_a_reloaded_tab_its_run_and_its_uploaded_data(monkeypatch):
 def test_work_started_before_the_tab_id_came_joins_the_taken_over_registry(monkeypatch):
     """The first script runs of a reloaded tab may start work before its id arrives (a playground refit,
     or a Start clicked at once): it joins the old session's registry instead of being cancelled."""
-    import types
-
     from _apptest import _app
 
     from dashboard import tabs
 
-    tab, session, active = {"id": "T"}, {"id": "s1"}, {"s1"}
+    session, active = {"id": "s1"}, {"s1"}
     store = TabStore(is_active=lambda s: s in active, janitor=False)
-    monkeypatch.setattr(tabs, "_component", lambda: (lambda **kw: types.SimpleNamespace(tab=tab["id"])))
     monkeypatch.setattr(tabs, "_session_id", lambda: session["id"])
     monkeypatch.setattr(tabs, "store", lambda: store)
     at1 = _app()
+    at1.session_state["_tab_report"] = "T"
     old = at1.session_state["_registry"]
     old.items["train"] = kept = _Item()
     at1.run()  # (the store records the item's registry)
     active.discard("s1")
     active.add("s2")
-    session["id"], tab["id"] = "s2", None
+    session["id"] = "s2"
     at2 = _app()
     first = at2.session_state["_registry"]
     first.items["compare"] = early = _Item()
-    tab["id"] = "T"
+    at2.session_state["_tab_report"] = "T"
     at2.run()
     assert at2.session_state["_registry"] is old
     assert old.items["train"] is kept and old.items["compare"] is early and not first.items
