@@ -459,6 +459,21 @@ class BarReading:
 
 
 
+def staged_text(staged: tuple[int, int], planned: int, max_iter: int | None, done: bool) -> str:
+    """The progress text's part for a run of several fits in a row (S-BSVM's kernel="auto"), from
+    ``BarReading.staged``: (fit number from 1, its iterations so far)."""
+    if done:  # (the last record, the stack, has no steps of its own)
+        n_fits = staged[0] - 1 if staged[1] == 0 else staged[0]
+        # (each candidate stops when its ELBO levels off: "iteration 502" of "1000" looked cut short)
+        return f" ({n_fits} fits, each to its own stopping rule, at most {max_iter} steps)"
+    if planned and staged[0] > planned:
+        # the record after the last fit: their stacking (a Stop there read "fit 6: 0 / 1000" of a run of
+        # five fits, a teacher's crawl)
+        return f" (the {planned} fits done; weighing them)"
+    of = f" of {planned}" if planned >= staged[0] else ""
+    return f" (fit {staged[0]}{of}: {staged[1]} / {max_iter})"
+
+
 def last_check(history) -> dict | None:
     """The metrics of a sampler's last stopping-rule check in its progress records (those carry
     ``ess_target``), or None."""

@@ -23,6 +23,7 @@ from dashboard.analysis import (
     param_names,
     scale_warned,
     stack_summary,
+    staged_text,
 )
 from dashboard.livechart import can_redraw_in_place, live_charts
 from dashboard.methods import SEED_HELP, run_method_name
@@ -498,13 +499,8 @@ with right:
         # (a run of several fits: its current fit from all its records; the last 200 missed the start of a
         # long fit, and the text said "fit 1 of 5" while the bar stood at fit 2, a review)
         staged = reading.staged(r.iteration)
-        if staged is not None and r.status == DONE:  # (the last record, the stack, has no steps of its own)
-            n_fits = staged[0] - 1 if staged[1] == 0 else staged[0]
-            # (each candidate stops when its ELBO levels off: "iteration 502" of "1000" looked cut short)
-            total = f" ({n_fits} fits, each to its own stopping rule, at most {r.max_iter} steps)"
-        elif staged is not None:  # several fits in a row (S-BSVM's kernel="auto"): the current one's share
-            of = f" of {planned}" if planned >= staged[0] else ""
-            total = f" (fit {staged[0]}{of}: {staged[1]} / {r.max_iter})"
+        if staged is not None:
+            total = staged_text(staged, planned, r.max_iter, done=r.status == DONE)
         shown = "finishing the current step" if r.status in (PAUSED, STOPPED) and r.busy else r.status
         if (staged is None and r.status == DONE and r.max_iter and r.iteration < r.max_iter
                 and getattr(r.model, "converged_", False)):
@@ -523,7 +519,10 @@ with right:
         # (a class read "1,488 it/s" while the page moved at about 25 iterations a second)
         slow = " computing (slow motion: one record per redraw)" if (
             st.session_state.get("slow_motion") and r.status == RUNNING) else ""
-        return f"{shown}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s{slow} - {r.wall:.1f} s"
+        # (in slow motion the seconds are the method's compute, which barely moved while the run played on
+        # for many seconds: a teacher's crawl; they say so)
+        spent = f"{r.wall:.1f} s of computing" if slow else f"{r.wall:.1f} s"
+        return f"{shown}: iteration {r.iteration}{total} - {r.rate:,.0f} it/s{slow} - {spent}"
 
     def progress_fraction(r: Run) -> float:
         if not r.max_iter and r.status != DONE:
