@@ -213,6 +213,9 @@ function queueClick(key, ev) {
   if (list.length > 100) list.splice(0, list.length - 100);
   const set = (live.setters || new Map()).get(key);
   if (set) set("clicks", {epoch: live.epoch, items: list.slice()});
+  // (the clicked point's hover label stayed over the canvas until the mouse moved: a teacher's crawl)
+  const div = (live.divs || new Map()).get(key);
+  if (div && window.Plotly && window.Plotly.Fx) window.Plotly.Fx.unhover(div);
 }
 // Show chart ``c`` ({key, rev, fig?, height}) in ``slot``.
 function showChart(slot, c, url) {
