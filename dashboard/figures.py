@@ -498,6 +498,13 @@ def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=No
              "marker": {"color": "#1f77b4", "size": 9},
              "hovertemplate": "%{y}: w = %{x:.3g}<extra></extra>"}]
     ticks = _log_ticks(span)
+    if ticks and max(ticks["tickvals"]) < top / 1.5:
+        # (weights all above the last tick, twonorm's 1.9-3.6 past "1", sat on an unlabelled stretch: the
+        # largest 1-2-5 value below the top weight is labelled too, a review)
+        k = np.floor(np.log10(top))
+        extra = float(max(m * 10.0 ** k for m in (1, 2, 5) if m * 10.0 ** k <= top))
+        if extra > max(ticks["tickvals"]):
+            ticks = {"tickvals": [*ticks["tickvals"], extra], "ticktext": [*ticks["ticktext"], f"{extra:g}"]}
     return _fast_figure(dots, f"ARD weights w at iteration {history[-1].iteration}{more}",
                         max(height, 16 * len(shown) + 90),
                         xaxis=_axis("w (log scale)", type="log", tickangle=0,

@@ -196,7 +196,9 @@ METHODS: dict[str, Method] = {m.key: m for m in [
         "A Bayesian SVM fitted by stochastic variational inference (Wenzel et al. 2017). A small set of "
         "inducing points (black crosses on the map) summarises the data; each step uses a minibatch and "
         "moves q(u) along the natural gradient, and every few steps the kernel's length scale and variance "
-        "climb the ELBO.",
+        "climb the ELBO (the evidence lower bound: how well the approximate posterior explains the data, "
+        "less how far it strays from the prior). The bias variance is the prior variance of a constant "
+        "offset added to the latent function, so the boundary need not pass near the origin.",
         "The ELBO rises quickly, then flattens; the length scale settles; the heatmap stops changing and its "
         "white band (p = 0.5) follows the gap between the classes, wider where the data are sparse.",
         (

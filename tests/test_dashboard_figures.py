@@ -205,6 +205,9 @@ def test_ard_weight_axis_has_a_few_upright_ticks_of_the_1_2_5_series():
     # equally relevant features) sit together at its right, none drawn as a sliver of a bar (a crawl)
     assert fig.data[0].type == "scatter" and fig.data[0].mode == "markers"
     assert ax.range[1] - ax.range[0] >= 2.0 and 10 ** ax.range[1] > 0.14 > 0.04 > 10 ** (ax.range[1] - 1)
+    # twonorm's weights, 1.9-3.6, all past the decades' last tick "1": "2" is labelled too (a review)
+    twonorm = [Progress(3, 0.1, {f"w[x{j}]": 1.9 + 1.7 * j / 19 for j in range(20)}, {})]
+    assert list(figures.ard_weights(twonorm).layout.xaxis.ticktext)[-2:] == ["1", "2"]
     assert figures._log_ticks([1e-6, 1e3])["tickvals"] == [1e-6, 1e-3, 1.0, 1e3]  # at most 4, decades
     assert figures._log_ticks([0.05, 0.5])["ticktext"] == ["0.05", "0.1", "0.2", "0.5"]
     assert figures._log_ticks([0.3, 0.35]) == {}  # no two ticks in range: Plotly's own

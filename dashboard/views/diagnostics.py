@@ -393,7 +393,8 @@ if tabs["ESS, energy and pairs"].open:
                                    "standardise the features." if n_div else "."))
                     st.caption("When the energy changes between draws (red) are much narrower than the "
                                "energy's spread (blue), HMC explores the posterior's tails slowly: BFMI "
-                               "below 0.3." + said)
+                               "(the Bayesian fraction of missing information, the variance of the energy "
+                               "changes over that of the energy) below 0.3." + said)
             elif meta.get("method") == "msbpm" and getattr(est, "sampler_", None) == "hmc":  # (a crawl read
                 # "for HMC samplers: this run has none" beside MS-BPM's two-class run, whose sampler is HMC)
                 st.info("The energy plot and BFMI need the Hamiltonian of each draw. MS-BPM's HMC moves "
