@@ -684,6 +684,11 @@ def playground_status(refit: tuple[str, str] | None, shown) -> None:
                + "Under the points, the refitted model's p(y = 1 | x) from blue (0) through white (0.5) "
                "to red (1); hover for its value"
                + (", dotted lines the generator's true p(y|x)." if raw.truth is not None else ".")
+               # (the legend's row that names them is below a 1280x720 projector's fold in presentation
+               # mode, and the marks read as a third class: a teacher's crawl)
+               + (f" Black marks: the model's {raw.overlay_name}, not data points."
+                  if getattr(raw, "overlay", None) is not None and len(raw.overlay) and raw.overlay_name
+                  else "")
                + (f" It mixes {mix}: an edit can change which fits the points favour, and with them the "
                   "map's shape." if len(comps) > 1 else ""))
 
