@@ -649,8 +649,10 @@ def _tab_report(new, pending) -> bool:
         def states(data):
             return {w.id: w for w in (data.widget_states.widgets if data.widget_states else [])}
 
+        from dashboard.tabs import KEY
+
         n, p = states(new), states(pending)
-        tab = [k for k in n if k.endswith("-bsvm_tab") or k.endswith("bsvm_tab")]
+        tab = [k for k in n if k == KEY or k.endswith(f"-{KEY}")]
         return bool(tab) and any(n[k] != p.get(k) for k in tab)
     except Exception:  # noqa: BLE001 - another Streamlit's request format
         return False

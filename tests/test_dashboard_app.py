@@ -64,6 +64,17 @@ def _start_and_run(at: AppTest, records: int = 3) -> Run:
     return run
 
 
+def _run_to_end_then_diagnostics(at: AppTest) -> Run:
+    """Start the Train page's run, wait for its end (it must finish), then open Diagnostics."""
+    at.switch_page("views/train.py").run()
+    _button(at, "Start").click().run()
+    run = at.session_state["run"]
+    _until(lambda: run.status != "running")
+    assert run.status == "done"
+    at.switch_page("views/diagnostics.py").run()
+    return run
+
+
 def _workers() -> list:
     return [t for t in threading.enumerate() if t.name.startswith(("bsvm-run", "bsvm-job"))]
 
@@ -1036,12 +1047,7 @@ def test_the_exact_sampler_tab_says_at_once_when_the_run_has_other_parameters():
     pytest.importorskip("bsvm.subgradient")
     at = _app(sample="ripley.csv", method="subgradient_hmc",
               **{"o.n_samples": "40", "o.n_burnin": "40", "o.n_chains": "2", "o.features": "nystroem"})
-    at.switch_page("views/train.py").run()
-    _button(at, "Start").click().run()
-    run = at.session_state["run"]
-    _until(lambda: run.status != "running")
-    assert run.status == "done"
-    at.switch_page("views/diagnostics.py").run()
+    _run_to_end_then_diagnostics(at)
     at.session_state["diag_tab"] = "Against the exact sampler"
     at.run()
     _ok(at)
@@ -1054,12 +1060,7 @@ def test_diagnostics_overlays_subgradient_draws_on_exact_gibbs_draws():
     pytest.importorskip("bsvm.subgradient")
     at = _app(sample="ripley.csv", method="subgradient_hmc",
               **{"o.n_samples": "60", "o.n_burnin": "60", "o.n_chains": "2"})
-    at.switch_page("views/train.py").run()
-    _button(at, "Start").click().run()
-    run = at.session_state["run"]
-    _until(lambda: run.status != "running")
-    assert run.status == "done"
-    at.switch_page("views/diagnostics.py").run()
+    run = _run_to_end_then_diagnostics(at)
     _ok(at)
     names = at.selectbox(key="diag_param").options
     assert names[-3:] == ["w[x1]", "w[x2]", "b"]  # the weights named by the data's columns
@@ -1822,11 +1823,7 @@ def test_msbpms_pair_plot_starts_with_its_summaries_not_kernel_weights():
     training error; a linear sampler's starts with its weights (see the overlay test above)."""
     pytest.importorskip("bsvm.msbpm")
     at = _app(sample="ripley.csv", method="msbpm", **{"o.n_samples": "40"})
-    at.switch_page("views/train.py").run()
-    _button(at, "Start").click().run()
-    run = at.session_state["run"]
-    _until(lambda: run.status != "running")
-    at.switch_page("views/diagnostics.py").run()
+    _run_to_end_then_diagnostics(at)
     at.session_state["diag_tab"] = "ESS, energy and pairs"
     at.run()
     _ok(at)
