@@ -617,7 +617,7 @@ def guard_navigation() -> bool:
 
         def request(self, new_data):
             pending = self._rerun_data
-            if (_tab_report(new_data, pending) and pending.page_script_hash
+            if (_tab_report(self, new_data) and pending.page_script_hash
                     and new_data.page_script_hash != pending.page_script_hash):
                 # The tab's id, reported by its component right after a session's first run
                 # (dashboard/tabs.py), is no page change: it carries the page the browser showed when
@@ -643,17 +643,22 @@ def guard_navigation() -> bool:
         return False
 
 
-def _tab_report(new, pending) -> bool:
-    """Whether rerun request ``new`` is the tab-id component's report (its value new or changed)."""
+def _tab_report(requests, new) -> bool:
+    """Whether rerun request ``new`` is the tab-id component's report: its value differs from the last
+    one this session's ``requests`` saw (kept on them). Compared with the pending or last request instead,
+    a fragment's timer rerun, which carries no widget states, made the next click on a sidebar link look
+    like a report, and the link was undone (Diagnostics never opened after a stopped run)."""
     try:
-        def states(data):
-            return {w.id: w for w in (data.widget_states.widgets if data.widget_states else [])}
-
         from dashboard.tabs import KEY
 
-        n, p = states(new), states(pending)
-        tab = [k for k in n if k == KEY or k.endswith(f"-{KEY}")]
-        return bool(tab) and any(n[k] != p.get(k) for k in tab)
+        states = new.widget_states.widgets if new.widget_states else []
+        values = [w for w in states if w.id == KEY or w.id.endswith(f"-{KEY}")]
+        if not values:
+            return False
+        value = values[0].SerializeToString()
+        seen = getattr(requests, "_bsvm_tab_seen", None)
+        requests._bsvm_tab_seen = value
+        return value != seen
     except Exception:  # noqa: BLE001 - another Streamlit's request format
         return False
 

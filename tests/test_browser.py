@@ -529,3 +529,20 @@ def test_a_presentation_link_opens_in_presentation_mode_every_time(server, brows
             assert switch.is_checked() and "present=1" in pg.url, pg.url
         finally:
             ctx.close()
+
+
+def test_a_sidebar_link_opens_its_page_after_a_live_run(server, page):
+    """After a run watched live (its fragment's timer reruns carry no widget states), a click on a
+    sidebar link was taken for the tab id's report and undone: Diagnostics never opened after a stopped
+    run. The link opens its page."""
+    pg = page
+    pg.goto(f"{server}/train?sample=ripley.csv&method=subgradient_hmc&o.n_samples=100000")
+    pg.locator("h1", has_text="Train").wait_for()
+    button(pg, "Start").click()
+    wait_status(pg, "running: iteration")
+    pg.wait_for_timeout(2000)
+    button(pg, "Stop").click()
+    wait_status(pg, "stopped")
+    pg.get_by_role("link", name="Diagnostics").first.click()
+    pg.locator("h1", has_text="Diagnostics").wait_for(timeout=30_000)
+    _no_exception(pg, "Diagnostics after a stopped run")

@@ -1747,6 +1747,15 @@ def test_a_timers_rerun_does_not_undo_a_click_on_another_page():
     first = ScriptRequests()  # a session's first report, on the page it opened: no change
     first.request_rerun(report("train"))
     assert first._rerun_data.page_script_hash == "train"
+    # once reported, the id rides along with every request: a click on a link after a fragment's timer
+    # rerun (no widget states) is a click, not a report (Diagnostics never opened after a stopped run)
+    later = ScriptRequests()
+    later.request_rerun(report("train"))
+    later.on_scriptrunner_ready()
+    later.request_rerun(RerunData(page_script_hash="train", fragment_id="live", is_auto_rerun=True))
+    later.on_scriptrunner_ready()
+    later.request_rerun(report("diagnostics"))  # the link's click, the same id among its widget states
+    assert later._rerun_data.page_script_hash == "diagnostics"
 
 
 def test_garbage_is_collected_at_a_page_runs_end_not_when_a_click_interrupts_it():
