@@ -1018,6 +1018,8 @@ def metrics_csv(table: pd.DataFrame) -> bytes:
 STACK_NAMES = {"rbf": "RBF", "ard": "RBF with one length scale per feature", "linear": "linear kernel",
                "rbf.fixed": "RBF at its starting hyperparameters",
                "linear.fixed": "linear kernel at its starting hyperparameters",
+               "rbf.shared.fixed": "RBF on one scale for all features, at its starting hyperparameters",
+               "rbf.shared.v4.fixed": "RBF on one scale for all features, 4x the starting variance",
                "base_rate": "the training base rate"}
 
 

@@ -119,8 +119,10 @@ def test_stacked_predictive_is_the_weighted_sum_of_its_fits(stacking):
     Xr, yr = make_ripley(250, random_state=1)
     m = SBSVM(random_state=1, stacking=stacking).fit(Xr, yr)
     d = m.defaults_
-    # up to 1000 rows the fixed-hyperparameter fits and the base rate are candidates either way
-    names = ["rbf", "ard", "linear", "rbf.fixed", "linear.fixed", "base_rate"]
+    # up to 1000 rows the fixed-hyperparameter fits and the base rate are candidates either way, and
+    # (Ripley's two columns' spreads differ, 0.48 and 0.27) the RBF on one scale shared by both
+    names = ["rbf", "ard", "linear", "rbf.fixed", "linear.fixed", "rbf.shared.fixed", "rbf.shared.v4.fixed",
+             "base_rate"]
     assert d["weighting"] == {"cv": "5-fold cross-validation", "auto": "5-fold q(u) refits, Akaike's charge",
                               "loo": "cavity leave-one-out, Akaike's charge"}[stacking]
     w = np.array([d[f"weight.{k}"] for k in names])
@@ -279,3 +281,37 @@ def test_wide_data_cross_validates_the_stack_instead_of_charging_d_nats():
     # (d + 2) / n at most 0.1 keeps the q(u) refits with the charge
     small = SBSVM(random_state=0).fit(Xtr[:, :20], ytr)
     assert small.defaults_["weighting"] == "5-fold q(u) refits, Akaike's charge"
+
+
+def test_shared_scale_candidates_keep_the_columns_relative_spreads():
+    """kernel="auto"'s shared-scale candidates: an ARD kernel on the standardised rows that is the RBF on
+    the raw columns divided by one scale (their root mean square spread), with the median pairwise
+    distance in those units as its length scale (computed here with scipy, apart from the fit). They join
+    the stack when the spreads differ by a factor in (1.5, 100], at the initial variance and 4 times it;
+    not when the spreads are equal (they would repeat "rbf.fixed") or 1e3 apart (different units)."""
+    from scipy.spatial.distance import pdist
+
+    from bsvm.sbsvm.estimator import SHARED_SCALE_VARIANCES
+
+    Xr, yr = make_ripley(250, random_state=4)
+    m = SBSVM(random_state=0).fit(Xr, yr)
+    names = ["rbf.shared.fixed", "rbf.shared.v4.fixed"]
+    assert len(SHARED_SCALE_VARIANCES) == 2 and all(f"weight.{k}" in m.defaults_ for k in names)
+    assert sum(m.defaults_[f"weight.{k}"] for k in names) > 0.5  # Ripley's columns share their units
+    r = m._shared_scales()
+    sd = Xr.std(axis=0)
+    np.testing.assert_allclose(r, sd / np.sqrt(np.mean(sd**2)))
+    Xs = (Xr - m.x_mean_) / m.x_scale_
+    kern = m._shared_scale_kernel(Xs, m.kernel_ if hasattr(m.kernel_, "right") else None,
+                                  np.random.default_rng(0), r)
+    ard = kern.left
+    c = np.sqrt(np.mean(sd**2))
+    U = (Xr - Xr.mean(axis=0)) / c
+    ls = np.median(pdist(U))
+    K_ref = RBF(ls, ard.variance)(U[:50])
+    np.testing.assert_allclose(ard(Xs[:50]), K_ref, rtol=1e-10, atol=1e-12)
+    # equal spreads: no candidate; one column in other units (x 1e3): none either
+    for X2 in ((Xr - Xr.mean(axis=0)) / sd, Xr * np.array([1e3, 1.0])):
+        m2 = SBSVM(random_state=0).fit(X2, yr)
+        assert not any(f"weight.{k}" in m2.defaults_ for k in names)
+        assert m2._shared_scales() is None

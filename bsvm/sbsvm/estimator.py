@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import replace
 from typing import NamedTuple
@@ -51,6 +52,15 @@ ARD_STAGE_STEPS = 20        # ... and of each of kernel='auto''s ARD and linear 
 FULL_BATCH_CELLS = 10**7   # stage 2 is full-batch while the n x m features take at most 80 MB
 FULL_BATCH_ROWS = 30_000    # ... and n is at most this (beyond, minibatch steps are cheaper: docstring)
 THETA_SPAN = np.log(1e4)    # log-hyperparameters stay within this of their initial values
+#: kernel="auto": the shared-scale candidates are fitted when the columns' spreads differ by more than
+#: this (the standard deviations of a few hundred rows of identically spread columns differ by 1.1-1.4
+#: over 20 columns: twonorm, ringnorm), ...
+SHARED_SCALE_MIN_RATIO = 1.5
+#: ... and by at most this much (columns 100 times apart are in different units: one scale would ignore
+#: the narrow ones)
+SHARED_SCALE_MAX_RATIO = 100.0
+#: kernel="auto": the shared-scale candidate's kernel variances, as multiples of ``variance``
+SHARED_SCALE_VARIANCES = (1, 4)
 STACK_MIN_WEIGHT = 0.01      # kernel='auto': stacking weights below this are dropped (renormalised)
 LOO_ROWS = 2000             # rows the leave-one-out check and the link fit use (a fixed random subset)
 CV_MAX_ROWS = 1000          # kernel="auto": stacking weights by cross-validation up to this many rows
@@ -134,7 +144,13 @@ class SBSVM(BayesianClassifier):
       initial values (learned ones over-fitted Flare: the fixed linear kernel's cross-validated log
       score beat the learned one's on every training fold), and the training base rate
       p = (n1 + 1) / (n + 2) (its link (0, Phi^-1(p)) on no latent function; its leave-one-out
-      predictive is exact). Above 1000 rows the extra fits would cost more than the fit (twonorm 2k).
+      predictive is exact); and when the columns' spreads differ by a factor between 1.5 and 100
+      (``SHARED_SCALE_MIN_RATIO``, ``SHARED_SCALE_MAX_RATIO``), the RBF on one scale shared by all
+      columns (their relative spreads kept, as SVC's gamma="scale" keeps them; per-column
+      standardisation is right for columns in different units, wrong for columns in the same ones),
+      fixed at the initial kernel variance and at 4 times it (``SHARED_SCALE_VARIANCES``; Ripley's
+      p(y|x), 20 seeds: mean |p - p_true| .0600 -> .0538, Platt .0542; docs/sbsvm.md section 7).
+      Above 1000 rows the extra fits would cost more than the fit (twonorm 2k).
       By default (``stacking="auto"``), with n <= 1000 and each class at least 10 rows, the weights
       are cross-validated as with ``stacking="cv"`` when the ARD fit's Akaike charge below, d + 2 nats,
       exceeds 0.1 nats a row (``KFOLD_MAX_CHARGE``; d >= 29 on 300 rows, 99 on 1,000: on 300 rows x 500
@@ -167,7 +183,8 @@ class SBSVM(BayesianClassifier):
       with folds its mean held-out log predictive (``kfold_log_lik.<name>``, or with cross-validation
       ``cv_log_lik.<name>``) and the mixture's (``kfold_log_lik.stacked``, ``cv_log_lik.stacked``;
       else ``loo_log_lik.stacked``); ``kernel`` there and ``kernel_`` are the
-      largest-weight kernel fit's (names: rbf, ard, linear, rbf.fixed, linear.fixed, base_rate).
+      largest-weight kernel fit's (names: rbf, ard, linear, rbf.fixed, linear.fixed, rbf.shared.fixed,
+      rbf.shared.v4.fixed, base_rate).
     * Hyperparameters are learned by default (sec. 4.3): an Adam step (rate ``hyper_lr`` = 0.1 on the
       log scale) up the gradient of ELBO + log p(theta) after every natural-gradient step. p(theta) is a
       normal prior on each log-hyperparameter centred on its initial value with standard deviation
@@ -251,8 +268,8 @@ class SBSVM(BayesianClassifier):
         Akaike's charge at every size; "cv" by 5-fold cross-validation of the whole procedure when
         n <= 1000. Measured (``python -m benchmarks sbsvm --part table1,ripley --stacking ...``, Table 1
         split seed 0, Ripley seeds 0-19): "auto" meets the paper's Table 1 + 0.01 on all 7 rows
-        (Diabetis error .2291, Flare .3700), "loo" on 6 (Diabetis .2421); on Ripley's calibration "loo"
-        is closer to the truth (mean |p - p_true| .0566 vs .0602; Platt .0542). "cv" refits everything
+        (Diabetis error .2291, Flare .3700), "loo" on 6 (Diabetis .2421); on Ripley's calibration
+        (mean |p - p_true|) "auto" .0538, "loo" .0552, Platt .0542. "cv" refits everything
         five times (Ripley sample, 175 rows: 0.4 -> 3 CPU s; docs/sbsvm.md section 7).
     progress_every : steps between progress records of ``fit_iter``.
     random_state : seed for inducing points, minibatches, the subsets and the ELBO subset.
@@ -415,9 +432,12 @@ class SBSVM(BayesianClassifier):
         return Z
 
     def _fit_scaling(self, X):
+        sd = np.asarray(X.std(axis=0), float)
+        # the columns' spreads in the caller's units (a cross-validation refit gets already standardised
+        # rows: its caller passes the raw spreads down), for kernel="auto"'s shared-scale candidate
+        self._raw_sd = sd * getattr(self, "_outer_sd", 1.0)
         if self.standardize:
             self.x_mean_ = X.mean(axis=0)
-            sd = X.std(axis=0)
             self.x_scale_ = np.where(sd > 0, sd, 1.0)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
@@ -611,8 +631,9 @@ class SBSVM(BayesianClassifier):
         # kernel="auto" adds an ARD and a linear fit, and up to CV_MAX_ROWS rows their fixed-hyperparameter
         # twins (_choose_kernel's candidates); a fit on a hyperparameter subset adds its stage 2
         one = auto and (subset or make_engine is SVIEngine)
-        self._stages_planned = 1 + (2 if one else 0) + (2 if one and not subset and n <= CV_MAX_ROWS else 0) \
-            + (1 if subset else 0)
+        fixed = one and not subset and n <= CV_MAX_ROWS
+        self._stages_planned = 1 + (2 if one else 0) + (1 if subset else 0) + (
+            2 + (len(SHARED_SCALE_VARIANCES) if self._shared_scales() is not None else 0) if fixed else 0)
         if subset:
             # Stage 1: hyperparameters by full-batch steps on a random subset of b rows (exact coordinate
             # ascent in q, so the hyperparameter gradient is not minibatch noise). A Dask input gathers
@@ -727,6 +748,37 @@ class SBSVM(BayesianClassifier):
         state, it = yield from self._run(eng, eng.init(rng), it, stage, rng, budget=budget, trial=True)
         return state, eng, it
 
+    def _shared_scales(self):
+        """The columns' spreads over their root mean square, r_j, for kernel="auto"'s shared-scale
+        candidates (:meth:`_shared_scale_kernel`); None when there are none: features not standardised,
+        or spreads within ``SHARED_SCALE_MIN_RATIO`` of each other (the candidate would repeat
+        "rbf.fixed"), or more than ``SHARED_SCALE_MAX_RATIO`` apart (different units)."""
+        sd = getattr(self, "_raw_sd", None)
+        if not self.standardize or sd is None:
+            return None
+        live = sd > 0
+        spread = sd[live].max() / sd[live].min() if live.sum() >= 2 else 1.0
+        # a cross-validation refit has the candidates its caller has (its folds' spreads differ a little)
+        wanted = getattr(self, "_outer_shared", SHARED_SCALE_MIN_RATIO < spread <= SHARED_SCALE_MAX_RATIO)
+        if not wanted:
+            return None
+        return np.where(live, sd / np.sqrt(np.mean(sd[live] ** 2)), 1.0)
+
+    def _shared_scale_kernel(self, Xs, kern, rng, r):
+        """kernel="auto"'s RBF on the features with one scale shared by all (their relative spreads r
+        kept, as scikit-learn's SVC with gamma="scale" treats them), its length scale l by the median
+        heuristic in those units; as an ARD kernel on the standardised rows ``Xs``: l_j = l / r_j.
+        Per-column standardisation stretches a column of small spread, which is right for columns in
+        different units and wrong for columns in the same ones: the stack's held-out weights choose.
+        (On Ripley's data, whose two features share their units, the stack without it was further from
+        the true p(y|x) than Platt's SVC, mean |p - p_true| .0600 vs .0542 over 20 seeds; with it
+        .0538.)"""
+        sub = Xs[rng.choice(Xs.shape[0], min(Xs.shape[0], 1000), replace=False)] * r
+        dist = np.sqrt(sq_dist(sub, sub)[np.triu_indices(len(sub), 1)])
+        ls = float(np.median(dist[dist > 0])) if np.any(dist > 0) else 1.0
+        ard = ARDRBF(ls / r, float(np.exp(self._theta0[1])))
+        return SumKernel(ard, kern.right.with_theta(self._theta0[2:])) if isinstance(kern, SumKernel) else ard
+
     def _weighting(self, y, budget, d):
         """How kernel="auto" weighs its candidates (rule in the class docstring): "cv" (the whole procedure
         cross-validated), "kfold" (q(u) refitted on K - 1 folds at each fit's hyperparameters) or "loo"
@@ -796,6 +848,19 @@ class SBSVM(BayesianClassifier):
             fits["linear.fixed"], engines["linear.fixed"], it = yield from self._trial_fit(
                 engine, state, lin, lin.theta, it, rng, "linear kernel, hyperparameters fixed", budget,
                 inducing=Z, fixed=True)
+            # one scale shared by the features, at SHARED_SCALE_VARIANCES; with its own copy of the
+            # generator, so that the other fits' random streams are the same with or without it
+            r, local = self._shared_scales(), copy.deepcopy(rng)
+            shared = None if r is None else self._shared_scale_kernel(engine.X, kern, local, r)
+            for grow in (SHARED_SCALE_VARIANCES if shared is not None else ()):
+                # the kernel variance multiplied by ``grow`` (a fixed fit cannot learn it)
+                name = "rbf.shared.fixed" if grow == 1 else f"rbf.shared.v{grow:g}.fixed"
+                theta = shared.theta.copy()
+                theta[d] += np.log(grow)
+                fits[name], engines[name], it = yield from self._trial_fit(
+                    engine, state, shared.with_theta(theta), theta, it, local,
+                    f"rbf kernel on a shared scale (variance x {grow:g}), hyperparameters fixed", budget,
+                    fixed=True)
         rows = self._loo_rows(engine.n, rng)
         X, y = engine.X[rows], engine.y[rows]
         names = list(fits)
@@ -921,6 +986,8 @@ class SBSVM(BayesianClassifier):
             inner = type(self)(**self.get_params())
             inner.random_state = int(rng.integers(2**31 - 1))
             inner._cv_inner = True
+            # X is standardised: the refit's shared scale needs the raw spreads, and its caller's candidates
+            inner._outer_sd, inner._outer_shared = self._raw_sd, self._shared_scales() is not None
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ConvergenceWarning)  # the refits' warnings are not the fit's
                 for _ in inner._iterate(X[train], yi[train]):
