@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -151,20 +152,27 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
             file or a test run); True shows it at once, anywhere; False never.
         """
         bar = self._progress_bar(progress)
-        try:
-            for record in self.fit_iter(X, y):
-                if bar is not None:
+        if bar is None:
+            for _ in self.fit_iter(X, y):
+                pass
+            return self
+        # the fit's warnings wait until the bar is closed: printed while it was open, a ConvergenceWarning
+        # began on the bar's own line ("MSBPM: 119it [...]/work/...: ConvergenceWarning: ...", a review)
+        with warnings.catch_warnings(record=True) as caught:
+            try:
+                for record in self.fit_iter(X, y):
                     if bar.total is None and (total := self._planned_iterations()) is not None:
                         bar.total = total  # (known once the fit has resolved its defaults)
                     _update_bar(bar, record)
-            if bar is not None and bar.total is not None and bar.n != bar.total:
-                # a fit that stopped by its own rule before its budget: the bar ends full, at the count
-                # reached (SeegerARD's stood at "20/50, 40 %" after converging, a review)
-                bar.total = bar.n
-                bar.refresh()
-        finally:
-            if bar is not None:
+                if bar.total is not None and bar.n != bar.total:
+                    # a fit that stopped by its own rule before its budget: the bar ends full, at the count
+                    # reached (SeegerARD's stood at "20/50, 40 %" after converging, a review)
+                    bar.total = bar.n
+                    bar.refresh()
+            finally:
                 bar.close()
+        for w in caught:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
         return self
 
     def fit_iter(self, X, y) -> Iterator[Progress]:
@@ -371,7 +379,8 @@ def _update_bar(bar, record: Progress) -> None:
         # targets (a bare "rhat=1.01, ess_bulk=672.6" said neither the target nor the tail ESS)
         shown = {"draws": f"{m['draws']:.0f}"} if _finite(m.get("draws")) else {}
         if _finite(m.get("rhat")):
-            shown["R-hat"] = f"{m['rhat']:.3f} (<= {m['rhat_target']:g})"
+            # ("1.031 (<= 1.01)" read as if the value met the bound, a review)
+            shown["R-hat"] = f"{m['rhat']:.3f} (target <= {m['rhat_target']:g})"
         ess = min(m.get("ess_bulk", np.nan), m.get("ess_tail", np.nan))
         if _finite(ess) and _finite(m.get("ess_target")):
             shown["ESS"] = f"{ess:.0f}/{m['ess_target']:.0f}"

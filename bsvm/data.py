@@ -270,6 +270,11 @@ def column_scales(X: np.ndarray) -> np.ndarray:
     return np.sqrt(ss / X.shape[0])
 
 
+#: check_input_scale: for a method that standardises its inputs, the largest array (cells) whose columns
+#: are checked for being all constant (one pass over it)
+CONSTANT_CHECK_CELLS = 50_000_000
+
+
 def scale_spread(sd: np.ndarray) -> tuple[int, int] | None:
     """(narrowest, widest) of the non-constant columns, by standard deviation ``sd``, when the two are
     more than ``SCALE_SPREAD`` apart; else None. (The methods' warning below, and the dashboard's Data
@@ -298,15 +303,25 @@ def check_input_scale(estimator, X: np.ndarray, rule: str, sd: np.ndarray | None
       spread is then flagged for what it does there, one prior holding the narrow columns' effects
       tighter than the wide ones' (not "the widest decide alone", which is a shared distance's fault).
 
-    Constant columns are ignored. The remedy is the same in every case: standardise the features
-    (``sklearn.preprocessing.StandardScaler``, or the dashboard's standardise option). ``sd``: the
-    columns' standard deviations when the caller has them (a Dask array's, from one pass over its blocks).
+    Constant columns are ignored, unless every column is constant: then, whatever the rule, the warning
+    says the fit can learn only the class frequencies (the samplers ran such a fit, said they converged
+    and predicted the base rate everywhere, silently; a review). The remedy is otherwise the same in every
+    case: standardise the features (``sklearn.preprocessing.StandardScaler``, or the dashboard's
+    standardise option). ``sd``: the columns' standard deviations when the caller has them (a Dask
+    array's, from one pass over its blocks).
     """
-    if rule == "standardizes" or X.shape[0] < 2:
+    if X.shape[0] < 2:
         return
+    if rule == "standardizes" and sd is None and X.shape[0] * X.shape[1] > CONSTANT_CHECK_CELLS:
+        return  # (a large array the method standardises: its own pass finds a constant design)
     sd = column_scales(X) if sd is None else np.asarray(sd, dtype=float)
     live = np.flatnonzero(np.isfinite(sd) & (sd > 0))
-    if live.size == 0:
+    if live.size == 0 and np.isfinite(sd).all():
+        warn_user(f"{type(estimator).__name__}: every feature is constant on the training rows, so the fit "
+                  "can learn only the class frequencies (the same probabilities for every row). Check "
+                  "the feature columns.", DataScaleWarning)
+        return
+    if rule == "standardizes" or live.size == 0:
         return
     names = getattr(estimator, "feature_names_in_", None)
 

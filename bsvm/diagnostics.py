@@ -1,5 +1,7 @@
 """MCMC diagnostics: a thin layer over arviz-stats for draws stored as (n_chains, n_draws) or
-(n_chains, n_draws, n_params), or as an ArviZ DataTree (``estimator.to_arviz()``).
+(n_chains, n_draws, n_params), or as an ArviZ DataTree (``estimator.to_arviz()``; ``rhat``, ``ess_bulk``,
+``ess_tail``, ``mcse`` and ``summary`` then return arviz-stats' own result for its posterior: its
+variables' values as an xarray tree, and for ``summary`` a DataFrame).
 
 Split rank-normalised R-hat, bulk and tail ESS and MCSE come from arviz-stats (Vehtari et al. 2021,
 "Rank-normalization, folding, and localization: an improved R-hat"), through its numpy ``array_stats``
@@ -14,6 +16,19 @@ import numpy as np
 import pandas as pd
 
 from ._arviz import array_stats  # imported on first use: see bsvm/_arviz.py
+
+
+def _is_tree(samples) -> bool:
+    """An ArviZ DataTree with a posterior (``estimator.to_arviz()``)."""
+    return hasattr(samples, "children") and "posterior" in getattr(samples, "children", {})
+
+
+def _on_tree(fn: str, samples, **kw):
+    """arviz-stats' own function on a DataTree's posterior: one value per variable and coordinate (the
+    module docstring promised DataTrees and these functions refused them, a review)."""
+    import arviz_stats  # xarray-based; imported on use
+
+    return getattr(arviz_stats, fn)(samples, **kw)
 
 
 def _params_first(samples) -> np.ndarray:
@@ -34,6 +49,8 @@ def _check_draws(x: np.ndarray, minimum: int = 4) -> None:
 def rhat(samples) -> np.ndarray | float:
     """Split rank-normalised R-hat (max of bulk and folded), per parameter. ~1 means the chains agree;
     above 1.01 (strictly) or 1.1 (loosely) means they have not mixed."""
+    if _is_tree(samples):
+        return _on_tree("rhat", samples, method="rank")
     x = _params_first(samples)
     _check_draws(x)
     return array_stats.rhat(x, method="rank")
@@ -41,6 +58,8 @@ def rhat(samples) -> np.ndarray | float:
 
 def ess_bulk(samples) -> np.ndarray | float:
     """Bulk effective sample size (rank-normalised split chains), summed over chains."""
+    if _is_tree(samples):
+        return _on_tree("ess", samples, method="bulk")
     x = _params_first(samples)
     _check_draws(x)
     return array_stats.ess(x, method="bulk")
@@ -48,6 +67,8 @@ def ess_bulk(samples) -> np.ndarray | float:
 
 def ess_tail(samples, prob=(0.05, 0.95)) -> np.ndarray | float:
     """Tail ESS: the smaller of the ESS of the indicator draws <= q_0.05 and <= q_0.95."""
+    if _is_tree(samples):
+        return _on_tree("ess", samples, method="tail", prob=prob)
     x = _params_first(samples)
     _check_draws(x)
     return array_stats.ess(x, method="tail", prob=prob)
@@ -55,6 +76,8 @@ def ess_tail(samples, prob=(0.05, 0.95)) -> np.ndarray | float:
 
 def mcse(samples, method: str = "mean") -> np.ndarray | float:
     """Monte Carlo standard error of the posterior mean (``method="mean"``) or sd (``"sd"``)."""
+    if _is_tree(samples):
+        return _on_tree("mcse", samples, method=method)
     x = _params_first(samples)
     _check_draws(x)
     return array_stats.mcse(x, method=method)
@@ -95,10 +118,8 @@ def summary(samples, names=None) -> pd.DataFrame:
     ``arviz_stats.summary`` of its posterior, unchanged; its ``ess_tail`` is then that of the 11 % and
     89 % quantiles (its ``ci_prob``, 0.89), not the 5 % and 95 % of :func:`ess_tail` (Vehtari et al.
     2021) that the arrays get here and the stopping rule uses."""
-    if hasattr(samples, "children") and "posterior" in getattr(samples, "children", {}):
-        import arviz_stats  # xarray-based; imported on use
-
-        return arviz_stats.summary(samples)
+    if _is_tree(samples):
+        return _on_tree("summary", samples)
     x = np.asarray(samples, dtype=float)
     if x.ndim == 2:
         x = x[..., None]

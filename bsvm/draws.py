@@ -48,10 +48,25 @@ def pointwise_log_likelihood(proba_draws, X, y_index: np.ndarray, n_chains: int,
         return np.log(np.take_along_axis(P, np.asarray(y_index)[None, None, :, None], axis=-1)[..., 0])
 
 
+def rows_digest(X) -> str:
+    """A fingerprint of a checked design (its shape and float64 bytes): lets ``to_arviz(X)`` tell the
+    training rows from other rows of the same count without keeping a copy of them."""
+    import hashlib
+
+    A = np.ascontiguousarray(X, dtype=np.float64)
+    return hashlib.blake2b(repr(A.shape).encode() + A.tobytes(), digest_size=16).hexdigest()
+
+
+#: ``to_arviz(X)``'s refusal of rows other than the training rows
+NOT_TRAINING_ROWS = ("X is not the training rows this fit was given (in their order): the pointwise "
+                     "log-likelihood is of the training rows")
+
+
 #: the refusal of an export with no kept draw (``to_datatree``, and MS-BPM, whose ``samples_`` then holds
 #: the chains' current states)
-NO_DRAWS = ("No draws kept yet: the run's budget (max_iter / max_time) ended during burn-in (or before the "
-            "first thinned draw). Fit with a larger budget, or fewer burn-in iterations, to export draws.")
+NO_DRAWS = ("No draws kept yet: the run ended during burn-in (or before the first thinned draw), because "
+            "its budget (max_iter / max_time) ran out or the caller stopped fit_iter. Fit with a larger "
+            "budget, or fewer burn-in iterations, to export draws.")
 
 
 def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data: dict | None = None,

@@ -235,3 +235,16 @@ def test_set_limits_takes_units_and_refuses_nonsense_with_the_parameter_named():
     with pytest.raises(ValueError, match="warn_seconds=-1: use a positive number"):
         set_limits(warn_seconds=-1)
     assert cost._LIMITS == before  # the refused calls changed nothing
+
+
+def test_a_sampler_asked_for_many_draws_is_told_to_ask_for_fewer():
+    """An explicit n_samples that makes most of the run: the remedy starts with fewer draws (MSBPM and
+    GibbsSVM only said "use SBSVM" or "use sgld" for n_samples=10**6 on 300 rows, a review); the defaults'
+    remedies are unchanged."""
+    from bsvm import MSBPM, GibbsSVM
+    from bsvm.cost import estimate
+
+    for est in (MSBPM(n_samples=10**6), GibbsSVM(n_samples=10**6)):
+        assert estimate(est, 300, 2, 2).hint.startswith("lower n_samples (1,000,000 draws per chain asked)")
+    for est in (MSBPM(), GibbsSVM(), GibbsSVM(n_samples=50)):
+        assert "n_samples" not in estimate(est, 300, 2, 2).hint

@@ -56,3 +56,22 @@ def test_acceptance_rank_plot_and_summary():
     assert list(table.index) == ["w", "b"] and {"r_hat", "ess_bulk", "ess_tail", "mcse_mean"} <= set(table)
     with pytest.raises(ValueError):
         diagnostics.rhat(np.zeros((2, 3, 4, 5)))
+
+
+def test_diagnostics_take_an_arviz_tree_and_agree_with_the_arrays():
+    """rhat, ess_bulk, ess_tail and mcse of ``to_arviz()``'s tree are arviz-stats' own, per variable, and
+    equal the array path's per-parameter numbers (they raised a TypeError on a tree, a review)."""
+    import warnings
+
+    from bsvm import diagnostics as D
+    from bsvm.datasets import make_ripley
+    from bsvm.subgradient import SubgradientHMC
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SubgradientHMC(n_samples=200, random_state=0).fit(*make_ripley(80, random_state=0))
+    tree = est.to_arviz()
+    for fn in (D.rhat, D.ess_bulk, D.ess_tail, D.mcse):
+        on_tree, on_array = fn(tree), np.asarray(fn(est.samples_))
+        np.testing.assert_allclose(on_tree["w"].values, on_array[:2], rtol=1e-10)
+        np.testing.assert_allclose(float(on_tree["b"].values), on_array[2], rtol=1e-10)

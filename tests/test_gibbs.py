@@ -86,5 +86,5 @@ def test_a_run_without_kept_draws_says_so_when_exported():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = GibbsSVM(random_state=0, max_iter=5).fit(X, y)
-    with pytest.raises(ValueError, match="No draws kept yet: the run's budget"):
+    with pytest.raises(ValueError, match="No draws kept yet: the run ended during burn-in"):
         m.to_arviz()

@@ -36,8 +36,8 @@ def test_auto_run_stops_when_the_rule_holds_and_records_say_so():
     from bsvm import diagnostics
     Q = est.log_posterior_quantities_
     assert Q.shape[:2] == (4, est.samples_.shape[1]) and np.all(diagnostics.rhat(Q) <= 1.01)
-    # ... and on every model parameter (hmc: at every kept draw)
-    assert "3 model parameters" in est.stopping_rule_ and "theta[2]" in st.per_quantity["names"]
+    # ... and on every model parameter (hmc: at every kept draw), by its name in param_names_
+    assert "3 model parameters" in est.stopping_rule_ and "b" in st.per_quantity["names"]
     D = est.samples_
     assert np.all(diagnostics.rhat(D) <= 1.01) and np.all(diagnostics.ess_bulk(D) >= 400)
     # hmc in 3 dimensions: the leapfrog path of chain 0's last transition, for the teaching view
@@ -69,6 +69,17 @@ def test_budgets_and_bad_input_warn_and_keep_usable_draws():
         est = SubgradientHMC("sgld", step_size=10.0, preconditioner=None, n_burnin=0, random_state=0)
         est.fit(X, y)
     assert np.all(np.isfinite(est.samples_)) and est.predict_proba(X).shape == (len(X), 2)
+    # diverging in burn-in, before any draw is kept: the fit fails and the estimator keeps its last fit
+    # (it returned normally with (4, 0, 3) samples and could not predict, and said "Lower step_size or use
+    # the default step size" when the default was in use, a review)
+    before = est.samples_.copy()
+    with pytest.raises(ValueError, match=r"diverged .* before keeping any draw.*estimator is as it was.*"
+                                         r"step_size=10 is too large"):
+        est.set_params(n_burnin=200).fit(X, y)
+    np.testing.assert_array_equal(est.samples_, before)
+    assert est.predict_proba(X).shape == (len(X), 2)
+    with pytest.raises(ValueError, match="adapted step size could not follow.*Standardise the features"):
+        SubgradientHMC("sgnht", random_state=0).fit(X * 1e100, y)
     with pytest.raises(ValueError, match="n_samples"):
         SubgradientHMC(n_samples="long").fit(X, y)
     for bad in ({"max_time": -1.0}, {"max_iter": 0}, {"n_jobs": 0}):

@@ -109,7 +109,9 @@ def run_segment(spec: EngineSpec, data, y_index_rows, adaptation: WindowAdaptati
                 carry: Carry, t0: int, t1: int, path_wanted: bool, layout: ChainLayout) -> SegmentOut:
     """``data`` = (X, y, Z, Z_rows): features, labels (+-1 binary), the signed design (binary, else None)
     and the data row of each of its rows (None: the same order)."""
-    with _blas_limit(1):
+    # a diverging chain overflows on its way to a non-finite state, which the segment detects and the
+    # estimator reports (numpy's own overflow warnings, dozens of them, only repeated it, a review)
+    with _blas_limit(1), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return _run_segment(spec, data, y_index_rows, adaptation, plan, carry, t0, t1, path_wanted, layout)
 
 

@@ -21,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._userwarn import warn_user
-from ..base import BayesianClassifier, log_odds_scores
+from ..base import BayesianClassifier, NumericalError, log_odds_scores
 from ..chains import (
     ChainPool,
     ChainRNG,
@@ -46,7 +46,7 @@ from ..convergence import (
 from ..cost import estimate
 from ..data import check_predict_data
 from ..diagnostics import rank_diagnostics
-from ..draws import pointwise_log_likelihood, proba_draws_chunked, to_datatree
+from ..draws import NOT_TRAINING_ROWS, pointwise_log_likelihood, proba_draws_chunked, rows_digest, to_datatree
 from ..params import (
     RANDOM_STATE,
     Integral,
@@ -198,6 +198,7 @@ class _HingeSampler(BayesianClassifier):
         self.model_ = HingeModel(self._c, float(self.l), len(self.classes_), Phi.shape[1])
         y = self._encode_binary(y_index) if len(self.classes_) == 2 else y_index
         self._y_obs = np.asarray(y_index)
+        self._X_digest = rows_digest(X)  # to_arviz(X) checks its rows are these
         P = self.model_.n_params
         self.trace_index_ = np.linspace(0, P - 1, min(self._n_trace, P)).round().astype(int)
         self.samples_ = np.empty((self._n_chains, 0, P))
@@ -431,8 +432,9 @@ class _HingeSampler(BayesianClassifier):
                        draws=draws.shape[1])
 
     def _quantity_names(self, rows, params=True):
-        return ["log_posterior", *[f"p(y|x[{r}])" for r in rows],
-                *(f"theta[{j}]" for j in range(self.model_.n_params if params else 0))]
+        # the parameters by their names (param_names_, as to_arviz and arviz-stats' summary call them: the
+        # warnings said "worst: theta[1]" for w[x1], a review)
+        return ["log_posterior", *[f"p(y|x[{r}])" for r in rows], *(self.param_names_ if params else ())]
 
     def _warn_capped(self, carries, adapted: bool) -> None:
         """At the end of burn-in (``adapted``), or when the budget ends during it: say at once when the
@@ -458,10 +460,20 @@ class _HingeSampler(BayesianClassifier):
         self.converged_ = bool(status is not None and status.converged and stop_reason != "diverged")
         name = type(self).__name__
         if stop_reason == "diverged":
-            warn_user(f"{name}: the sampler diverged (a non-finite state: the step size is too large "
-                      "for this posterior); the run stopped and keeps the "
-                      f"{self.samples_.shape[1]} draws per chain made before it. Lower step_size or "
-                      "use the default step size.",
+            if self.step_size is None:
+                advice = (f"The adapted step size could not follow this posterior: it is extremely curved "
+                          f"(c={self.c:g} is large for this data, or the features are far from unit scale). "
+                          "Standardise the features or lower c.")
+            else:
+                advice = (f"step_size={self.step_size:g} is too large for this posterior: lower it, or "
+                          "leave step_size=None (adapted in burn-in).")
+            if self.samples_.shape[1] == 0:
+                # no draw to keep: a fit that raises leaves the estimator as it was (it kept (C, 0, P)
+                # samples and could not predict, a review)
+                raise NumericalError(f"{name}: the sampler diverged (a non-finite state) before keeping any "
+                                     f"draw, so the fit failed and the estimator is as it was. {advice}")
+            warn_user(f"{name}: the sampler diverged (a non-finite state); the run stopped and keeps the "
+                      f"{self.samples_.shape[1]} draws per chain made before it. {advice}",
                       ConvergenceWarning)
             return
         if self.converged_:
@@ -589,8 +601,8 @@ class _HingeSampler(BayesianClassifier):
         ``step_size``, ``energy``, ``diverging``, ``n_steps`` (hmc), ``thermostat`` (sgnht);
         ``observed_data`` ``y`` (the training labels). ``arviz_stats.summary(est.to_arviz())`` works.
 
-        ``X``: the training rows, in the order given to ``fit`` (only their number is checked: the fit
-        keeps no copy). Then ``log_likelihood`` ``y`` (chain, draw, row) holds log p(y_i | x_i, theta)
+        ``X``: the training rows, in the order given to ``fit`` (checked against a fingerprint of them:
+        the fit keeps no copy). Then ``log_likelihood`` ``y`` (chain, draw, row) holds log p(y_i | x_i, theta)
         under the normalised likelihood the predictions use (``predict_proba_draws``), and
         ``constant_data`` ``X`` the rows, so ``arviz_stats.loo`` runs on the tree. It is approximate:
         the posterior's own factor is the unnormalised hinge pseudo-likelihood exp(-c [l - y f]+), and
@@ -603,9 +615,13 @@ class _HingeSampler(BayesianClassifier):
         ll, const = None, None
         if X is not None and self.samples_.shape[1]:  # (no draws: to_datatree says so, before any work)
             C, D = self.samples_.shape[:2]
+            Xc = check_predict_data(self, X)
+            # other rows of the same count were scored against the training labels, silently (a review)
+            if Xc.shape[0] == len(self._y_obs) and rows_digest(Xc) != getattr(self, "_X_digest", None):
+                raise ValueError(NOT_TRAINING_ROWS)
             ll = {"y": pointwise_log_likelihood(self.predict_proba_draws, X, self._y_obs, C, D,
                                                 len(self.classes_))}
-            const = {"X": check_predict_data(self, X)}
+            const = {"X": Xc}
         st = self._stats
         stats = {"lp": -self.potential_}
         kind = self._sampler_kind
