@@ -1311,10 +1311,11 @@ def stopping_rule_table(status, n_chains: int) -> pd.DataFrame | None:
 
 
 def rule_quantity_names(names, params) -> list[str]:
-    """A stopping rule's quantity names (``bsvm.convergence``: "log_posterior", "p(y|x[12])", "theta[3]")
-    in the Diagnostics page's words: "log posterior", "p(y[12] | x[12])" (the predictive probability
-    of row 12's observed class: with three classes "p(y|x)" did not say which), and the parameter's own
-    name from ``params`` (the model's parameters in sample order)."""
+    """A stopping rule's quantity names (``bsvm.convergence``: "log_posterior", "p(y|x[12])", a parameter's
+    name, or "theta[3]" from a fit made before the samplers named their parameters) in the Diagnostics
+    page's words: "log posterior", "p(y[12] | x[12])" (the predictive probability of row 12's observed
+    class: with three classes "p(y|x)" did not say which), and the parameter's own name from ``params``
+    (the model's parameters in sample order)."""
     out = []
     for q in map(str, names):
         if q == "log_posterior":
