@@ -379,6 +379,9 @@ class LoadedCSV:
     label_name: str
     frame: pd.DataFrame = field(repr=False)
     notes: list[str] = field(default_factory=list)
+    #: each row's position among the file's data rows (0 = the first row under the header): rows with
+    #: unusable values dropped (``dropna``) leave gaps; None when the table did not come from a file
+    rows: np.ndarray | None = field(default=None, repr=False)
 
 
 MAX_CSV_BYTES = 200 * 1024 * 1024
@@ -648,6 +651,7 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     """
     notes: list[str] = []
     frame = read_csv_table(source, notes)
+    kept = np.arange(len(frame))  # the file's data rows the table keeps (LoadedCSV.rows)
     columns = list(map(str, frame.columns))
     if frame.shape[0] == 0:  # (else every column reads as non-numeric: "encode features as numbers")
         raise ValueError(f"The CSV has a header line (columns {columns}) but no rows of data: add rows under "
@@ -740,6 +744,7 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
                 f"{what} in {k} of {len(frame)} rows (columns: {', '.join(cols)}).{placeholders} Drop "
                 "those rows (load_csv(..., dropna=True)) or fix or impute them first.", kinds, k, len(frame),
                 cols)
+        kept = kept[~incomplete]
         frame = frame.loc[~incomplete].reset_index(drop=True)
         sub = frame[list(features)]
         notes.append(f"Dropped {k} row{'' if k == 1 else 's'} with {what.lower()} (columns: "
@@ -753,4 +758,4 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     X = sub.to_numpy(dtype=np.float64)
     _reject_nonfinite(X)
     return LoadedCSV(X=X, y=y, feature_names=[str(f) for f in features], label_name=str(label), frame=frame,
-                     notes=notes)
+                     notes=notes, rows=kept)

@@ -129,11 +129,13 @@ def is_placeholder(fig) -> bool:
     return getattr(getattr(fig, "layout", None), "meta", None) == PLACEHOLDER
 
 
-def empty_figure(message: str, height: int = 260) -> go.Figure:
+def empty_figure(message: str, height: int = 260, width: int = MESSAGE_WIDTH) -> go.Figure:
+    """A chart that only says ``message`` (wrapped at ``width`` characters: a narrow column needs fewer,
+    or its lines are cut at the chart's edge)."""
     return _fast_figure([], "", height, meta=PLACEHOLDER, xaxis={"visible": False}, yaxis={"visible": False},
                         margin={"l": 20, "r": 20, "t": 45, "b": 40},  # the message centred in the chart
-                        annotations=[{"text": _wrapped(message), "showarrow": False, "x": 0.5, "y": 0.5,
-                                      "xref": "paper", "yref": "paper",
+                        annotations=[{"text": _wrapped(message, width), "showarrow": False, "x": 0.5,
+                                      "y": 0.5, "xref": "paper", "yref": "paper",
                                       "font": {"size": 14, "color": "#666"}}])
 
 
@@ -437,9 +439,32 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
         return _fast_figure(traces, _subtitled(title, f"{n} curves: hover to name one"), height,
                             xaxis=_iteration_axis(history), yaxis=_LOG_AXIS if log_y else {},
                             showlegend=False, **{"margin": SUBTITLE_MARGIN, **extra})
+    _group_inputs(traces, [_feature_position(name) for name in names])
     yaxis = {**(_LOG_AXIS if log_y else {}), **({"range": list(y_range)} if y_range is not None else {})}
     return _fast_figure(traces, title, height, xaxis=_iteration_axis(history), yaxis=yaxis,
                         legend=LEGEND_BELOW, **extra)
+
+
+#: metric_curves: past this many curves, those of one input each share one legend entry
+GROUP_INPUTS_OVER = 6
+
+
+def _group_inputs(traces: list[dict], positions: list) -> None:
+    """Past :data:`GROUP_INPUTS_OVER` curves, the curves of one input each (an ARD fit's length scale per
+    feature) share one legend entry, "length scale per feature (8: hover)", and keep their own names on
+    hover: S-BSVM on 8 features had 11 legend rows below a plot 60 px high (40 in presentation mode, a
+    crawl)."""
+    per_input = [k for k, p in enumerate(positions) if p is not None]
+    if len(traces) <= GROUP_INPUTS_OVER or len(per_input) < 3:
+        return
+    base = re.sub(r"\[.*\]$", "", str(traces[per_input[0]]["name"])).strip() or "series"
+    for i, k in enumerate(per_input):
+        tr = traces[k]
+        tr["hovertemplate"] = f"%{{y:.4g}}<extra>{tr['name']}</extra>"
+        tr["legendgroup"] = "inputs"
+        tr["showlegend"] = i == 0
+        if i == 0:
+            tr["name"] = f"{base} per feature ({len(per_input)}: hover)"
 
 
 def focus_range(values, q: float = 0.05, tail: float = 2.0):
@@ -503,13 +528,26 @@ def ard_weights(history, height: int = 300, max_bars: int = 40, feature_names=No
         # largest 1-2-5 value below the top weight is labelled too, a review)
         k = np.floor(np.log10(top))
         extra = float(max(m * 10.0 ** k for m in (1, 2, 5) if m * 10.0 ** k <= top))
-        if extra > max(ticks["tickvals"]):
+        lo, hi = np.log10(span[0]), np.log10(span[1])
+        if extra > max(ticks["tickvals"]) and _log_labels_apart([max(ticks["tickvals"]), extra], lo, hi):
             ticks = {"tickvals": [*ticks["tickvals"], extra], "ticktext": [*ticks["ticktext"], f"{extra:g}"]}
     return _fast_figure(dots, f"ARD weights w at iteration {history[-1].iteration}{more}",
                         max(height, 16 * len(shown) + 90),
                         xaxis=_axis("w (log scale)", type="log", tickangle=0,
                                     range=[np.log10(span[0]) - 0.15, np.log10(span[1]) + 0.15], **ticks),
                         yaxis={"automargin": True}, showlegend=False)
+
+
+def _log_labels_apart(ticks, lo: float, hi: float) -> bool:
+    """Whether the labels of log-axis ``ticks`` over decades ``lo``..``hi`` (log10) keep apart on a
+    half-width chart (:data:`_PLOT_PX`, 7 px a character): "0.0005 0.001 ... 0.01 0.02" ran together on
+    SeegerARD's weights at 1280 px (a crawl)."""
+    span = max(hi - lo + 0.3, 1e-9)  # (the axis is padded by 0.15 decade each side)
+    for a, b in zip(ticks, ticks[1:]):
+        room = (np.log10(b) - np.log10(a)) / span * _PLOT_PX
+        if room < (len(f"{a:g}") + len(f"{b:g}")) / 2 * _LABEL_CHAR_PX + 8:
+            return False
+    return True
 
 
 def _log_ticks(values, most: int = 4) -> dict:
@@ -530,7 +568,7 @@ def _log_ticks(values, most: int = 4) -> dict:
 
     for series in ((1, 2, 5), (1, 5), (1,)):
         kept = [t for t in ticks if mantissa(t) in series]
-        if 2 <= len(kept) <= most:
+        if 2 <= len(kept) <= most and _log_labels_apart(kept, lo, hi):
             break
     else:
         kept = [t for t in ticks if mantissa(t) == 1]

@@ -155,8 +155,16 @@ function presentLayout(layout, data) {
     Object.assign({}, t, {font: size(t.font, n)});
   if (layout.title) layout.title = titled(layout.title, 21);
   // the larger title and its note (sized relative to it) need a taller top margin (ui.PRESENT_MARGIN)
-  if (layout.margin && layout.margin.t)
-    layout.margin = Object.assign({}, layout.margin, {t: Math.round(layout.margin.t * 1.35)});
+  if (layout.margin && layout.margin.t) {
+    // labels in a strip above the plot (the candidate fits' numbers, "burn-in": figures.LABEL_STRIP) grow
+    // to 16 px, and the title's notes, hung from the margin's middle, reach down to them: S-BSVM's ELBO
+    // read "outliers off the axis (to 2 5.01e+03)" with the label "2" over it (a crawl at 1280 px)
+    const strip = (layout.annotations || []).some((a) => a.yref === "paper" && a.y === 1 &&
+                                                      a.yanchor === "bottom");
+    layout.margin = Object.assign({}, layout.margin,
+                                  {t: Math.round(layout.margin.t * 1.35) + (strip ? 40 : 0)});
+    if (strip) layout.height = (layout.height || 320) + 40;  // (the plot keeps its height)
+  }
   // colour bars and contour labels have fonts of their own (as ui._presentation_style)
   data.forEach((t) => {
     if (t.colorbar && t.showscale !== false)

@@ -18,7 +18,7 @@ import streamlit as st
 from bsvm.samples import SAMPLES, sample_path
 
 from .methods import METHODS
-from .runner import Registry, Run
+from .runner import DONE, Registry, Run
 
 if TYPE_CHECKING:  # imported where used: both import pandas (~0.3 s), which the Data page's first
     # elements (app.py's first run in a new server) must not wait for
@@ -378,8 +378,6 @@ def enter_page(page: str) -> None:
     if prev is None or prev == page:
         return
     halted = registry().halt_page(prev, f"you left the {prev.title()} page")
-    for item in halted:
-        st.toast(stopped_text(item.label, f"you left the {prev.title()} page"), icon=":material/stop_circle:")
     # A fit in a child process hands its state back with the halt (it pickles it only when asked, see
     # dashboard/procrun.py): wait for it, one record (usually well under a second, at most HALT_WAIT), so
     # that the page opened shows the model where it stopped.
@@ -387,6 +385,12 @@ def enter_page(page: str) -> None:
     for item in halted:
         if isinstance(item, Run):
             item.join(max(0.0, t_end - time.perf_counter()))
+    for item in halted:
+        # a run whose end came before the halt is done, not stopped: the toast said "Stopped ... you left
+        # the Train page" while the page said "done (converged)" (a crawl)
+        if item.status != DONE:
+            st.toast(stopped_text(item.label, f"you left the {prev.title()} page"),
+                     icon=":material/stop_circle:")
 
 
 def data_key(c: dict) -> str:

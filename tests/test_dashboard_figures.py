@@ -199,8 +199,11 @@ def test_ard_weight_axis_has_a_few_upright_ticks_of_the_1_2_5_series():
     fig = figures.ard_weights(hist)
     ax = fig.layout.xaxis
     assert ax.type == "log" and ax.tickangle == 0
-    assert list(ax.tickvals) == [0.005, 0.01, 0.05, 0.1]
-    assert list(ax.ticktext) == ["0.005", "0.01", "0.05", "0.1"]
+    # (0.005 and 0.01, 30 px apart on a half-width chart, ran together: decades then, a crawl)
+    assert list(ax.tickvals) == [0.01, 0.1] and list(ax.ticktext) == ["0.01", "0.1"]
+    # SeegerARD's weights on a 2 %-class upload, 0.005-0.03: "0.0005 0.001 ... 0.01 0.02" overprinted
+    seeger = [Progress(18, 0.1, {"w[x0]": 0.03, "w[x1]": 0.02, **{f"w[x{j}]": 0.0055 for j in (2, 3, 4)}}, {})]
+    assert list(figures.ard_weights(seeger).layout.xaxis.ticktext) == ["0.001", "0.01"]
     # dots, on an axis two decades deep below the largest weight: weights within a factor 3.5 (twonorm's
     # equally relevant features) sit together at its right, none drawn as a sliver of a bar (a crawl)
     assert fig.data[0].type == "scatter" and fig.data[0].mode == "markers"
@@ -2082,3 +2085,52 @@ def test_the_calibration_verdict_pairs_the_rows_and_knows_its_noise():
     said = A.comparison_sentence("a", "b", split, 100)
     assert "the two scores disagree" in said
     assert "Brier: a lower by 0.0040 (95 % interval 0.0020 to 0.0060)" in said
+    # 9 test rows: the numbers, signed, and no verdict (a crawl saw "better calibrated" on 9 rows)
+    said = A.comparison_sentence("a", "b", split, 9)
+    assert "too few for a verdict" in said and "better" not in said and "disagree" not in said
+    assert "Brier: a minus b -0.0040 (95 % interval -0.0060 to -0.0020)" in said
+
+
+def test_the_split_download_names_the_files_rows():
+    """Download the split (Data page): each row's number among the file's data rows, its part and its
+    label; rows dropped for missing values leave gaps; the test rows are those the pages measure on (the
+    split could not be reproduced with scikit-learn's train_test_split, a crawl)."""
+    from bsvm.data import load_csv
+
+    rng = np.random.default_rng(0)
+    n = 60
+    frame = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
+                          "outcome": np.where(rng.uniform(size=n) < 0.4, "yes", "no")})
+    frame.loc[[3, 17], "a"] = np.nan
+    loaded = load_csv(frame.to_csv(index=False).encode(), label="outcome", dropna=True)
+    data = A.prepare(loaded, standardize=False, test_size=0.3, seed=1)
+    table = pd.read_csv(io.BytesIO(A.split_csv(data)))
+    assert list(table.columns) == ["row", "set", "outcome"] and len(table) == n - 2
+    assert not set(table["row"]) & {4, 18} and table["row"].is_monotonic_increasing  # (1-based)
+    test = table[table["set"] == "test"]
+    assert len(test) == len(data.y_test)
+    # the file's own values at those rows are the split's test rows (as standardize=False keeps them)
+    file_a = frame.loc[test["row"] - 1, "a"].to_numpy()
+    np.testing.assert_allclose(np.sort(file_a), np.sort(data.X_test[:, 0]))
+    assert (frame.loc[table["row"] - 1, "outcome"].to_numpy() == table["outcome"].to_numpy()).all()
+
+
+def test_many_hyperparameter_curves_share_one_legend_entry_per_input_and_sizes_are_said():
+    """S-BSVM on 8 features: 11 curves had 11 legend rows under a plot 60 px high (a crawl); the length
+    scales per feature share one entry and keep their names on hover. And a big draws download says its
+    size on the button, close to the file's."""
+    names = ["lengthscale", "variance", "bias_variance"] + [f"lengthscales[{j}]" for j in range(8)]
+    hist = [Progress(i, 0.1, {n: 1.0 + 0.1 * i + k for k, n in enumerate(names)}, {}) for i in range(5)]
+    fig = figures.metric_curves(hist, names, "Hyperparameters", log_y=True,
+                                feature_names=[f"sensor_{j}" for j in range(8)])
+    shown = [t for t in fig.data if t.showlegend is not False]
+    assert len(shown) == 4 and shown[-1].name.endswith("per feature (8: hover)")
+    grouped = [t for t in fig.data if t.legendgroup == "inputs"]
+    assert len(grouped) == 8 and all("sensor_" in t.hovertemplate for t in grouped)
+    few = figures.metric_curves(hist, names[:5], "Hyperparameters", log_y=True)
+    assert all(t.showlegend is not False for t in few.data)  # (5 curves: each its own entry)
+    S = np.random.default_rng(0).normal(size=(4, 2000, 151))
+    said = A.download_size(S, "csv")
+    size = float(re.search(r"~([\d.]+) MB", said).group(1)) * 1e6
+    assert 0.8 < size / len(A.draws_csv(S, [f"q{j}" for j in range(151)])) < 1.25
+    assert A.download_size(S[:, :10], "csv") == ""

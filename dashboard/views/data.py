@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 
 from bsvm.data import guess_label, numeric_columns, read_csv_table, scale_spread  # noqa: E402
 from dashboard import figures, livechart, quickplot, ui  # noqa: E402
-from dashboard.analysis import pca2  # noqa: E402
+from dashboard.analysis import pca2, split_csv  # noqa: E402
 from dashboard.runner import Job, trace  # noqa: E402
 
 #: uploads above this size are parsed in a background job (smaller ones take well under a second)
@@ -192,7 +192,8 @@ with left:
                         "features.")
         state.bind(st.slider, "test", "Test fraction", min_value=state.TEST_RANGE[0],
                    max_value=state.TEST_RANGE[1], step=0.05,
-                   help="Held-out rows for the Calibration and Compare pages (stratified split).")
+                   help="Held-out rows for the Calibration and Compare pages (stratified split; "
+                        "**Download the split** under the chart lists which rows).")
         state.bind(st.number_input, "seed", "Seed", min_value=0, max_value=state.SEED_MAX, step=1,
                    help="Seeds the split and every method (and the playground's draw), so a shared link "
                         "reproduces the same run.")
@@ -295,6 +296,16 @@ with right:
         m2.metric("test rows", len(data.y_test))
         m3.metric("features", data.n_features)
         m4.metric("classes", len(data.classes))
+        if c["sample"] != state.PLAYGROUND and data.rows_train is not None:
+            # which rows are test rows: the split is the dashboard's own, so a user could not reproduce
+            # the Compare and Calibration numbers in their own code (a crawl)
+            st.download_button("Download the split (CSV)", data=lambda: split_csv(data),
+                               file_name=f"split_seed{int(c['seed'])}_test{float(c['test']):g}.csv",
+                               mime="text/csv", icon=":material/download:", key="split_csv",
+                               help="One line per row used: its number among the file's data rows (1 = the "
+                                    "first row under the header), train or test, and its label. The split "
+                                    "is stratified by class and seeded by Seed (the dashboard's own, not "
+                                    "scikit-learn's train_test_split).")
         constant = [name for name, spread in zip(data.feature_names, np.ptp(data.X_train, axis=0))
                     if spread == 0]
         if constant:  # (a user's CSV with an ID-like or unit column: kept, but worth knowing)

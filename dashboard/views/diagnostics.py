@@ -18,6 +18,7 @@ from dashboard.analysis import (
     check_made,
     check_passed,
     check_text,
+    download_size,
     draw_surfaces,
     draws_csv,
     draws_netcdf,
@@ -544,7 +545,7 @@ if "Against the exact sampler" in tabs and tabs["Against the exact sampler"].ope
 st.subheader("Downloads")
 k1, k2, k3 = st.columns(3)
 run_name = run_method_name(meta, type(est).__name__)  # (in the files' names, with the run's data set)
-k1.download_button("Draws (CSV)", data=lambda: draws_csv(S, names), mime="text/csv",
+k1.download_button(f"Draws (CSV){download_size(S, 'csv')}", data=lambda: draws_csv(S, names), mime="text/csv",
                    file_name=ui.file_name("draws", run_name, meta=meta),
                    icon=":material/download:", on_click="ignore", key="dl_draws_csv",
                    help="One row per chain and draw, one column per quantity.")
@@ -567,7 +568,7 @@ if hasattr(est, "to_arviz"):
                                *data.notes]),
              "feature_center": np.asarray(data.center, dtype=float) if std else None,
              "feature_scale": np.asarray(data.scale, dtype=float) if std else None}
-    k2.download_button("Draws (NetCDF, ArviZ)",
+    k2.download_button(f"Draws (NetCDF, ArviZ){download_size(S, 'nc', len(data.y_train), len(data.classes))}",
                        data=lambda: draws_netcdf(est, data.feature_names, about, X=data.X_train),
                        file_name=ui.file_name("draws", run_name, ext="nc", meta=meta),
                        mime="application/x-netcdf", icon=":material/download:", on_click="ignore",

@@ -11,8 +11,10 @@ for ``LOOP_SECONDS``. The live map asks the run for a new snapshot of its state 
 import threading
 import time
 
+import numpy as np
 import streamlit as st
 
+from bsvm.data import class_name
 from dashboard import figures, state, ui
 from dashboard.analysis import (
     BarReading,
@@ -303,8 +305,14 @@ with right:
             "[data-testid='stButton'] [data-testid='stMarkdownContainer'] p"
             "{overflow: visible !important; text-overflow: clip !important;}</style>")
     b = st.columns([1, 1.05, 1, 1, 1.5, 1.05], gap="small")
-    b[0].button("Start", type="primary", icon=":material/play_arrow:", disabled=locked or not fits,
-                on_click=on_start, width="stretch", help="Start a new run with the options on the left.")
+    # a paused or stopped run: Continue is the button to press, and Start says it begins again (a crawl
+    # pressed the red Start on a paused run at iteration 420 and was back at iteration 1, unwarned)
+    resumable = can_resume and not locked and status in (PAUSED, STOPPED)
+    b[0].button("Start", type="secondary" if resumable else "primary", icon=":material/play_arrow:",
+                disabled=locked or not fits, on_click=on_start, width="stretch",
+                help=("Start a new run from the beginning with the options on the left: the "
+                      f"{'paused' if status == PAUSED else 'stopped'} run is replaced (Continue resumes "
+                      "it)." if resumable else "Start a new run with the options on the left."))
     b[1].button("Pause", icon=":material/pause:", disabled=status != RUNNING, on_click=on_pause,
                 width="stretch", help="Pause after the current progress record; Continue or Step resume.")
     # Step on a finished run started a new one and threw the finished run away without a word (a crawl);
@@ -322,7 +330,8 @@ with right:
                 width="stretch",
                 help="Stop now; the model keeps the state it reached (usable on other pages), and "
                      "Continue can still resume it.")
-    b[4].button("Continue", icon=":material/resume:", disabled=not can_resume or locked or status is None,
+    b[4].button("Continue", type="primary" if resumable else "secondary", icon=":material/resume:",
+                disabled=not can_resume or locked or status is None,
                 on_click=on_continue, width="stretch", help="Resume a paused or stopped run.")
     b[5].button("Reset", icon=":material/restart_alt:", disabled=run is None, on_click=on_reset,
                 width="stretch", help="Forget the run and its model.")
@@ -579,9 +588,11 @@ with right:
             if last is None and not moving:  # a linear sampler's finished run: its weights' posterior
                 last, last_name = posterior_weights(r.model), "weights"
             if last is None:
+                # (the third column at 1280 px is ~250 px wide: 26 characters a line, 17 px type in
+                # presentation mode; at 34 its lines were cut at the chart's edge, "choose tw", a crawl)
                 last = figures.empty_figure("The live probability map needs exactly two features: choose "
                                             "two on the Data page (or use the Calibration page's "
-                                            "two-feature option).")
+                                            "two-feature option).", width=26)
         if moving:
             slot(slots, 0).progress(fraction, text=text)
         with slot(slots, 1):
@@ -730,9 +741,21 @@ with right:
             f"Accuracy: {got[0]:.3f} on the {len(data.y_train):,} training rows"
             + (f", {got[1]:.3f} on the {len(data.y_test):,} test rows" if len(data.y_test) else "")
             + (f" ({_draws_said(r, had)})" if had else "")
-            + ". **Calibration** and **Compare** measure more (Brier score, log loss, reliability).")
+            + f". {_baseline_said()} **Calibration** and **Compare** measure more (Brier score, log loss, "
+              "reliability).")
         st.session_state["_train_accuracy"] = ((r.id, data.key), text)
         return text
+
+    def _baseline_said() -> str:
+        """What always predicting the training rows' most frequent class scores on the test rows: on data
+        with 2 % of one class, 0.983 read as a result when the baseline was 0.980 (a crawl)."""
+        if not len(data.y_test):
+            return ""
+        labels, counts = np.unique(np.asarray(data.y_train), return_counts=True)
+        top = labels[np.argmax(counts)]
+        rate = float(np.mean(np.asarray(data.y_test) == top))
+        return (f"Always predicting the most frequent class ({class_name(top)}) would score "
+                f"{rate:.3f} on the test rows.")
 
     def _draws_said(r: Run, had: int) -> str:
         """How many of the ``had`` draws the accuracy and the final map averaged over (the map's may be
