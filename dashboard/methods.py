@@ -116,6 +116,18 @@ class Method:
     def _numeric(self, name: str) -> bool:
         return any(o.name == name and o.kind in ("int", "float") for o in self.options)
 
+    def options_note(self, opts: dict) -> str:
+        """The options ``opts`` that differ from the library's defaults, in the option boxes' words
+        ("Max steps 60 (library 2000)"), or "library defaults": what the Compare page's metrics CSV says
+        each row was fitted with (it did not, a crawl)."""
+        lib = self.library_defaults()
+        labels = {o.name: o.label for o in self.options}
+        def shown(v):
+            return "automatic" if v is None or isinstance(v, str) and v == "auto" else v
+        diff = [f"{labels.get(k, k)} {shown(v)} (library {shown(lib[k])})"
+                for k, v in opts.items() if k in lib and lib[k] != v]
+        return ", ".join(diff) or "library defaults"
+
     def fast_note(self) -> str:
         """What the quick settings change, e.g. "Max steps 60 (library 2000)"; empty when nothing.
 

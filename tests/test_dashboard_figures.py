@@ -202,7 +202,8 @@ def test_ard_weight_axis_has_a_few_upright_ticks_of_the_1_2_5_series():
     # (0.005 and 0.01, 30 px apart on a half-width chart, ran together: decades then, a crawl)
     assert list(ax.tickvals) == [0.01, 0.1] and list(ax.ticktext) == ["0.01", "0.1"]
     # SeegerARD's weights on a 2 %-class upload, 0.005-0.03: "0.0005 0.001 ... 0.01 0.02" overprinted
-    seeger = [Progress(18, 0.1, {"w[x0]": 0.03, "w[x1]": 0.02, **{f"w[x{j}]": 0.0055 for j in (2, 3, 4)}}, {})]
+    w = {"w[x0]": 0.03, "w[x1]": 0.02, **{f"w[x{j}]": 0.0055 for j in (2, 3, 4)}}
+    seeger = [Progress(18, 0.1, w, {})]
     assert list(figures.ard_weights(seeger).layout.xaxis.ticktext) == ["0.001", "0.01"]
     # dots, on an axis two decades deep below the largest weight: weights within a factor 3.5 (twonorm's
     # equally relevant features) sit together at its right, none drawn as a sliver of a bar (a crawl)

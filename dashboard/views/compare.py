@@ -162,7 +162,9 @@ def compare_job(token, methods, options, data, seed, capped=frozenset(), grid=No
         except Exception as exc:  # noqa: BLE001 - one failing method must not end the comparison
             errors[name] = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
             continue
-        results[name] = {"est": est, "report": res["report"], "time": est.history_[-1].elapsed,
+        results[name] = {"settings": m.options_note({**opts, **(m.fast if fast else {})})
+                         + (" (Quick settings)" if fast else ""),
+                         "est": est, "report": res["report"], "time": est.history_[-1].elapsed,
                          "converged": _convergence(est), "note": note, "map": proba, "capped": fast}
         # (kept for a Cancel: the methods finished so far are shown, marked as a partial comparison)
         token.partial = {**outcome(), "partial": (k + 1, len(methods))}
@@ -254,8 +256,17 @@ if saved and saved["key"] == data.key and saved["results"]:
     for k in long_names:
         if res[k].get("note"):
             st.info(f"**{k.split(' (')[0]}**: {res[k]['note']}", icon=":material/lightbulb:")
-    st.download_button("Metrics (CSV)", data=metrics_csv(table), file_name=ui.file_name("compare_metrics"),
-                       mime="text/csv", icon=":material/download:", on_click="ignore", key="cmp_metrics_csv")
+    # the file says what each row was fitted with and on which rows (a crawl's file held Quick settings'
+    # 20-draw MS-BPM with nothing to say so)
+    csv_table = table.copy()
+    csv_table["settings"] = [res[k].get("settings", "") for k in long_names]
+    csv_table["test rows"], csv_table["split seed"] = n_test, int(c["seed"])
+    csv_table["test fraction"] = float(c["test"])
+    st.download_button("Metrics (CSV)", data=metrics_csv(csv_table),
+                       file_name=ui.file_name("compare_metrics"), mime="text/csv",
+                       icon=":material/download:", on_click="ignore", key="cmp_metrics_csv",
+                       help="The table, with each method's settings and the split (test rows, seed, test "
+                            "fraction; the Data page's **Download the split** lists the rows).")
     if data.n_features == 2:
         grid, true_p = ui.map_grid(data)  # the Calibration page's grid and extent (and its cached truth)
         maps = {name: v["map"] for name, v in res.items() if v.get("map") is not None}

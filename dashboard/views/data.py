@@ -105,8 +105,10 @@ with left:
                         "infinite or beyond ±1e150 (bsvm cannot square it), are dropped instead of "
                         "refusing the file.")
         state.bind(st.checkbox, "droprare", state.DROP_RARE_LABEL,
-                   help="A class needs 2 training rows and 1 test row. With this ticked, the rows of "
-                        "smaller classes are left out and the other classes are fitted.")
+                   help="A class with a single row cannot be fitted (a class needs 2 training rows). With "
+                        "this ticked, such classes' rows are left out and the other classes are fitted. "
+                        "(A class of 2 rows is kept, both as training rows: the test rows have none of "
+                        "it.)")
         # what the drop did ("Dropped 3 rows ..."), beside the option (known once the data are prepared)
         drop_notes = st.container()
     elif c["sample"] == state.PLAYGROUND:
