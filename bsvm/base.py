@@ -156,23 +156,30 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
             for _ in self.fit_iter(X, y):
                 pass
             return self
-        # the fit's warnings wait until the bar is closed: printed while it was open, a ConvergenceWarning
-        # began on the bar's own line ("MSBPM: 119it [...]/work/...: ConvergenceWarning: ...", a review)
-        with warnings.catch_warnings(record=True) as caught:
-            try:
-                for record in self.fit_iter(X, y):
-                    if bar.total is None and (total := self._planned_iterations()) is not None:
-                        bar.total = total  # (known once the fit has resolved its defaults)
-                    _update_bar(bar, record)
-                if bar.total is not None and bar.n != bar.total:
-                    # a fit that stopped by its own rule before its budget: the bar ends full, at the count
-                    # reached (SeegerARD's stood at "20/50, 40 %" after converging, a review)
-                    bar.total = bar.n
-                    bar.refresh()
-            finally:
-                bar.close()
-        for w in caught:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+        # the fit's warnings are printed through the bar (cleared, the warning written, the bar redrawn):
+        # printed over it, a ConvergenceWarning began on the bar's own line ("MSBPM: 119it [...]/work/...:
+        # ConvergenceWarning: ...", a review); held until the bar closed, a CostWarning came after the fit
+        # it was about, and none came at all when the fit raised (a review of that)
+        shown = warnings.showwarning
+
+        def through_bar(message, category, filename, lineno, file=None, line=None):
+            with bar.external_write_mode():
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = through_bar
+        try:
+            for record in self.fit_iter(X, y):
+                if bar.total is None and (total := self._planned_iterations()) is not None:
+                    bar.total = total  # (known once the fit has resolved its defaults)
+                _update_bar(bar, record)
+            if bar.total is not None and bar.n != bar.total:
+                # a fit that stopped by its own rule before its budget: the bar ends full, at the count
+                # reached (SeegerARD's stood at "20/50, 40 %" after converging, a review)
+                bar.total = bar.n
+                bar.refresh()
+        finally:
+            warnings.showwarning = shown
+            bar.close()
         return self
 
     def fit_iter(self, X, y) -> Iterator[Progress]:
@@ -411,6 +418,8 @@ def warn_if_flat(estimator, X: np.ndarray, hint: str) -> None:
     from ._userwarn import warn_user
 
     rows = X[:: -(-X.shape[0] // FLAT_ROWS)]
+    if np.all(rows == rows[:1]):
+        return  # every feature constant: check_input_scale said so before the fit (one warning, a review)
     with warnings.catch_warnings():
         # X is the fit's validated array: a fit on a DataFrame must not warn "X does not have valid
         # feature names" here (the user passed names; under warnings-as-errors the fit failed, a review)

@@ -352,16 +352,16 @@ def _msbpm(est, n, d, k) -> Cost:
         # 0.76 to 0.3 ms. The model now gives 4.6 s for iris and 5.2 s for wine)
         S = _int(est.n_chains, 16)
         if est.n_samples in (None, "auto"):
-            D, sweeps = 350, min(3000, _int(est.max_iter, 3000))
+            D, thin, sweeps = 350, 1, min(3000, _int(est.max_iter, 3000))
         else:
-            D = _int(est.n_samples, 100)
-            sweeps = _int(est.burn_in, 300) + D * _int(est.thin, 8)
+            D, thin = _int(est.n_samples, 100), _int(est.thin, 8)
+            sweeps = _int(est.burn_in, 300) + D * thin
         secs = 3e-10 * n**3 + sweeps * (3.0e-4 + 2.2e-7 * S * n * (k - 1)) + 0.5
     else:
         S = _int(est.n_chains, 4)  # (4 chains since November 2026: MSBPM's n_chains)
         r = min(n, 20 * d * d + 50)
-        D = _int(est.n_samples, int(200 + 700 * r / n))
-        sweeps = _int(est.burn_in, 100) + D * _int(est.thin, 1)
+        D, thin = _int(est.n_samples, int(200 + 700 * r / n)), _int(est.thin, 1)
+        sweeps = _int(est.burn_in, 100) + D * thin
         secs = 6e-9 * sweeps * S * n * r * _int(est.n_leapfrog, 4) / 4 + 0.3
     draws = S * min(D, 1000) * (k - 1) * (n + 1)
     mem = F8 * (4.5 * n * n + draws + 4 * n * d + 50 * S * n * (k - 1))
@@ -370,7 +370,7 @@ def _msbpm(est, n, d, k) -> Cost:
     slow = SLOW_NOTE if est.n_samples in (None, "auto") else ""
     hint = "use SBSVM (inducing points, memory independent of N) or SubgradientHMC(features='nystroem')"
     return Cost(mem, secs, "N^2 kernel: about 4 N x N matrices",
-                _fewer_draws(est, D * _int(est.thin, 1) / max(sweeps, 1), hint), slow)
+                _fewer_draws(est, D * thin / max(sweeps, 1), hint), slow)
 
 
 def _seeger(est, n, d, k) -> Cost:

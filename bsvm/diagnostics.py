@@ -28,6 +28,9 @@ def _on_tree(fn: str, samples, **kw):
     module docstring promised DataTrees and these functions refused them, a review)."""
     import arviz_stats  # xarray-based; imported on use
 
+    draws = samples["posterior"].sizes.get("draw", 0)
+    if draws < 4:  # (as the arrays: arviz-stats returned NaN silently, a review)
+        raise ValueError(f"need at least 4 draws per chain for this diagnostic, got {draws}")
     return getattr(arviz_stats, fn)(samples, **kw)
 
 
@@ -46,7 +49,7 @@ def _check_draws(x: np.ndarray, minimum: int = 4) -> None:
         raise ValueError(f"need at least {minimum} draws per chain for this diagnostic, got {x.shape[-1]}")
 
 
-def rhat(samples) -> np.ndarray | float:
+def rhat(samples):
     """Split rank-normalised R-hat (max of bulk and folded), per parameter. ~1 means the chains agree;
     above 1.01 (strictly) or 1.1 (loosely) means they have not mixed."""
     if _is_tree(samples):
@@ -56,7 +59,7 @@ def rhat(samples) -> np.ndarray | float:
     return array_stats.rhat(x, method="rank")
 
 
-def ess_bulk(samples) -> np.ndarray | float:
+def ess_bulk(samples):
     """Bulk effective sample size (rank-normalised split chains), summed over chains."""
     if _is_tree(samples):
         return _on_tree("ess", samples, method="bulk")
@@ -65,7 +68,7 @@ def ess_bulk(samples) -> np.ndarray | float:
     return array_stats.ess(x, method="bulk")
 
 
-def ess_tail(samples, prob=(0.05, 0.95)) -> np.ndarray | float:
+def ess_tail(samples, prob=(0.05, 0.95)):
     """Tail ESS: the smaller of the ESS of the indicator draws <= q_0.05 and <= q_0.95."""
     if _is_tree(samples):
         return _on_tree("ess", samples, method="tail", prob=prob)
@@ -74,7 +77,7 @@ def ess_tail(samples, prob=(0.05, 0.95)) -> np.ndarray | float:
     return array_stats.ess(x, method="tail", prob=prob)
 
 
-def mcse(samples, method: str = "mean") -> np.ndarray | float:
+def mcse(samples, method: str = "mean"):
     """Monte Carlo standard error of the posterior mean (``method="mean"``) or sd (``"sd"``)."""
     if _is_tree(samples):
         return _on_tree("mcse", samples, method=method)

@@ -244,7 +244,8 @@ def test_a_sampler_asked_for_many_draws_is_told_to_ask_for_fewer():
     from bsvm import MSBPM, GibbsSVM
     from bsvm.cost import estimate
 
-    for est in (MSBPM(n_samples=10**6), GibbsSVM(n_samples=10**6)):
-        assert estimate(est, 300, 2, 2).hint.startswith("lower n_samples (1,000,000 draws per chain asked)")
+    for est, k in ((MSBPM(n_samples=10**6), 2), (GibbsSVM(n_samples=10**6), 2),
+                   (MSBPM(n_samples=10**6), 3), (MSBPM(n_samples=10**6, sampler="lines"), 2)):
+        assert estimate(est, 300, 2, k).hint.startswith("lower n_samples (1,000,000 draws per chain asked)")
     for est in (MSBPM(), GibbsSVM(), GibbsSVM(n_samples=50)):
         assert "n_samples" not in estimate(est, 300, 2, 2).hint

@@ -117,11 +117,12 @@ def test_ripley_calibration_close_to_the_truth():
 
 
 def test_ripley_calibration_no_worse_than_platt():
-    """Issue 12's target as ``python -m benchmarks sbsvm --part ripley --ripley-seeds 0,...,19`` measures
+    """Issue 12's target as ``python -m benchmarks sbsvm --part ripley --ripley-seeds 20,...,39`` measures
     it: over 20 sets (four are too few: the seeds' spread is about 0.01), S-BSVM's defaults are at least
-    as close to the true p(y|x) as Platt's SVC. Measured: .0538 vs .0542 (seeds 20-39, not
-    tuned on: .0456 vs .0478); before the shared-scale candidates .0600 vs .0542."""
-    mad_s, mad_p = _ripley_mads(range(20), same_seed=True)
+    as close to the true p(y|x) as Platt's SVC. On seeds 20-39, which were not looked at while the
+    shared-scale candidates were chosen (seeds 0-19 were: .0538 vs .0542, a margin within noise): .0456
+    vs .0478; before those candidates .0489 vs .0478."""
+    mad_s, mad_p = _ripley_mads(range(20, 40), same_seed=True)
     assert mad_s.mean() <= mad_p.mean(), (mad_s.mean(), mad_p.mean())
 
 

@@ -78,7 +78,13 @@ def test_budgets_and_bad_input_warn_and_keep_usable_draws():
         est.set_params(n_burnin=200).fit(X, y)
     np.testing.assert_array_equal(est.samples_, before)
     assert est.predict_proba(X).shape == (len(X), 2)
-    with pytest.raises(ValueError, match="adapted step size could not follow.*Standardise the features"):
+    # GibbsSVM has no step size: its advice must not need one (it raised AttributeError, a review)
+    gibbs = GibbsSVM(random_state=0)
+    gibbs._n_burnin, gibbs.samples_ = 10, np.empty((4, 0, 3))
+    with pytest.raises(ValueError, match="default step could not follow"):
+        gibbs._finish(None, "diverged", None, 4)
+    with pytest.raises(ValueError, match="default step could not follow it: this posterior is extremely "
+                                         "curved.*standardise the features"):
         SubgradientHMC("sgnht", random_state=0).fit(X * 1e100, y)
     with pytest.raises(ValueError, match="n_samples"):
         SubgradientHMC(n_samples="long").fit(X, y)

@@ -122,9 +122,12 @@ class SBSVM(BayesianClassifier):
     Defaults and the rule behind each (every one adapts to the data; none is switched per data set):
 
     * Features are standardised (mean 0, standard deviation 1 per column; a constant column keeps
-      scale 1), so a feature measured in other units (x 1e6) gives the same fit. Kernel
-      hyperparameters (``kernel_``) refer to standardised features; ``inducing_points_`` are reported
-      in the original units.
+      scale 1), so all features measured in other units (x 1e6) give the same fit. One feature in
+      other units gives the same fit except for ``kernel="auto"``'s shared-scale candidates (below),
+      which keep the columns' relative spreads and so depend on them (Ripley's data with one column
+      x 2: predictions moved by up to 0.13); with spreads more than 100 apart they are not fitted.
+      Kernel hyperparameters (``kernel_``) refer to standardised features; ``inducing_points_`` are
+      reported in the original units.
     * Kernel (``kernel="auto"``): RBF plus a constant ``bias`` kernel (a random offset, the role of a
       GP's constant mean: the latent function does not have to return to 0 away from the data). Initial
       length scale: the median pairwise distance of (up to 1000) standardised rows; initial kernel and
@@ -148,8 +151,11 @@ class SBSVM(BayesianClassifier):
       (``SHARED_SCALE_MIN_RATIO``, ``SHARED_SCALE_MAX_RATIO``), the RBF on one scale shared by all
       columns (their relative spreads kept, as SVC's gamma="scale" keeps them; per-column
       standardisation is right for columns in different units, wrong for columns in the same ones),
-      fixed at the initial kernel variance and at 4 times it (``SHARED_SCALE_VARIANCES``; Ripley's
-      p(y|x), 20 seeds: mean |p - p_true| .0600 -> .0538, Platt .0542; docs/sbsvm.md section 7).
+      fixed at the initial kernel variance and at 4 times it (``SHARED_SCALE_VARIANCES``), with the
+      median heuristic's length scale in those units (a set ``lengthscale`` is not used there; Ripley's
+      p(y|x), seeds 20-39: mean |p - p_true| .0489 -> .0456, Platt .0478; docs/sbsvm.md section 7).
+      Below about 100 rows, identically spread columns can differ by more than 1.5 by chance, and the
+      candidates then nearly repeat "rbf.fixed" (two cheap extra fits).
       Above 1000 rows the extra fits would cost more than the fit (twonorm 2k).
       By default (``stacking="auto"``), with n <= 1000 and each class at least 10 rows, the weights
       are cross-validated as with ``stacking="cv"`` when the ARD fit's Akaike charge below, d + 2 nats,
@@ -432,11 +438,12 @@ class SBSVM(BayesianClassifier):
         return Z
 
     def _fit_scaling(self, X):
-        sd = np.asarray(X.std(axis=0), float)
-        # the columns' spreads in the caller's units (a cross-validation refit gets already standardised
-        # rows: its caller passes the raw spreads down), for kernel="auto"'s shared-scale candidate
-        self._raw_sd = sd * getattr(self, "_outer_sd", 1.0)
+        self._raw_sd = None
         if self.standardize:
+            sd = np.asarray(X.std(axis=0), float)
+            # the columns' spreads in the caller's units (a cross-validation refit gets already standardised
+            # rows: its caller passes the raw spreads down), for kernel="auto"'s shared-scale candidates
+            self._raw_sd = sd * getattr(self, "_outer_sd", 1.0)
             self.x_mean_ = X.mean(axis=0)
             self.x_scale_ = np.where(sd > 0, sd, 1.0)
         else:

@@ -460,13 +460,16 @@ class _HingeSampler(BayesianClassifier):
         self.converged_ = bool(status is not None and status.converged and stop_reason != "diverged")
         name = type(self).__name__
         if stop_reason == "diverged":
-            if self.step_size is None:
-                advice = (f"The adapted step size could not follow this posterior: it is extremely curved "
-                          f"(c={self.c:g} is large for this data, or the features are far from unit scale). "
-                          "Standardise the features or lower c.")
+            h = getattr(self, "step_size", None)  # (GibbsSVM has none)
+            curved = (f"this posterior is extremely curved (c={self.c:g} is large for this data, or the "
+                      "features are far from unit scale): standardise the features or lower c.")
+            if h is not None:
+                advice = (f"step_size={h:g} is too large for this posterior: lower it, or leave "
+                          "step_size=None (the sampler's own choice).")
+            elif getattr(self, "_sampler_kind", "") == "hmc" and self._n_burnin > 0:
+                advice = "The step size adapted in burn-in could not follow it: " + curved
             else:
-                advice = (f"step_size={self.step_size:g} is too large for this posterior: lower it, or "
-                          "leave step_size=None (adapted in burn-in).")
+                advice = "The sampler's default step could not follow it: " + curved
             if self.samples_.shape[1] == 0:
                 # no draw to keep: a fit that raises leaves the estimator as it was (it kept (C, 0, P)
                 # samples and could not predict, a review)
@@ -617,7 +620,9 @@ class _HingeSampler(BayesianClassifier):
             C, D = self.samples_.shape[:2]
             Xc = check_predict_data(self, X)
             # other rows of the same count were scored against the training labels, silently (a review)
-            if Xc.shape[0] == len(self._y_obs) and rows_digest(Xc) != getattr(self, "_X_digest", None):
+            # (a fit pickled before the fingerprint existed has none: its rows are taken on trust, as then)
+            digest = getattr(self, "_X_digest", None)
+            if Xc.shape[0] == len(self._y_obs) and digest is not None and rows_digest(Xc) != digest:
                 raise ValueError(NOT_TRAINING_ROWS)
             ll = {"y": pointwise_log_likelihood(self.predict_proba_draws, X, self._y_obs, C, D,
                                                 len(self.classes_))}
