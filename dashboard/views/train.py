@@ -754,8 +754,8 @@ with right:
         labels, counts = np.unique(np.asarray(data.y_train), return_counts=True)
         top = labels[np.argmax(counts)]
         rate = float(np.mean(np.asarray(data.y_test) == top))
-        return (f"Always predicting the most frequent class ({class_name(top)}) would score "
-                f"{rate:.3f} on the test rows.")
+        return (f"Always predicting {class_name(top)}, the most frequent class, would score {rate:.3f} on "
+                "the test rows.")
 
     def _draws_said(r: Run, had: int) -> str:
         """How many of the ``had`` draws the accuracy and the final map averaged over (the map's may be
