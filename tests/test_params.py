@@ -192,10 +192,19 @@ def test_progress_bar(data, monkeypatch, capsys):
     # a sampler's rule: draws so far, R-hat and the worse ESS against the rule's targets
     GibbsSVM(random_state=0).fit(X, y, progress=True)
     last = bars[-1].postfixes[-1]
-    assert set(last) == {"draws", "R-hat", "ESS"} and last["R-hat"].endswith("(<= 1.01)")
+    assert set(last) == {"draws", "R-hat", "ESS"} and last["R-hat"].endswith("(target <= 1.01)")
     assert last["ESS"].endswith("/400") and int(last["draws"]) > 0
     with pytest.raises(ValueError, match="progress='yes'"):
         PlattSVM().fit(X, y, progress="yes")
+    # a fit's warnings go out while the bar is open, through it, and the display is put back after
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    shown = warnings.showwarning
+    with pytest.warns(ConvergenceWarning, match="n_samples=20"):
+        GibbsSVM(n_samples=20, random_state=0).fit(X, y, progress=True)
+    assert warnings.showwarning is shown
 
 
 @pytest.mark.parametrize("est, match", [

@@ -160,7 +160,8 @@ brier = ("Brier: mean over rows of the squared errors of p summed over the class
          if not data.binary else "Brier: mean squared error of p")
 st.caption(f"error: misclassified fraction; {brier}; "
            "log loss: mean -log p(true class); ECE: count-weighted gap between confidence and accuracy "
-           "over 10 bins; AUC: ranking quality"
+           "over 10 bins; AUC: ranking quality" + ("" if data.binary else
+                                                   " (one-vs-rest, averaged over the classes)")
            + ("; mean |p - p_true|: deviation from the true probabilities." if data.truth else "."))
 
 

@@ -233,7 +233,9 @@ if saved and saved["key"] == data.key and saved["results"]:
     st.dataframe(styled)
     if not data.binary:  # (as the Calibration page says: not scikit-learn's multi-class Brier)
         st.caption("Brier with 3+ classes: the squared errors summed over the classes, halved (equal to the "
-                   "two-class form; scikit-learn's multi-class brier_score_loss is twice it).")
+                   "two-class form; scikit-learn's multi-class brier_score_loss is twice it). AUC: "
+                   "one-vs-rest, averaged over the classes (scikit-learn's roc_auc_score with "
+                   "multi_class='ovr').")
     n_test = len(data.y_test)
     # (a teacher's crawl: MS-BPM's 0.1067 shaded the winner over 0.1200 on 75 test rows, one row apart,
     # while the Calibration page calls such a gap noise)
