@@ -400,6 +400,13 @@ def test_presentation_mode_enlarges_the_live_charts_type(server, page):
     # plot: S-BSVM's hyperparameters were left 70 px high)
     plots = ("() => Array.from(document.querySelectorAll('div.bsvm-live')).map(p => {"
              " const r = p.querySelector('.nsewdrag'); return r ? r.getBoundingClientRect().height : 0 })")
+    # (the divs follow their figures' new heights a moment after the type changes: on a loaded machine
+    # one read straight away found a plot still at 94 px, twice)
+    try:
+        settled = f"() => {{ const h = ({plots})(); return h.length > 0 && Math.min(...h) >= 120 }}"
+        pg.wait_for_function(settled, timeout=10_000)
+    except sync_api.TimeoutError:  # the assertion below says what was found
+        pass
     heights = pg.evaluate(plots)
     assert heights and min(heights) >= 120, heights  # (68 px before)
     pg.get_by_text("Presentation mode").click()
