@@ -118,7 +118,7 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
     _stepwise = True
     #: the parameter table (bsvm/params.py); every estimator overrides it with one entry per parameter
     _parameter_constraints: dict = {}
-    #: how the method treats the scale of its inputs: "adaptive", "unit", "weights" or "standardizes"
+    #: how the method treats the scale of its inputs: "adaptive", "unit", "weights", "ard" or "standardizes"
     #: (bsvm.data.check_input_scale says what each means and when fit warns); see _input_scale_rule
     _input_scale = "adaptive"
 

@@ -124,14 +124,16 @@ def memory_limit() -> tuple[float, str]:
     available = float(psutil.virtual_memory().available)
     ceiling = _LIMITS["max_memory"]
     env = os.environ.get("BSVM_MAX_MEMORY")
+    source = "bsvm.cost.set_limits"
     if ceiling is None and env:
+        source = f"BSVM_MAX_MEMORY={env}"  # (the message named set_limits, never called, a review)
         try:
             ceiling = _memory_bytes(env)
         except ValueError:
             raise ValueError(f"BSVM_MAX_MEMORY={env!r}: use a positive number of bytes or a text such as "
                              "'2GB' (or unset it: the available memory only).") from None
     if ceiling is not None and ceiling < available:
-        return ceiling, "the memory ceiling set with bsvm.cost.set_limits"
+        return ceiling, f"the memory ceiling set with {source}"
     return available, "the available memory"
 
 

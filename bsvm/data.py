@@ -61,6 +61,19 @@ def _reject_nonfinite(X: np.ndarray, what: str = "X", fitting: bool = True) -> N
 MAGNITUDE_RANGE = (1e-150, 1e150)
 
 
+def _rescale_advice(top, big, tiny) -> str:
+    """Divide the huge columns and multiply the tiny ones by a power of ten near their size, with the
+    power of the first one named (the advice said "X[:, j] / 1e200" for values of 1e-200 too, which
+    makes them smaller still: a newcomer's review)."""
+    j = int([*big, *tiny][0])
+    power = f"1e{int(round(abs(np.log10(top[j]))))}"
+    what = "those columns" if len(big) + len(tiny) > 1 else "that column"
+    how = "Divide" if j in set(np.asarray(big).tolist()) else "Multiply"
+    their = "their" if len(big) + len(tiny) > 1 else "its"
+    return (f"{how} {what} by a power of ten near {their} size (e.g. X[:, {j}] "
+            f"{'/' if how == 'Divide' else '*'} {power}) before fitting.")
+
+
 def _reject_extreme(X: np.ndarray, what: str = "X", fitting: bool = True) -> None:
     """Refuse magnitudes whose squares float64 cannot hold: beyond 1e150 (any row), or, when fitting, a
     varying column whose every value is below 1e-150 (it would vanish from every distance)."""
@@ -77,8 +90,7 @@ def _reject_extreme(X: np.ndarray, what: str = "X", fitting: bool = True) -> Non
             f"in {cols}: bsvm accepts magnitudes between {MAGNITUDE_RANGE[0]:g} and {MAGNITUDE_RANGE[1]:g}. "
             # (StandardScaler is no remedy here: its variance of 1e200 values overflows to NaN, and values
             # of 1e-200 keep scale 1 as a zero variance; a review followed that advice both ways)
-            + (f"Divide {'those columns' if len(big) + len(tiny) > 1 else 'that column'} by a power of ten "
-               "near its size (e.g. X[:, j] / 1e200) before fitting." if fitting
+            + (_rescale_advice(top, big, tiny) if fitting
                else "Rescale them as the training data were scaled before the fit.")
         )
 
@@ -299,6 +311,8 @@ def check_input_scale(estimator, X: np.ndarray, rule: str, sd: np.ndarray | None
     * ``"unit"``: the prior assumes inputs of order 1 (e.g. a fixed kernel width), so besides the spread,
       any column with a standard deviation outside ``UNIT_RANGE`` (1e-3..1e3) is flagged: there the
       prior dominates the data (tiny scales) or vanishes (huge ones).
+    * ``"ard"``: as "unit", for a kernel with a learned relevance weight per feature (SeegerARD without
+      its standardisation): the spread is flagged for the weights' common start and prior.
     * ``"weights"``: as "unit", for N(0, I) on the weights of the raw features (a linear model): the
       spread is then flagged for what it does there, one prior holding the narrow columns' effects
       tighter than the wide ones' (not "the widest decide alone", which is a shared distance's fault).
@@ -333,12 +347,15 @@ def check_input_scale(estimator, X: np.ndarray, rule: str, sd: np.ndarray | None
         lo, hi = pair
         spread = f"column scales differ by a factor of {sd[hi] / sd[lo]:.3g} (standard deviation " \
                  f"{sd[lo]:.3g} in {col(lo)}, {sd[hi]:.3g} in {col(hi)})"
-        if rule == "weights":  # (a linear model: one prior per weight, not one distance for all columns)
+        if rule == "ard":  # (SeegerARD: a learned weight per feature; "the widest decide alone" was wrong)
+            problems.append(f"{spread}, and every column's relevance weight starts at one value under a "
+                            "prior for inputs of order 1, so the narrow columns start far from their optimum")
+        elif rule == "weights":  # (a linear model: one prior per weight, not one distance for all columns)
             problems.append(f"{spread}, and the same N(0, 1) prior on every weight holds {col(lo)}'s effect "
                             f"{sd[hi] / sd[lo]:.3g} times tighter than {col(hi)}'s")
         else:
             problems.append(f"{spread}, and one scale serves all columns, so the widest decide alone")
-    if rule in ("unit", "weights"):
+    if rule in ("unit", "weights", "ard"):
         off = [j for j in live if not UNIT_RANGE[0] <= sd[j] <= UNIT_RANGE[1]]
         if off:
             shown = ", ".join(f"{col(j)} (sd {sd[j]:.3g})" for j in off[:3])
@@ -373,14 +390,15 @@ class LoadedCSV:
     """A table split into numeric features and a label column. ``notes`` says what the loader did that the
     user should know (encoding, separator, guessed label, skipped columns, dropped rows)."""
 
-    X: np.ndarray
-    y: np.ndarray
+    X: np.ndarray = field(repr=False)  # (its repr printed every row, a newcomer's review)
+    y: np.ndarray = field(repr=False)
     feature_names: list[str]
     label_name: str
     frame: pd.DataFrame = field(repr=False)
     notes: list[str] = field(default_factory=list)
-    #: each row's position among the file's data rows (0 = the first row under the header): rows with
-    #: unusable values dropped (``dropna``) leave gaps; None when the table did not come from a file
+    #: each row's position among the file's lines under its header (0 = the first line under it): blank
+    #: lines and rows with unusable values dropped (``dropna``) leave gaps; None when the table did not
+    #: come from a file
     rows: np.ndarray | None = field(default=None, repr=False)
 
 
@@ -476,6 +494,14 @@ def read_csv_table(source, notes: list[str] | None = None) -> pd.DataFrame:
     except pd.errors.ParserError as exc:
         raise ValueError(f"The file could not be read as CSV ({exc}): save it as comma-separated text "
                          "with a header row and the same number of fields on every line.") from None
+    # each row's position among the file's lines under the header (pandas skips blank lines, and a row
+    # number counted from its table was off by one after each blank line: a review of the split download);
+    # left out when the lines cannot be matched to the rows (a quoted field over several lines)
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    filled = [i - first - 1 for i in range(first + 1, len(lines)) if lines[i].strip()]
+    if len(filled) == len(frame):
+        frame.attrs["file_rows"] = np.asarray(filled)
     if sep != ",":
         name = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}[sep]
         tail = " and numbers use decimal commas." if decimal == "," else "."
@@ -651,7 +677,8 @@ def load_csv(source, label: str | None = "label", features: list[str] | None = N
     """
     notes: list[str] = []
     frame = read_csv_table(source, notes)
-    kept = np.arange(len(frame))  # the file's data rows the table keeps (LoadedCSV.rows)
+    # the file's data rows the table keeps (LoadedCSV.rows): their positions under the header
+    kept = np.asarray(frame.attrs.get("file_rows", np.arange(len(frame))))
     columns = list(map(str, frame.columns))
     if frame.shape[0] == 0:  # (else every column reads as non-numeric: "encode features as numbers")
         raise ValueError(f"The CSV has a header line (columns {columns}) but no rows of data: add rows under "

@@ -46,6 +46,12 @@ class PlattSVM(BayesianClassifier):
     Input scale (:func:`bsvm.data.check_input_scale`): "adaptive" with the default RBF kernel and
     ``gamma="scale"`` (1 / (d Var(X)) follows the data's overall scale), otherwise "unit"; fit warns when
     column scales differ by more than 1e3, as one gamma serves every column.
+
+    Attributes
+    ----------
+    calibrated_ : the fitted ``CalibratedClassifierCV`` (its sigmoid's A and B in its calibrators).
+    svc_ : the SVC fitted on all the training rows.  support_vectors_ : its support vectors.
+    classes_, n_features_in_, feature_names_in_ : as in scikit-learn.
     """
 
     # parameter table (bsvm/params.py), checked before the data

@@ -53,7 +53,10 @@ def sample_path(file: str) -> Path:
 
 
 def load_sample(file: str) -> LoadedCSV:
-    """Load a shipped sample with its label column."""
+    """Load a shipped sample with its label column: ``load_sample("ripley.csv")`` (or ``"ripley"``; the
+    names are ``SAMPLES``'s keys). ``.X``, ``.y`` and ``.feature_names`` are ready for ``fit``."""
     from .data import load_csv
 
+    if file not in SAMPLES and f"{file}.csv" in SAMPLES:
+        file = f"{file}.csv"  # ("ripley" was refused as an unknown sample, a newcomer's review)
     return load_csv(sample_path(file), label=SAMPLES[file].label)

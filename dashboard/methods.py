@@ -124,8 +124,10 @@ class Method:
         labels = {o.name: o.label for o in self.options}
         def shown(v):
             return "automatic" if v is None or isinstance(v, str) and v == "auto" else v
+        # (compared as shown: the page keeps an "auto" default as None, which read "automatic (library
+        # automatic)" in the CSV, a review)
         diff = [f"{labels.get(k, k)} {shown(v)} (library {shown(lib[k])})"
-                for k, v in opts.items() if k in lib and lib[k] != v]
+                for k, v in opts.items() if k in lib and shown(lib[k]) != shown(v)]
         return ", ".join(diff) or "library defaults"
 
     def fast_note(self) -> str:

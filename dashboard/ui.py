@@ -238,7 +238,13 @@ def _presentation_style(fig):
     # the larger title (and its note, sized relative to it) needs a taller top margin, or its second line
     # sat on the plot
     if fig.layout.margin.t:
-        fig.update_layout(margin_t=round(fig.layout.margin.t * PRESENT_MARGIN))
+        # labels in a strip above the plot (figures.LABEL_STRIP: candidate fits' numbers, "burn-in") grow
+        # to 16 px and met the title's notes: room for them, as livechart.js presentLayout gives
+        strip = any(a.yref == "paper" and a.y == 1 and a.yanchor == "bottom" for a in fig.layout.annotations)
+        grow = PRESENT_STRIP if strip else 0
+        fig.update_layout(margin_t=round(fig.layout.margin.t * PRESENT_MARGIN) + grow)
+        if strip:
+            fig.update_layout(height=int(fig.layout.height or 320) + PRESENT_STRIP)
     # a map's y tick labels and title at 15 and 17 px need about 57 px: plotly.js widened the left margin
     # by itself, and the map, drawn as wide as its margins and square plot (export_width), shrank to fit
     if fig.layout.margin.l and fig.layout.yaxis.scaleanchor:
@@ -254,6 +260,9 @@ def _presentation_style(fig):
 
 #: how much taller a chart's top margin is in presentation mode (its title goes from 15 to 21 px)
 PRESENT_MARGIN = 1.35
+#: px more at the top (and in height) of a chart with labels in a strip above its plot, in presentation
+#: mode (the same in livechart.js presentLayout)
+PRESENT_STRIP = 40
 #: a legend line's height in presentation mode (16 px type), by which a chart grows per entry past two
 LEGEND_LINE_PX = 28
 #: a map's left margin in presentation mode (its y axis's labels at 15 px and title at 17 px)

@@ -347,3 +347,36 @@ def test_a_column_with_one_value_in_every_row_is_left_out_with_a_note():
     assert load_csv(text, features=["x1", "const", "x2"]).feature_names == ["x1", "const", "x2"]
     only = load_csv(b"c,label\n1,0\n1,1\n1,0\n")  # nothing else to use: kept (the page says so)
     assert only.feature_names == ["c"]
+
+
+def test_a_newcomers_review_data_messages_and_samples(monkeypatch):
+    """Tiny values were told to divide by 1e200 (smaller still); the memory ceiling from BSVM_MAX_MEMORY
+    was said to be set with set_limits; load_sample("ripley") was an unknown sample, and a LoadedCSV's
+    repr printed every row; SeegerARD without standardisation was told "one scale serves all columns"
+    (a newcomer's review)."""
+    import warnings
+
+    from bsvm import MSBPM, SBSVM, SeegerARD
+    from bsvm.cost import CostError
+    from bsvm.data import DataScaleWarning
+    from bsvm.samples import load_sample
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match=r"Multiply those columns .*X\[:, 0\] \* 1e200"):
+        SBSVM().fit(X * 1e-200, y)
+    with pytest.raises(ValueError, match=r"Divide those columns .*X\[:, 0\] / 1e200"):
+        SBSVM().fit(X * 1e200, y)
+    monkeypatch.setenv("BSVM_MAX_MEMORY", "1MB")
+    with pytest.raises(CostError, match="set with BSVM_MAX_MEMORY=1MB"):
+        MSBPM().fit(rng.normal(size=(3000, 2)), rng.integers(0, 2, 3000))
+    monkeypatch.delenv("BSVM_MAX_MEMORY")
+    data = load_sample("ripley")
+    assert data.X.shape[1] == 2 and "array" not in repr(data)
+    wide = X * np.array([1.0, 1e4])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        SeegerARD(standardize=False, max_iter=2).fit(wide, y)
+    said = [str(w.message) for w in seen if issubclass(w.category, DataScaleWarning)]
+    assert said and "relevance weight" in said[0] and "widest decide alone" not in said[0]

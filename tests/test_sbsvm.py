@@ -350,3 +350,22 @@ def test_a_fit_that_predicts_one_value_everywhere_says_so():
         SBSVM(lengthscale=1e300, kernel="rbf").fit(X, y)
     with pytest.warns(ConvergenceWarning, match=r"was met \(all rows\): the ELBO"):
         SBSVM(kernel="rbf", max_iter=20, random_state=0).fit(X, y)
+
+
+def test_a_newcomers_review_converged_only_at_the_end_and_linear_ignores_a_kernel():
+    """converged_ read True after two records of a fit_iter the consumer broke out of; variant="linear"
+    ignored kernel="rbf" silently (a newcomer's review)."""
+    est = SBSVM(random_state=0)
+    steps = est.fit_iter(X, y)
+    for k, _ in enumerate(steps):
+        if k == 1:
+            break
+    assert est.converged_ is False
+    for _ in steps:  # the rest of the fit
+        pass
+    assert est.converged_ is True
+    with pytest.warns(UserWarning, match="variant='linear' .* does not use kernel='rbf'"):
+        SBSVM(variant="linear", kernel="rbf", random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        SBSVM(variant="linear", random_state=0).fit(X, y)

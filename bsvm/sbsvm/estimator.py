@@ -262,6 +262,8 @@ class SBSVM(BayesianClassifier):
     hyper_every, hyper_lr : a hyperparameter step every this many steps, Adam's rate.
     hyper_prior_std : standard deviation of the normal prior on each log-hyperparameter (centred on its
         initial value); None or inf: no prior (plain ML-II).
+    ard_shrinkage : kernel="auto"'s ARD candidate: standard deviation of the normal prior pulling each
+        log length scale towards their mean (rule above); None: no such prior.
     prior_variance : linear variant: initial prior variance of the weights and the bias.
     standardize : standardise the features (rule above).
     elbo_every, elbo_batch_size : ELBO evaluation period and the size of its fixed row subset.
@@ -295,7 +297,10 @@ class SBSVM(BayesianClassifier):
     kernel_ : the (possibly tuned) kernel, on standardised features.  inducing_points_ : (m, d) array in
     original units (None for "linear").  mean_, cov_ : q(u) = N(mean_, cov_) in the paper's coordinates
     (primal weights+bias on standardised features for "linear").  elbo_ : last computed ELBO.
-    converged_ : whether every stage stopped by the tolerance test.  defaults_ : the values the "auto"
+    converged_ : whether every stage stopped by the tolerance test (False while a ``fit_iter`` is under
+    way).  stages_ : one dict per fit the run made (its name, steps, whether it converged, its ELBO),
+    in order: kernel="auto"'s candidates and stage 2; the last progress record's ``stage``,
+    ``len(stages_)``, is their stacking.  defaults_ : the values the "auto"
     rules resolved to.  coef_, intercept_ : posterior mean weights in original units (linear only).
     components_ : kernel="auto": the stack, a list of (name, weight, geometry, q(v), link (A, B)), largest
     weight first (None for other kernels; ``kernel_``, ``mean_``, ``geometry_`` show the largest-weight
@@ -413,6 +418,12 @@ class SBSVM(BayesianClassifier):
 
     def _check_param_rules(self):
         self._check_params(0)  # (the batch variant's row limit waits for the data)
+        plain = isinstance(self.kernel, str) and self.kernel in ("auto", "linear")
+        if self.variant == "linear" and not plain:
+            # (SBSVM(variant="linear", kernel="rbf") fitted the linear model, silently: a newcomer's review)
+            warn_user(f"SBSVM: variant='linear' fits a linear model of the features (weights with a Gaussian "
+                      f"prior) and does not use kernel={self.kernel!r}; for that kernel use variant='svi' "
+                      "(the default).", UserWarning)
 
     def _check_param_rules_for_data(self, X, n_classes):
         self._check_params(X.shape[0])
@@ -566,6 +577,9 @@ class SBSVM(BayesianClassifier):
         # ran out (each stage warned on its own: four warnings for one fit, x folds in cross-validation)
         self._budget_notes = []
         yield from self._iterate_fits(X, y_index)
+        # converged only once the fit has ended: a consumer that broke out of fit_iter after two records
+        # read converged_ True (a newcomer's review)
+        self.converged_ = self._stages_converged
         notes, self._budget_notes = self._budget_notes, []
         if notes:
             fits = len(self.stages_)
@@ -611,7 +625,8 @@ class SBSVM(BayesianClassifier):
         self.components_ = None  # kernel="auto": the stacked fits, set when the fit ends
         self._fit_scaling(X)
         Xs = self._scaled(X)
-        self.converged_ = True
+        self.converged_ = False  # (True when the fit ends with every stage converged: _iterate)
+        self._stages_converged = True
         self.stages_ = []
         self._stages_planned = 1
         if self.variant == "linear":
@@ -1058,7 +1073,7 @@ class SBSVM(BayesianClassifier):
         if not trial:
             self._warn_pinned(engine, state)
         if not converged and not budgeted:
-            self.converged_ = False
+            self._stages_converged = False
             if self.tol > 0:
                 # (with fewer evaluations than the rule compares there is no gain to report: it said
                 # "gained nan nats")

@@ -124,7 +124,20 @@ class SeegerARD(BayesianClassifier):
     The method is deterministic (no random_state): q starts from the prior's leading eigenvectors.
 
     Input scale (:func:`bsvm.data.check_input_scale`): "standardizes" (``standardize=True``): every column
-    is scaled to unit variance first, so scales never mislead it; with ``standardize=False``, "unit".
+    is scaled to unit variance first, so scales never mislead it; with ``standardize=False``, "ard" (as
+    "unit": columns outside 1e-3..1e3, or 1e3 apart, are flagged for the relevance weights' common start
+    and prior).
+
+    Attributes
+    ----------
+    relevance_ : a pandas Series of the ARD weights w, one per feature (named by the fitted DataFrame's
+        columns, else x0, x1, ...): large means relevant; irrelevant inputs end near 0.
+    kernel_ : the fitted kernel (weights ``w``, amplitude ``C``, offset ``v``).  theta_ : its log
+        parameters.  free_energy_ : F at the end (eq. 17, without the hyperprior); objective_ : F with it.
+    mu_, D_, factors_ : q(u) = N(mu_, diag(D_) + factors_ factors_^T) over the training rows' latent values.
+    alpha_ : K^-1 mu_ (the predictive mean's weights).  converged_ : whether the outer test was met.
+    n_iter_, history_, fit_time_ : outer steps, progress records, fit seconds.  x_mean_, x_scale_ : the
+    standardisation (0 and 1 without it).
     """
 
     _binary_only = True
@@ -148,7 +161,7 @@ class SeegerARD(BayesianClassifier):
     }
 
     def _input_scale_rule(self):
-        return "standardizes" if self.standardize else "unit"
+        return "standardizes" if self.standardize else "ard"
 
     def __init__(self, loss="svc", n_factors="auto", predict_with="mean", max_iter=50, tol=1e-3,
                  inner_maxiter=60, w_init=1.0, C_init=1.0, v_init=0.1, jitter=0.01, standardize=True,

@@ -1046,7 +1046,9 @@ class GibbsSVM(_HingeSampler):
 
     Samples the same posterior as ``SubgradientHMC`` (N(0, I) prior on [w, b], pseudo-likelihood
     exp(-c max(0, l - y f(x)))) exactly, for use as ground truth; conditionals in ``gibbs.py``.
-    Parameters and fitted attributes as in ``SubgradientHMC`` (one iteration = one sweep). ``init``:
+    Parameters and fitted attributes as in ``SubgradientHMC`` (one iteration = one sweep), except
+    ``n_burnin``, whose default here is 100 sweeps, and the step-size, minibatch and sampler options, which
+    a Gibbs sampler has none of. ``init``:
     "laplace" starts the chains at mode + 2 L z (dispersed on the scale of the smoothed-curvature
     approximation, as SubgradientHMC does), "prior" at N(0, I) draws; the start does not change the target,
     only the burn-in needed (the data-augmentation chain converges slowly from far away when n is large).

@@ -298,12 +298,13 @@ with right:
         m2.metric("test rows", len(data.y_test))
         m3.metric("features", data.n_features)
         m4.metric("classes", len(data.classes))
-        if c["sample"] != state.PLAYGROUND and data.rows_train is not None:
+        if c["sample"] != state.PLAYGROUND:
             # which rows are test rows: the split is the dashboard's own, so a user could not reproduce
             # the Compare and Calibration numbers in their own code (a crawl)
             st.download_button("Download the split (CSV)", data=lambda: split_csv(data),
                                file_name=f"split_seed{int(c['seed'])}_test{float(c['test']):g}.csv",
                                mime="text/csv", icon=":material/download:", key="split_csv",
+                               on_click="ignore",
                                help="One line per row used: its number among the file's data rows (1 = the "
                                     "first row under the header), train or test, and its label. The split "
                                     "is stratified by class and seeded by Seed (the dashboard's own, not "

@@ -11,13 +11,12 @@ for ``LOOP_SECONDS``. The live map asks the run for a new snapshot of its state 
 import threading
 import time
 
-import numpy as np
 import streamlit as st
 
-from bsvm.data import class_name
 from dashboard import figures, state, ui
 from dashboard.analysis import (
     BarReading,
+    baseline_sentence,
     check_text,
     cost_caption,
     last_check,
@@ -308,11 +307,13 @@ with right:
     # a paused or stopped run: Continue is the button to press, and Start says it begins again (a crawl
     # pressed the red Start on a paused run at iteration 420 and was back at iteration 1, unwarned)
     resumable = can_resume and not locked and status in (PAUSED, STOPPED)
+    # (keys: without them the type and help are part of a button's identity, and a click sent just as
+    # they change could be dropped, a review)
     b[0].button("Start", type="secondary" if resumable else "primary", icon=":material/play_arrow:",
-                disabled=locked or not fits, on_click=on_start, width="stretch",
-                help=("Start a new run from the beginning with the options on the left: the "
-                      f"{'paused' if status == PAUSED else 'stopped'} run is replaced (Continue resumes "
-                      "it)." if resumable else "Start a new run with the options on the left."))
+                disabled=locked or not fits, on_click=on_start, width="stretch", key="train_start",
+                help=("Start a new run from the beginning with the options on the left: the paused or "
+                      "stopped run is replaced (Continue resumes it)." if resumable else
+                      "Start a new run with the options on the left."))
     b[1].button("Pause", icon=":material/pause:", disabled=status != RUNNING, on_click=on_pause,
                 width="stretch", help="Pause after the current progress record; Continue or Step resume.")
     # Step on a finished run started a new one and threw the finished run away without a word (a crawl);
@@ -331,7 +332,7 @@ with right:
                 help="Stop now; the model keeps the state it reached (usable on other pages), and "
                      "Continue can still resume it.")
     b[4].button("Continue", type="primary" if resumable else "secondary", icon=":material/resume:",
-                disabled=not can_resume or locked or status is None,
+                disabled=not can_resume or locked or status is None, key="train_continue",
                 on_click=on_continue, width="stretch", help="Resume a paused or stopped run.")
     b[5].button("Reset", icon=":material/restart_alt:", disabled=run is None, on_click=on_reset,
                 width="stretch", help="Forget the run and its model.")
@@ -747,15 +748,7 @@ with right:
         return text
 
     def _baseline_said() -> str:
-        """What always predicting the training rows' most frequent class scores on the test rows: on data
-        with 2 % of one class, 0.983 read as a result when the baseline was 0.980 (a crawl)."""
-        if not len(data.y_test):
-            return ""
-        labels, counts = np.unique(np.asarray(data.y_train), return_counts=True)
-        top = labels[np.argmax(counts)]
-        rate = float(np.mean(np.asarray(data.y_test) == top))
-        return (f"Always predicting {class_name(top)}, the most frequent class, would score {rate:.3f} on "
-                "the test rows.")
+        return baseline_sentence(data.y_train, data.y_test)
 
     def _draws_said(r: Run, had: int) -> str:
         """How many of the ``had`` draws the accuracy and the final map averaged over (the map's may be
