@@ -383,7 +383,9 @@ def parallel_table(sizes=((20_000, 20),), samplers=("hmc", "gibbs"), seed=0, n_s
                                       else f"it. {est.parallel_start_}",
                                       "same draws": str(bool(np.array_equal(est.samples_, ref))),
                                       "load before": load0, "load after": os.getloadavg()[0]})
-                        print(block[-1], flush=True)
+                        # (a line of progress while the table is made: the raw dict read as a stray, a review)
+                        print(f"  {n}x{d} {label}, n_jobs={nj}: {wall:.2f} s wall, {cpu:.2f} CPU s in the "
+                              "main process", flush=True)
                 one = [r["wall_s"] for r in block if r["n_jobs"] == 1]
                 for r in block:
                     r["wall / 1-job"] = r["wall_s"] / np.mean(one) if one else float("nan")
