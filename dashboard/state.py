@@ -18,7 +18,7 @@ import streamlit as st
 from bsvm.samples import SAMPLES, sample_path
 
 from .methods import METHODS
-from .runner import DONE, Registry, Run
+from .runner import DONE, FAILED, Registry, Run
 
 if TYPE_CHECKING:  # imported where used: both import pandas (~0.3 s), which the Data page's first
     # elements (app.py's first run in a new server) must not wait for
@@ -388,7 +388,7 @@ def enter_page(page: str) -> None:
     for item in halted:
         # a run whose end came before the halt is done, not stopped: the toast said "Stopped ... you left
         # the Train page" while the page said "done (converged)" (a crawl)
-        if item.status != DONE:
+        if item.status not in (DONE, FAILED):  # (a failed run says why on its page; it did not stop)
             st.toast(stopped_text(item.label, f"you left the {prev.title()} page"),
                      icon=":material/stop_circle:")
 
