@@ -28,9 +28,7 @@ def _on_tree(fn: str, samples, **kw):
     module docstring promised DataTrees and these functions refused them, a review)."""
     import arviz_stats  # xarray-based; imported on use
 
-    draws = samples["posterior"].sizes.get("draw", 0)
-    if draws < 4:  # (as the arrays: arviz-stats returned NaN silently, a review)
-        raise ValueError(f"need at least 4 draws per chain for this diagnostic, got {draws}")
+    _check_draws(samples["posterior"].sizes.get("draw", 0))  # (as the arrays: arviz-stats gave NaN, a review)
     return getattr(arviz_stats, fn)(samples, **kw)
 
 
@@ -44,9 +42,9 @@ def _params_first(samples) -> np.ndarray:
     raise ValueError(f"samples must have shape (n_chains, n_draws[, n_params]), got {x.shape}")
 
 
-def _check_draws(x: np.ndarray, minimum: int = 4) -> None:
-    if x.shape[-1] < minimum:
-        raise ValueError(f"need at least {minimum} draws per chain for this diagnostic, got {x.shape[-1]}")
+def _check_draws(n_draws: int, minimum: int = 4) -> None:
+    if n_draws < minimum:
+        raise ValueError(f"need at least {minimum} draws per chain for this diagnostic, got {n_draws}")
 
 
 def rhat(samples):
@@ -55,7 +53,7 @@ def rhat(samples):
     if _is_tree(samples):
         return _on_tree("rhat", samples, method="rank")
     x = _params_first(samples)
-    _check_draws(x)
+    _check_draws(x.shape[-1])
     return array_stats.rhat(x, method="rank")
 
 
@@ -64,7 +62,7 @@ def ess_bulk(samples):
     if _is_tree(samples):
         return _on_tree("ess", samples, method="bulk")
     x = _params_first(samples)
-    _check_draws(x)
+    _check_draws(x.shape[-1])
     return array_stats.ess(x, method="bulk")
 
 
@@ -73,7 +71,7 @@ def ess_tail(samples, prob=(0.05, 0.95)):
     if _is_tree(samples):
         return _on_tree("ess", samples, method="tail", prob=prob)
     x = _params_first(samples)
-    _check_draws(x)
+    _check_draws(x.shape[-1])
     return array_stats.ess(x, method="tail", prob=prob)
 
 
@@ -82,7 +80,7 @@ def mcse(samples, method: str = "mean"):
     if _is_tree(samples):
         return _on_tree("mcse", samples, method=method)
     x = _params_first(samples)
-    _check_draws(x)
+    _check_draws(x.shape[-1])
     return array_stats.mcse(x, method=method)
 
 

@@ -116,31 +116,29 @@ class Method:
     def _numeric(self, name: str) -> bool:
         return any(o.name == name and o.kind in ("int", "float") for o in self.options)
 
-    def options_note(self, opts: dict) -> str:
-        """The options ``opts`` that differ from the library's defaults, in the option boxes' words
-        ("Max steps 60 (library 2000)"), or "library defaults": what the Compare page's metrics CSV says
-        each row was fitted with (it did not, a crawl)."""
+    def _differences(self, opts: dict) -> list[str]:
+        """The options ``opts`` that differ from the library's defaults, in the option boxes' words (the
+        Train page's labels): "Max steps 60 (library 2000)". Compared as shown: the page keeps an "auto"
+        default as None, which read "automatic (library automatic)" (a review)."""
         lib = self.library_defaults()
         labels = {o.name: o.label for o in self.options}
+
         def shown(v):
-            return "automatic" if v is None or isinstance(v, str) and v == "auto" else v
-        # (compared as shown: the page keeps an "auto" default as None, which read "automatic (library
-        # automatic)" in the CSV, a review)
-        diff = [f"{labels.get(k, k)} {shown(v)} (library {shown(lib[k])})"
+            return "automatic" if v is None or (isinstance(v, str) and v == "auto") else v
+
+        return [f"{labels.get(k, k)} {shown(v)} (library {shown(lib[k])})"
                 for k, v in opts.items() if k in lib and shown(lib[k]) != shown(v)]
-        return ", ".join(diff) or "library defaults"
+
+    def options_note(self, opts: dict) -> str:
+        """What the Compare page's metrics CSV says a row was fitted with (it did not, a crawl): the
+        options that differ from the library's defaults, or "library defaults"."""
+        return ", ".join(self._differences(opts)) or "library defaults"
 
     def fast_note(self) -> str:
-        """What the quick settings change, e.g. "Max steps 60 (library 2000)"; empty when nothing.
-
-        In the option boxes' words (the Train page's labels): the Compare page said "n_samples 20
-        (library automatic), n_burnin 100" beside boxes named "Draws per chain" and "Burn-in" (a crawl)."""
-        lib = self.library_defaults()
-        labels = {o.name: o.label for o in self.options}
-        def shown(v):
-            return "automatic" if v is None or isinstance(v, str) else v
-        return ", ".join(f"{labels.get(k, k)} {v} (library {shown(lib[k])})"
-                         for k, v in self.fast.items() if k in lib and lib[k] != v)
+        """What the quick settings change, e.g. "Max steps 60 (library 2000)"; empty when nothing (the
+        Compare page said "n_samples 20 (library automatic), n_burnin 100" beside boxes named "Draws per
+        chain" and "Burn-in", a crawl)."""
+        return ", ".join(self._differences(self.fast))
 
     @property
     def import_error(self) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 
@@ -707,8 +708,10 @@ class MSBPM(BayesianClassifier):
         sampler = self._sampler(n_classes)
         self.sampler_ = sampler
         hmc_run = sampler == "hmc"
-        lines_only = {"direction": "ads", "ads_prob": 0.85, "block_update": True, "line_every": 5}
-        unused = [f"{k}={getattr(self, k)!r}" for k, v in lines_only.items() if getattr(self, k) != v]
+        # the line moves' options away from their defaults (read off the signature, not restated)
+        defaults = inspect.signature(type(self).__init__).parameters
+        unused = [f"{k}={getattr(self, k)!r}" for k in ("direction", "ads_prob", "block_update", "line_every")
+                  if getattr(self, k) != defaults[k].default]
         if hmc_run and unused:
             # (on two classes the default sampler is "hmc": MSBPM(direction="gibbs") gave the default's
             # draws bit for bit, with no word, a newcomer's review)

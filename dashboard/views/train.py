@@ -742,13 +742,10 @@ with right:
             f"Accuracy: {got[0]:.3f} on the {len(data.y_train):,} training rows"
             + (f", {got[1]:.3f} on the {len(data.y_test):,} test rows" if len(data.y_test) else "")
             + (f" ({_draws_said(r, had)})" if had else "")
-            + f". {_baseline_said()} **Calibration** and **Compare** measure more (Brier score, log loss, "
-              "reliability).")
+            + f". {baseline_sentence(data.y_train, data.y_test)} **Calibration** and **Compare** measure "
+              "more (Brier score, log loss, reliability).")
         st.session_state["_train_accuracy"] = ((r.id, data.key), text)
         return text
-
-    def _baseline_said() -> str:
-        return baseline_sentence(data.y_train, data.y_test)
 
     def _draws_said(r: Run, had: int) -> str:
         """How many of the ``had`` draws the accuracy and the final map averaged over (the map's may be
