@@ -48,6 +48,7 @@ import os
 import shutil
 import tempfile
 import threading
+import weakref
 from contextlib import contextmanager
 
 import joblib
@@ -328,7 +329,7 @@ class ChainPool:
             self._parallel.__exit__(*exc)
             self._parallel = None
         if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._cleanup()  # shutil.rmtree, once
             self._tmp = None
         self._shared.clear()
         return False
@@ -405,6 +406,13 @@ class ChainPool:
             self._shared[id(array)] = [array, None]
         return array
 
+    def prepare(self, array: np.ndarray) -> np.ndarray:
+        """:meth:`share` ``array`` and make its memory map now rather than at the first ``map`` (e.g. in a
+        thread while the caller's pilot runs, the workers being idle then); returns the map (the array
+        itself where calls would pass it as is: threads, dask, in-process, small arrays)."""
+        self.share(array)
+        return self._mapped(self._shared[id(array)])
+
     def _mapped(self, entry) -> np.ndarray:
         array, mm = entry
         if mm is None:
@@ -416,6 +424,9 @@ class ChainPool:
                     self._tmp = tempfile.mkdtemp(prefix="bsvm-chains-",
                                                  dir=shm if os.path.isdir(shm) and os.access(shm, os.W_OK)
                                                  else None)
+                    # also when the pool is dropped without __exit__ (maps made by prepare() before a
+                    # fit failed in its pilot)
+                    self._cleanup = weakref.finalize(self, shutil.rmtree, self._tmp, True)
                 path = os.path.join(self._tmp, f"a{len(os.listdir(self._tmp))}.npy")
                 np.save(path, array)  # keeps a column-major array column-major (np.load maps it so)
                 mm = np.load(path, mmap_mode="r")

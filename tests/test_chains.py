@@ -356,3 +356,70 @@ def test_stage_tuning_gives_the_leapfrog_count_of_the_iterations_to_come():
     np.testing.assert_allclose(ad.stage_tuning(st, tun).count_step, after.count_step)
     final = ad.final(st, after)
     assert ad.stage_tuning(st, final) is final  # the sampling phase counts from its own steps
+
+
+def _chain_dirs():
+    import glob
+    import tempfile
+
+    return set(glob.glob("/dev/shm/bsvm-chains-*")) | set(glob.glob(f"{tempfile.gettempdir()}/bsvm-chains-*"))
+
+
+def test_parallel_hmc_prepares_the_workers_files_while_the_pilot_runs(monkeypatch):
+    """A binary HMC fit whose chains go to the workers from the first segment makes the memory maps of
+    its features and design, and the design's float32 copy, in a thread while its pilot runs (the copy
+    is what each worker made for itself before, the same work twice). The workers then find the copy
+    (they do not write it), the draws equal one process's, and no file is left after the fit. A design
+    past the copy's 8 MB threshold (it is read in the worker processes, where a monkeypatch does not
+    reach): 21,000 x 48."""
+    import os
+
+    from bsvm.subgradient import driver as D
+    from bsvm.subgradient import potential as pt
+
+    written = []
+    real = D.write_twin
+
+    def spy(Z, p):
+        path = real(Z, p)
+        written.append((path, os.path.getmtime(path)))
+        return path
+
+    monkeypatch.setattr(D, "write_twin", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(21_000, 48))
+    y = (X @ rng.normal(size=48) + rng.normal(size=21_000) > 0).astype(int)
+    assert 8 * X.shape[0] * (X.shape[1] + 2) >= pt._TWIN_MIN_BYTES
+    kw = dict(n_samples=10, n_burnin=20, n_chains=4, random_state=1)
+    before = _chain_dirs()
+    ref = SubgradientHMC("hmc", **kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with parallel_threshold(0):
+            est = SubgradientHMC("hmc", n_jobs=2, **kw).fit(X, y)
+    assert est.n_jobs_ == 2 and est.parallel_start_ == 0
+    assert len(written) == 1 and written[0][0] is not None
+    np.testing.assert_array_equal(est.samples_, ref.samples_)
+    np.testing.assert_array_equal(est.potential_, ref.potential_)
+    assert _chain_dirs() == before  # the maps and the copy are gone with the fit
+
+
+def test_a_fit_that_fails_in_its_pilot_leaves_no_prepared_files(monkeypatch):
+    """The maps made for the workers before the pilot go when the fit fails there (the pool is dropped
+    without its context's exit): no directory of them is left."""
+    import gc
+
+    from bsvm.subgradient import estimator as E
+
+    def broken(*a, **k):
+        raise RuntimeError("pilot failed")
+
+    monkeypatch.setattr(E, "laplace_pilot", broken)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6_000, 30))  # 1.4 MB of features: mapped for the workers (>= 1 MB)
+    y = (X[:, 0] > 0).astype(int)
+    before = _chain_dirs()
+    with parallel_threshold(0), pytest.raises(RuntimeError, match="pilot failed"):
+        SubgradientHMC("hmc", n_jobs=2, n_chains=4, n_samples=10, random_state=0).fit(X, y)
+    gc.collect()
+    assert _chain_dirs() == before

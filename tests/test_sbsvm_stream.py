@@ -399,6 +399,22 @@ def test_dask_fit_warns_of_input_scales_as_the_in_memory_fit_does():
                                               da.from_array(y[:2600], chunks=700))
 
 
+def test_dask_fit_of_constant_features_says_so_once():
+    """Every feature constant, standardised (the default): the in-memory fit warns that only the class
+    frequencies can be learnt; the Dask route past 2,000 rows said nothing and predicted the base rate
+    (a review). Now it says so, once, from its own standardising pass."""
+    from bsvm.data import DataScaleWarning
+
+    Xc = np.ones((2600, 3))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        SBSVM(max_iter=5, random_state=0).fit(da.from_array(Xc, chunks=(700, -1)),
+                                              da.from_array(y[:2600], chunks=700))
+    said = [w for w in seen if issubclass(w.category, DataScaleWarning) and "every feature is constant"
+            in str(w.message)]
+    assert len(said) == 1
+
+
 def test_dask_non_finite_values_are_named_at_any_size():
     # above 2,000 rows a NaN reached k-means++ and came back as scikit-learn's bare "Input contains NaN."
     for n in (500, 2400):

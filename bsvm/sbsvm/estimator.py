@@ -15,7 +15,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from .._userwarn import warn_user
 from ..base import BayesianClassifier, binary_proba, warn_if_flat
-from ..data import check_predict_data
+from ..data import CONSTANT_CHECK_CELLS, check_input_scale, check_predict_data
 from ..kernels import ARDRBF, Constant, Kernel, Linear, SumKernel, make_kernel, sq_dist
 from ..params import (
     RANDOM_STATE,
@@ -466,6 +466,13 @@ class SBSVM(BayesianClassifier):
             self._raw_sd = sd * getattr(self, "_outer_sd", 1.0)
             self.x_mean_ = X.mean(axis=0)
             self.x_scale_ = np.where(sd > 0, sd, 1.0)
+            # every feature constant: said by fit's own check for an in-memory array of up to
+            # CONSTANT_CHECK_CELLS; a larger one or a Dask array (DaskRows) is said here, from this pass
+            # (the Dask fit said nothing and predicted the base rate, a review). Not in a CV refit's
+            # inner fits (the outer fit has said it)
+            if getattr(self, "_outer_sd", None) is None and (
+                    not isinstance(X, np.ndarray) or X.shape[0] * X.shape[1] > CONSTANT_CHECK_CELLS):
+                check_input_scale(self, X, "standardizes", sd=sd)
         else:
             self.x_mean_, self.x_scale_ = np.zeros(X.shape[1]), np.ones(X.shape[1])
 

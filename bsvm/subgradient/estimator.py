@@ -59,7 +59,16 @@ from ..params import (
     positive_int,
 )
 from . import samplers as S
-from .driver import STAT_NAMES, Carry, EngineSpec, GrowingDraws, Plan, attach_screen, run_segment
+from .driver import (
+    STAT_NAMES,
+    Carry,
+    EngineSpec,
+    GrowingDraws,
+    Plan,
+    PreparedDesign,
+    attach_screen,
+    run_segment,
+)
 from .features import fit_feature_map, transform
 from .laplace import find_mode, laplace_pilot, per_datum_noise
 from .potential import (
@@ -218,7 +227,7 @@ class _HingeSampler(BayesianClassifier):
                          parallel_threshold_seconds())
 
     def _drive(self, spec, Phi, y, y_index, seeds, theta0_rng_fn, tuning0, adaptation, monitor_every,
-               window_hook=None, pool=None, row_order=None):
+               window_hook=None, pool=None, row_order=None, prepared=None):
         """Generator of progress records; runs the chains in segments (see ``driver.py``). ``pool``: a
         :class:`ChainPool` made (and perhaps started, ``ChainPool.predict``) by the caller, else a new one.
         ``row_order``: a permutation of the rows, the order of the signed design's rows (binary minibatches:
@@ -264,7 +273,9 @@ class _HingeSampler(BayesianClassifier):
         self._leapfrog_capped = None  # the wanted leapfrog count past samplers.HMC.MAX_LEAPFROG, if any
         with pool if pool is not None else self._chain_pool() as pool:
             Z = None
-            if self.model_.n_classes == 2 and spec.kind != "gibbs":
+            if prepared is not None:  # made while the pilot ran (driver.PreparedDesign)
+                Z = prepared.design()
+            elif self.model_.n_classes == 2 and spec.kind != "gibbs":
                 if row_order is None:
                     Z = signed_design(Phi, y, order=S.design_order(spec.kind, Phi.shape))
                 else:
@@ -948,11 +959,19 @@ class SubgradientHMC(_HingeSampler):
         # fits that bsvm.cost predicts well above the parallel threshold start their workers now, while the
         # pilot runs, and move the chains from the first segment (ChainPool.predict)
         pool = self._chain_pool()
-        pool.predict(estimate(self, X.shape[0], X.shape[1], len(self.classes_)).seconds)
+        early = pool.predict(estimate(self, X.shape[0], X.shape[1], len(self.classes_)).seconds)
+        # ... and meanwhile make what the workers will read of the design (driver.PreparedDesign)
+        prepared = PreparedDesign(pool, sampler, Phi, y, P) if early and not sg and model.n_classes == 2 \
+            else None
 
         L, mode = None, None
         if self.preconditioner == "laplace":
-            pilot = laplace_pilot(model, Phi, y, rng=rng)
+            try:
+                pilot = laplace_pilot(model, Phi, y, rng=rng)
+            except BaseException:  # (an interrupt too) the files made for the workers go now
+                if prepared is not None:
+                    prepared.discard()
+                raise
             L, mode = pilot.factor, pilot.mode
 
             def start(crng):
@@ -1038,7 +1057,7 @@ class SubgradientHMC(_HingeSampler):
         # after it)
         row_order = rng.permutation(n) if sg and m < n and model.n_classes == 2 else None
         yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, monitor_every,
-                               window_hook if windows else None, pool, row_order)
+                               window_hook if windows else None, pool, row_order, prepared)
 
 
 class GibbsSVM(_HingeSampler):

@@ -252,7 +252,6 @@ def _twin(Z: np.ndarray, p: int) -> _Twin | None:
     process that needs it, so the worker processes read one copy (one set of cache lines)."""
     if Z.dtype != np.float64 or Z.ndim != 2 or Z.nbytes < _TWIN_MIN_BYTES:
         return None
-    import os
     import weakref
 
     filename = getattr(Z, "filename", None)
@@ -261,11 +260,7 @@ def _twin(Z: np.ndarray, p: int) -> _Twin | None:
         hit = _twins.get(key)
         if hit is not None:
             return hit[1]
-        path = f"{filename}.f32-{p}.npy"
-        if not os.path.exists(path):
-            tmp = f"{path}.{os.getpid()}.tmp.npy"
-            np.save(tmp, _make_twin(Z, p).Z32)
-            os.replace(tmp, path)  # atomic: a process reading it sees the whole file
+        path = write_twin(Z, p)
         Z32 = np.load(path, mmap_mode="r")
         twin = _Twin(Z32, _row_norms(Z, p).astype(np.float32))
         _twins.clear()  # one design at a time per worker (the previous fit's files are gone)
@@ -279,6 +274,25 @@ def _twin(Z: np.ndarray, p: int) -> _Twin | None:
     _twins[key] = (weakref.ref(Z), twin)
     weakref.finalize(Z, _twins.pop, key, None)  # the copy goes with the design (a fit's Z)
     return twin
+
+
+def write_twin(Z: np.ndarray, p: int) -> str | None:
+    """Writes the float32 copy of a memory-mapped design's margin columns beside its file, where
+    :func:`_twin` looks for it (unless there already; returns its path; None for a design that has no
+    twin). The workers of a parallel fit would otherwise each make it at their first gradient (0.13 s
+    each at 100,000 x 51, the same work twice); made once in the main process, e.g. in a thread while
+    the pilot runs (``driver.prepare_design``), they only map it."""
+    import os
+
+    filename = getattr(Z, "filename", None)
+    if filename is None or Z.dtype != np.float64 or Z.ndim != 2 or Z.nbytes < _TWIN_MIN_BYTES:
+        return None
+    path = f"{filename}.f32-{p}.npy"
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp.npy"
+        np.save(tmp, _make_twin(Z, p).Z32)
+        os.replace(tmp, path)  # atomic: a process reading it sees the whole file
+    return path
 
 
 def _row_norms(Z, p):
