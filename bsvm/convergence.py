@@ -258,21 +258,30 @@ def monitor_rows(n_samples: int, n_rows: int = 20) -> np.ndarray:
     return np.unique(np.linspace(0, n_samples - 1, k).round().astype(int))
 
 
-def warn_single_chain(estimator_name: str, rule: StoppingRule = StoppingRule()) -> None:
+def warn_single_chain(estimator_name: str, rule: StoppingRule = StoppingRule(), fixed: bool = False) -> None:
     """The ConvergenceWarning of a one-chain run that met every ESS target: R-hat cannot be computed, so
-    no budget would have helped (the general warning said "raise the budget")."""
+    no budget would have helped (the general warning said "raise the budget"). ``fixed``: a fixed-length
+    run (it stopped at its length, its ESS having reached the targets)."""
+    how = (f"its bulk and tail ESS reached {rule.ess_bulk:g}" if fixed else
+           f"the run stopped when bulk and tail ESS reached {rule.ess_bulk:g}")
     warn_user(f"{estimator_name}: R-hat is undefined with n_chains=1 (it compares chains), so convergence "
-              f"cannot be checked; the run stopped when bulk and tail ESS reached {rule.ess_bulk:g}. Use "
-              "n_chains >= 2 to check it.", ConvergenceWarning)
+              f"cannot be checked; {how}. Use n_chains >= 2 to check it.", ConvergenceWarning)
+
+
+def ess_targets_met(status: ConvergenceStatus | None) -> bool:
+    """Whether a check met its ESS targets and had draws enough (what is left unmet is R-hat, or
+    nothing)."""
+    return status is not None and not any("ESS" in f or "draws" in f for f in status.failed)
 
 
 def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, budget: str,
                        rule: StoppingRule = StoppingRule(), draws: int | None = None,
-                       rule_text: str | None = None) -> None:
+                       rule_text: str | None = None, cause: str | None = None) -> None:
     """Emit the ConvergenceWarning of a run that stopped without meeting the rule. ``budget`` names what
     ran out, e.g. "max_time=60 s" or "max_iter=20000" or "n_samples=500 (fixed length)"; ``draws`` the
     kept draws per chain (default: the status's count); ``rule_text``: the rule as the estimator checks
-    it (default ``rule.describe()``: the samplers that also check their parameters say so)."""
+    it (default ``rule.describe()``: the samplers that also check their parameters say so); ``cause``:
+    what the sampler saw that a larger budget would not mend (then said in place of "raise the budget")."""
     if draws is None:
         draws = 0 if status is None else status.draws
     if status is None:
@@ -281,10 +290,15 @@ def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, bu
         what = status.explain()
     # (with no draw kept, "the draws kept so far are usable" promised draws that were not there: the
     # predictions then come from the chains' current states, a library user's review)
-    after = ("The draws kept so far are usable but not trustworthy; raise the budget or inspect the chains."
-             if draws else "No draw was kept (the budget ended in burn-in, or before the first thinned "
-             "draw): predictions use the chains' current states, which are not posterior draws; raise the "
-             "budget.")
+    if cause:
+        after = f"A larger budget would not help: {cause}."
+    elif draws:
+        after = ("The draws kept so far are usable but not trustworthy; raise the budget or inspect the "
+                 "chains.")
+    else:
+        after = ("No draw was kept (the budget ended in burn-in, or before the first thinned draw): "
+                 "predictions use the chains' current states, which are not posterior draws; raise the "
+                 "budget.")
     warn_user(f"{estimator_name} stopped without meeting its stopping rule: {budget} ran out after "
               f"{draws} kept draws per chain; {what}. Rule: {rule_text or rule.describe()}. {after}",
               ConvergenceWarning)

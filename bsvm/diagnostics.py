@@ -159,7 +159,10 @@ def _rhat_basic(x: np.ndarray) -> np.ndarray:
     N = x.shape[-1]
     between = N * np.var(x.mean(axis=-1), axis=-1, ddof=1)
     within = np.var(x, axis=-1, ddof=1).mean(axis=-1)
-    return np.sqrt((between / within + N - 1) / N)
+    # chains that never moved (within = 0: a step that no proposal passes) give inf or NaN, which the
+    # callers report; numpy's "divide by zero" warnings leaked to the user beside that report (a review)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt((between / within + N - 1) / N)
 
 
 def _ess_basic(x: np.ndarray) -> np.ndarray:

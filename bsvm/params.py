@@ -46,9 +46,9 @@ from sklearn.utils._param_validation import (
 )
 
 __all__ = [
-    "HasMethods", "Integral", "Interval", "InvalidParameterError", "Options", "Real", "RealNotInt",
-    "StrOptions", "RANDOM_STATE", "positive", "non_negative", "positive_int", "non_negative_int",
-    "validate_params",
+    "HasMethods", "Integral", "IntInterval", "Interval", "InvalidParameterError", "Options", "Real",
+    "RealNotInt", "StrOptions", "RANDOM_STATE", "positive", "non_negative", "positive_int",
+    "non_negative_int", "validate_params",
 ]
 
 #: ``random_state``: None, a seed in [0, 2**32 - 1], a ``RandomState`` or a ``numpy.random.Generator``
@@ -65,14 +65,26 @@ def non_negative():
     return Interval(Real, 0, None, closed="left")
 
 
+class IntInterval(Interval):
+    """``Interval(Integral, ...)`` that refuses booleans: ``True`` is an ``Integral`` to Python, so
+    ``n_chains=True`` passed the table and failed later, after the data had been checked, with another
+    error class (a review)."""
+
+    def __init__(self, left, right, *, closed):
+        super().__init__(Integral, left, right, closed=closed)
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, bool | np.bool_) and super().is_satisfied_by(val)
+
+
 def positive_int():
-    """An integer >= 1."""
-    return Interval(Integral, 1, None, closed="left")
+    """An integer >= 1 (not a boolean)."""
+    return IntInterval(1, None, closed="left")
 
 
 def non_negative_int():
-    """An integer >= 0."""
-    return Interval(Integral, 0, None, closed="left")
+    """An integer >= 0 (not a boolean)."""
+    return IntInterval(0, None, closed="left")
 
 
 def _plain(value):

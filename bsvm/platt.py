@@ -21,7 +21,7 @@ from sklearn.svm import SVC
 from ._userwarn import warn_user
 from .base import BayesianClassifier, log_odds_scores
 from .data import check_predict_data
-from .params import RANDOM_STATE, Integral, Interval, StrOptions, positive
+from .params import RANDOM_STATE, IntInterval, StrOptions, positive
 
 
 class PlattSVM(BayesianClassifier):
@@ -59,7 +59,7 @@ class PlattSVM(BayesianClassifier):
         "C": [positive()],
         "gamma": [StrOptions({"scale", "auto"}), positive()],
         "kernel": [StrOptions({"linear", "poly", "rbf", "sigmoid"}), callable],
-        "cv": [Interval(Integral, 2, None, closed="left")],
+        "cv": [IntInterval(2, None, closed="left")],
         "random_state": RANDOM_STATE,
     }
 

@@ -92,8 +92,10 @@ def _shots(pg, name: str) -> None:
     pg.set_viewport_size({"width": 1280, "height": 720})
 
 
-DRAWN = """() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-                     .every(p => p.querySelector('.main-svg'))"""
+# at least one chart, every chart drawn (``every`` of no chart was true: a screenshot of the stopped
+# Train page at 1280 x 720 was taken while its charts were being remounted, and showed none)
+DRAWN = """() => { const ps = Array.from(document.querySelectorAll('.js-plotly-plot'));
+                   return ps.length > 0 && ps.every(p => p.querySelector('.main-svg')); }"""
 STEPPED = r"""(before) => { const p = document.querySelector('[data-testid="stProgress"]');
                              const m = p && p.innerText.match(/iteration (\d+)/);
                              return m && Number(m[1]) > before; }"""

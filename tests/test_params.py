@@ -47,6 +47,21 @@ def test_bad_parameter_named_before_bad_data(est):
         bad.fit_iter(X, [0, 1] * 5)  # raised at the call, before the first record is asked for
 
 
+@pytest.mark.parametrize("est", FAST, ids=IDS)
+def test_a_boolean_is_not_a_count(est):
+    """Every integer parameter refuses True (Python's bool is an Integral: n_chains=True passed the table
+    and failed after the data check, with a plain ValueError, a review), before bad data is looked at."""
+    from bsvm.params import IntInterval
+
+    X = np.full((10, 2), np.nan)
+    counts = [k for k, cons in type(est)._parameter_constraints.items()
+              if any(isinstance(c, IntInterval) for c in cons)]
+    assert counts
+    for name in counts:
+        with pytest.raises((ValueError, TypeError), match=rf"'{name}' parameter of .* Got True instead"):
+            clone(est).set_params(**{name: True}).fit(X, [0, 1] * 5)
+
+
 @pytest.mark.parametrize(("params", "name"), [
     ({"tau": -1.0}, "tau"), ({"kappa": 2.0}, "kappa"), ({"lengthscale": -1.0}, "lengthscale"),
     ({"elbo_batch_size": 0}, "elbo_batch_size"), ({"n_inducing": 0}, "n_inducing"),

@@ -210,3 +210,40 @@ def test_named_columns_progress_totals_and_per_sampler_attributes():
     # divergences: hmc's flags, as its ArviZ sample_stats hold them; none for the minibatch samplers
     assert est.diverging_.dtype == bool and est.diverging_.shape == (4, 30) and sgld.diverging_ is None
     np.testing.assert_array_equal(est.diverging_, tree["sample_stats"]["diverging"].values)
+
+
+def test_a_stuck_hmc_run_says_why_and_no_numpy_warning_leaks():
+    """step_size=5 on Ripley (used as given, never adapted): acceptance ~0 and most transitions diverge.
+    The warning said only "raise the budget" (a review); it now names the cause and the remedy, and the
+    R-hat of chains that never moved leaks no numpy "divide by zero" warning."""
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(250, random_state=0)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est = SubgradientHMC(step_size=5.0, max_iter=1500, random_state=0).fit(X, y)
+    assert float(est.acceptance_rate_.mean()) < 0.1
+    texts = [str(w.message) for w in seen if issubclass(w.category, ConvergenceWarning)]
+    assert len(texts) == 1 and "A larger budget would not help" in texts[0]
+    assert "step_size=5 is used as given" in texts[0] and "raise the budget" not in texts[0]
+    assert not [w for w in seen if issubclass(w.category, RuntimeWarning)]
+    # an adapted run on the same data says nothing of the kind
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        SubgradientHMC(max_iter=300, random_state=0).fit(X, y)
+    assert not any("would not help" in str(w.message) for w in seen)
+
+
+@pytest.mark.parametrize("make", ["hmc", "msbpm"])
+def test_one_fixed_length_chain_that_met_the_ess_targets_is_not_told_to_raise_the_budget(make):
+    """n_chains=1 with n_samples=2000: the ESS targets are met, R-hat cannot be had with one chain, so
+    the warning says that (it said "raise the budget", which cannot help)."""
+    from bsvm import MSBPM
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(250, random_state=0)
+    est = (SubgradientHMC(n_chains=1, n_samples=2000, random_state=0) if make == "hmc"
+           else MSBPM(n_chains=1, n_samples=2000, random_state=0))
+    with pytest.warns(ConvergenceWarning, match="R-hat is undefined with n_chains=1") as seen:
+        est.fit(X, y)
+    assert not any("raise the budget" in str(w.message) for w in seen)

@@ -15,6 +15,7 @@ from ..base import BayesianClassifier
 from ..convergence import (
     ConvergenceMonitor,
     StoppingRule,
+    ess_targets_met,
     monitor_rows,
     warn_not_converged,
     warn_single_chain,
@@ -675,8 +676,12 @@ class MSBPM(BayesianClassifier):
 
     def _finish(self, result):
         self.stop_reason_ = result["budget"]
+        one_chain = self.convergence_ is not None and self.convergence_.n_chains == 1
         if not self.converged_ and result["budget"] == ONE_CHAIN_STOP:
             warn_single_chain(type(self).__name__, result["rule"])
+        elif not self.converged_ and one_chain and ess_targets_met(self.convergence_):
+            # a fixed length that met the ESS targets: R-hat is what is missing, and no budget gives it
+            warn_single_chain(type(self).__name__, result["rule"], fixed=True)
         elif not self.converged_:
             warn_not_converged(type(self).__name__, self.convergence_, result["budget"], result["rule"])
 

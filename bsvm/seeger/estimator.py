@@ -15,7 +15,14 @@ from sklearn.svm import SVC
 from .._userwarn import warn_user
 from ..base import BayesianClassifier, binary_proba, log_odds_scores, warn_if_flat
 from ..data import check_predict_data
-from ..params import Integral, Interval, StrOptions, non_negative, non_negative_int, positive, positive_int
+from ..params import (
+    IntInterval,
+    StrOptions,
+    non_negative,
+    non_negative_int,
+    positive,
+    positive_int,
+)
 from . import engine
 from .free_energy import prior_covariance
 from .kernel import SeegerKernel
@@ -155,7 +162,7 @@ class SeegerARD(BayesianClassifier):
         "v_init": [positive()],
         "jitter": [positive()],
         "standardize": ["boolean"],
-        "warm_start_rows": [None, Interval(Integral, 10, None, closed="left")],
+        "warm_start_rows": [None, IntInterval(10, None, closed="left")],
         "integrate_variance": ["boolean"],
         "ard_scale": [None, positive()],
     }

@@ -39,6 +39,7 @@ from ..convergence import (
     StoppingRule,
     assess,
     combine,
+    ess_targets_met,
     monitor_rows,
     warn_not_converged,
     warn_single_chain,
@@ -49,8 +50,8 @@ from ..diagnostics import rank_diagnostics
 from ..draws import NOT_TRAINING_ROWS, pointwise_log_likelihood, proba_draws_chunked, rows_digest, to_datatree
 from ..params import (
     RANDOM_STATE,
-    Integral,
     Interval,
+    IntInterval,
     Real,
     StrOptions,
     non_negative,
@@ -492,11 +493,34 @@ class _HingeSampler(BayesianClassifier):
             return
         if self.converged_:
             return
-        if C == 1 and status is not None and stop_reason == "converged":
-            warn_single_chain(name, RULE)
+        # one chain: R-hat cannot be had at any budget; when the ESS targets were met (a run to the rule,
+        # or a fixed length that reached them), say that, not "raise the budget" (a review)
+        if C == 1 and status is not None and (stop_reason == "converged" or ess_targets_met(status)):
+            warn_single_chain(name, RULE, fixed=stop_reason != "converged")
             return
         checked = RULE.describe(len(monitor_rows(len(self._y_obs))), self.samples_.shape[-1])
-        warn_not_converged(name, status, budget_name, RULE, draws=self.samples_.shape[1], rule_text=checked)
+        warn_not_converged(name, status, budget_name, RULE, draws=self.samples_.shape[1], rule_text=checked,
+                           cause=self._stuck_cause())
+
+    def _stuck_cause(self) -> str | None:
+        """hmc: why the chains hardly moved, when the kept draws show it (mean acceptance under 0.1, or a
+        divergence in over a tenth of the transitions): a fixed ``step_size`` too large (it is not
+        adapted when given), else a posterior too curved for the adapted one. The warning only said
+        "raise the budget" after 50,000 iterations at acceptance 0.009 (a review)."""
+        acc, div = self.accept_prob_, self.diverging_
+        if acc is None or acc.size == 0:
+            return None
+        rate, share = float(np.mean(acc)), float(np.mean(div)) if div is not None and div.size else 0.0
+        if rate >= 0.1 and share <= 0.1:
+            return None
+        seen = (f"the mean acceptance was {rate:.3f} and {share:.0%} of the kept transitions diverged, so "
+                "the chains hardly moved")
+        if self.step_size is not None:
+            return (f"{seen}: step_size={self.step_size:g} is used as given (it is adapted only when None) "
+                    f"and is too large for this posterior; lower it or leave step_size=None")
+        return (f"{seen}: the posterior is too sharply curved for the adapted step (c={self.c:g} is "
+                "large for this data, or the features are far from unit scale); standardise the features or "
+                "lower c")
 
     def _publish(self, store, carries, groups, C, P):
         """Fitted attributes from the run so far (views of the growing buffers)."""
@@ -760,8 +784,7 @@ _RUN_CONSTRAINTS = {
         "n_chains": [positive_int()],
         "max_iter": [None, positive_int()],
         "max_time": [None, non_negative()],
-        "n_jobs": [None, Interval(Integral, 1, None, closed="left"),
-                   Interval(Integral, None, -1, closed="right")],
+        "n_jobs": [None, IntInterval(1, None, closed="left"), IntInterval(None, -1, closed="right")],
         "features": [None, StrOptions({"nystroem", "rff"})],
         "n_components": [positive_int()],
         "gamma": [None, positive()],
@@ -791,8 +814,9 @@ class SubgradientHMC(_HingeSampler):
         training rows in an order shuffled once per fit from ``random_state``: every row is in it with
         probability batch_size / n, so eq. 7's estimate is unbiased, and a contiguous block costs half a
         gather of scattered rows. More classes: batch_size rows drawn with replacement.
-    step_size : h (hmc: initial value, None = adapted per chain by dual averaging in burn-in towards
-        ``target_accept``; sgld/sgnht: h0 of the schedule h_t = h0 (1 + t / step_decay_b)^-step_decay,
+    step_size : h (hmc: None = adapted per chain by dual averaging in burn-in towards ``target_accept``;
+        a number is used as given, fixed for the whole run, and ``target_accept`` is then unused;
+        sgld/sgnht: h0 of the schedule h_t = h0 (1 + t / step_decay_b)^-step_decay,
         None = chosen from the estimated minibatch noise with the laplace preconditioner, see
         ``_default_sg_step``; 0.3 with adagrad; 0.01 with the identity).
     n_leapfrog : leapfrog steps per HMC trajectory; None (default): ceil((pi / 2) / h) per chain, an
