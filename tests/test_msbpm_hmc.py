@@ -62,3 +62,37 @@ def test_collapsed_hmc_samples_the_posterior(scale):
     for f in (lambda t: t[:, 0], lambda t: t[:, 0] ** 2, lambda t: t[:, 1], lambda t: t[:, 3],
               lambda t: t[:, 4] * t[:, 0]):
         assert abs(f(B).mean() - wts @ f(theta)) < 0.05, (f(B).mean(), wts @ f(theta))
+
+
+def test_hmc_runs_keep_each_draws_transition_for_arviz():
+    """sampler="hmc": the acceptance, step size, divergence flag and leapfrog count of the transition
+    that made each kept draw, as fitted attributes and in ``to_arviz()``'s sample_stats under ArviZ's
+    names (the tree held only lp, the likelihood sum and the training error, a review); no energy (each
+    move's Hamiltonian is conditional on its own confusion draw). The line samplers have none. Runs long
+    enough for the draw store to halve its draws keep their statistics aligned with them."""
+    import warnings
+
+    from bsvm import MSBPM
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(120, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = MSBPM(random_state=0, n_samples=3000, n_chains=4).fit(X, y)
+    assert m.sampler_ == "hmc"
+    C, D = m.samples_.shape[:2]
+    assert D < 3000  # the store halved its draws (it keeps at most _max_stored per chain)
+    assert m.accept_prob_.shape == (C, D) and m.diverging_.shape == (C, D) and m.diverging_.dtype == bool
+    assert 0.5 < float(m.accept_prob_.mean()) <= 1.0
+    stats = m.to_arviz()["sample_stats"]
+    for name in ("acceptance_rate", "step_size", "diverging", "n_steps", "lp"):
+        assert stats[name].shape == (C, D), name
+    assert "energy" not in stats
+    np.testing.assert_array_equal(stats["acceptance_rate"].values, m.accept_prob_)
+    assert (stats["n_steps"].values >= 1).all() and (stats["step_size"].values > 0).all()
+    lines = MSBPM(random_state=0, sampler="lines", n_samples=50, n_chains=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lines.fit(X, y)
+    assert lines.accept_prob_ is None and lines.diverging_ is None
+    assert "acceptance_rate" not in lines.to_arviz()["sample_stats"]

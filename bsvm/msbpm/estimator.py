@@ -178,25 +178,35 @@ class _DrawStore:
     A view stays valid: a new draw goes to a slot past every earlier view's end, and growing or halving
     moves the draws to a new buffer."""
 
+    #: the per-draw statistics of the HMC sampler (``add``'s ``stats`` rows), as SubgradientHMC keeps them,
+    #: but no energy: each move's Hamiltonian is conditional on a confusion matrix drawn afresh before it,
+    #: not the posterior's, so an energy plot and BFMI of them would mislead
+    STATS = ("accept_prob", "step_size", "diverging", "n_leapfrog")
+
     def __init__(self, cap: int):
         self.cap, self.stride, self.n = int(cap), 1, 0
-        self._beta = self._traces = self._mon = None
+        self._beta = self._traces = self._mon = self._stats = None
         self._beta_sum = None  # sum of the kept draws over chains and draws (for the Bayes point)
 
-    def add(self, beta, traces, p_rows):
+    def add(self, beta, traces, p_rows, stats=None):
         """One draw of every chain: ``beta`` (chains, params), ``traces`` (3, chains), ``p_rows``
-        (chains, rows)."""
+        (chains, rows); ``stats`` (len(STATS), chains): the HMC transition that made the draw (None for
+        the line samplers, which have no such statistics)."""
         if self._beta is None:
             size = min(self.cap + 1, 64)
             self._beta = np.empty((beta.shape[0], size, beta.shape[1]))
             self._traces = np.empty((traces.shape[0], traces.shape[1], size))
             self._mon = np.empty((p_rows.shape[0], size, 1 + p_rows.shape[1]))
+            if stats is not None:
+                self._stats = np.empty((stats.shape[0], stats.shape[1], size))
             self._beta_sum = np.zeros(beta.shape[1])
         elif self.n == self._beta.shape[1]:
             self._resize(min(self.cap + 1, 2 * self.n), slice(None))
         i = self.n
         self._beta[:, i] = beta
         self._traces[..., i] = traces
+        if self._stats is not None:
+            self._stats[..., i] = stats
         self._mon[:, i, 0] = traces[0]
         self._mon[:, i, 1:] = p_rows
         self._beta_sum += beta.sum(axis=0)
@@ -209,11 +219,15 @@ class _DrawStore:
     def _resize(self, size: int, keep: slice):
         """Move the kept draws ``keep`` of the filled part to new buffers of ``size`` draws per chain."""
         beta, traces, mon = self.samples()[:, keep], self.traces()[..., keep], self.monitored()[:, keep]
+        stats = None if self._stats is None else self.stats()[..., keep]
         self.n = beta.shape[1]
         self._beta = np.empty((beta.shape[0], size, beta.shape[2]))
         self._traces = np.empty((*traces.shape[:2], size))
         self._mon = np.empty((mon.shape[0], size, mon.shape[2]))
         self._beta[:, :self.n], self._traces[..., :self.n], self._mon[:, :self.n] = beta, traces, mon
+        if stats is not None:
+            self._stats = np.empty((*stats.shape[:2], size))
+            self._stats[..., :self.n] = stats
 
     @staticmethod
     def _view(a):
@@ -227,6 +241,10 @@ class _DrawStore:
 
     def traces(self):
         return self._view(self._traces[..., :self.n])  # (3, chains, draws)
+
+    def stats(self):
+        """(len(STATS), chains, draws), or None (no HMC statistics kept)."""
+        return None if self._stats is None else self._view(self._stats[..., :self.n])
 
     def monitored(self):
         """(chains, draws, 1 + rows): the log posterior, then p(y_i | x_i) at the monitored rows."""
@@ -420,6 +438,8 @@ class MSBPM(BayesianClassifier):
     log_posterior_, log_likelihood_, train_error_ : (n_chains, n_draws) traces of the kept draws (eq. 4
         plus the log prior of the sampled coordinates, up to a constant; eq. 4; training error of the
         configuration's classifier, without the nugget draws).
+    accept_prob_, diverging_ : with ``sampler="hmc"``, the acceptance probability and the divergence flag
+        of the transition that made each kept draw, (n_chains, n_draws); None with the line samplers.
     X_fit_ : training inputs (the kernel centres); kernel_ : the kernel (``Linear(bias=0)`` for "linear"),
         wrapped in :class:`~bsvm.msbpm.centering.CenteredKernel` when ``center_kernel`` applies.
     basis_ : (N+1, r) orthonormal basis of the sampled subspace, or None (``rank_tol=0`` or ``prior="rkhs"``,
@@ -787,6 +807,7 @@ class MSBPM(BayesianClassifier):
                     precond = hmc.preconditioner(problem, lead, engine.draw_confusion(rng, problem, state))
                 state, info, _ = hmc.collapsed_step(rng, problem, state, step_size, int(self.n_leapfrog),
                                                     precond)
+                hmc_info = info
                 accept.append(info.accept_prob)
                 if sweep <= burn:  # dual averaging (Hoffman & Gelman 2014) towards acceptance 0.8
                     adapt = dual_averaging_update(adapt, info.accept_prob, 0.8)
@@ -805,7 +826,11 @@ class MSBPM(BayesianClassifier):
                 beta = self._full_beta(rng, state.beta).reshape(n_chains, -1)
                 votes = _draw_votes(self._scores(None, beta, phi_rows), sd_rows)  # (rows, chains, K)
                 p_rows = votes[np.arange(len(rows)), :, y_index[rows]].T  # (chains, rows)
-                store.add(beta, self._chain_values(problem, state), p_rows)
+                stats = None
+                if hmc_run:  # the transition that made this draw (as Stan and SubgradientHMC record it)
+                    stats = np.stack([np.broadcast_to(np.asarray(getattr(hmc_info, k), dtype=float),
+                                                      (n_chains,)) for k in _DrawStore.STATS])
+                store.add(beta, self._chain_values(problem, state), p_rows, stats)
                 if loo is not None:
                     log_pi = engine.draw_confusion(loo_rng, problem, state)
                     loo.add(state.scores, log_pi)
@@ -985,12 +1010,16 @@ class MSBPM(BayesianClassifier):
         views of the store's buffers during the run; at the end or a stop (``final``) copies, so a fitted
         model does not hold the buffers' unused room."""
         self._burnin_states = not store.n  # samples_ then holds the current states, not draws
+        self._hmc_stats = None
         if store.n:
             self.samples_ = store.samples()
             traces = store.traces()
             if final:
                 self.samples_, traces = self.samples_.copy(), traces.copy()
             self.log_posterior_, self.log_likelihood_, self.train_error_ = traces
+            stats = store.stats()
+            self._hmc_stats = None if stats is None else dict(zip(_DrawStore.STATS, stats.copy() if final
+                                                                  else stats, strict=True))
             bayes_point = store.mean()
         else:
             self.samples_ = self._full_beta(np.random.default_rng(0), state.beta).reshape(
@@ -1096,7 +1125,10 @@ class MSBPM(BayesianClassifier):
         coef = the N kernel weights then the bias; with ``prior="rkhs"`` only the weights of the pivot
         rows, the others being 0 in every draw), ``sample_stats`` the log posterior (``lp``), eq. 4's
         log likelihood summed over the rows (``log_likelihood_sum``: ArviZ keeps the name log_likelihood
-        for its pointwise group) and each configuration's training error, ``observed_data`` the training
+        for its pointwise group) and each configuration's training error, and with ``sampler="hmc"`` the
+        transition that made each draw (``acceptance_rate``, ``step_size``, ``diverging``, ``n_steps``, as
+        SubgradientHMC's tree; no ``energy``: each move's Hamiltonian is conditional on a confusion matrix
+        drawn before it, not the posterior's, so BFMI of it would mislead), ``observed_data`` the training
         labels.
 
         ``X``: the training rows given to ``fit`` (checked against ``X_fit_``). Then ``log_likelihood``
@@ -1148,10 +1180,14 @@ class MSBPM(BayesianClassifier):
         # coefficient and row names as in ``param_names_`` and the other samplers' trees ("k0", dim "obs"
         # and no stopping rule made MS-BPM's file the odd one out, a crawl)
         coef = [f"row {i}" for i in rows] + ["bias"]
+        stats = {"log_posterior": self.log_posterior_, "log_likelihood_sum": self.log_likelihood_,
+                 "train_error": self.train_error_}
+        hmc_stats = getattr(self, "_hmc_stats", None)
+        if hmc_stats is not None:  # sampler="hmc": its transitions, as SubgradientHMC's tree has them
+            stats.update({k: hmc_stats[k] for k in ("accept_prob", "step_size", "n_leapfrog")})
+            stats["diverging"] = hmc_stats["diverging"].astype(bool)
         return to_datatree(
-            {"beta": beta},
-            {"log_posterior": self.log_posterior_, "log_likelihood_sum": self.log_likelihood_,
-             "train_error": self.train_error_},
+            {"beta": beta}, stats,
             {"y": self.classes_[self._y_fit_index]},
             dims={"beta": ["class", "coef"], "y": ["row"], "X": ["row", "feature"]},
             coords={"class": [str(c) for c in self.classes_[1:]], "coef": coef},
@@ -1159,6 +1195,20 @@ class MSBPM(BayesianClassifier):
                    "converged": int(bool(self.converged_)), "anchor_class": str(self.classes_[0]),
                    **extra},
             log_likelihood=ll, constant_data=const)
+
+    @property
+    def accept_prob_(self):
+        """sampler="hmc": the Metropolis-Hastings acceptance probability of the transition that made each
+        kept draw, (n_chains, n_draws); None for the line samplers, which have no acceptance test."""
+        stats = getattr(self, "_hmc_stats", None)
+        return None if stats is None else stats["accept_prob"]
+
+    @property
+    def diverging_(self):
+        """sampler="hmc": whether the transition that made each kept draw diverged (energy error above
+        1000, as Stan and NumPyro flag it), (n_chains, n_draws) bool; None for the line samplers."""
+        stats = getattr(self, "_hmc_stats", None)
+        return None if stats is None else stats["diverging"].astype(bool)
 
     def bayes_point_scores(self, X) -> np.ndarray:
         """Class scores f_c(x) of the Bayes point (the mean configuration), shape (n_samples, n_classes);
