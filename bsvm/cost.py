@@ -192,10 +192,17 @@ def check_cost(estimator, n: int, d: int, k: int) -> Cost:
             f"{name} needs about {format_bytes(cost.memory_bytes)} for {n:,} rows x {d:,} features "
             f"({cost.detail}), more than {source} ({format_bytes(limit)}): {cost.hint}{sub}."
         )
-    if math.isfinite(cost.seconds) and cost.seconds > _LIMITS["warn_seconds"]:
+    # a time budget caps the run: warn only when the budget itself is long, and say it (GibbsSVM with
+    # max_time=1 warned "roughly 8 minutes", then stopped after 1 s, a review)
+    budget = getattr(estimator, "max_time", None)
+    capped = isinstance(budget, int | float) and not isinstance(budget, bool) and budget < cost.seconds
+    seconds = float(budget) if capped else cost.seconds
+    if math.isfinite(seconds) and seconds > _LIMITS["warn_seconds"]:
+        how = (f"will run until its max_time={budget:g} s (the whole run would take roughly "
+               f"{format_seconds(cost.seconds)} of CPU)" if capped else
+               f"will take roughly {format_seconds(cost.seconds)} of CPU")
         warn_user(
-            f"{name} on {n:,} rows x {d:,} features will take roughly {format_seconds(cost.seconds)} of "
-            f"CPU ({cost.detail}{cost.time_note}): {cost.hint}."
+            f"{name} on {n:,} rows x {d:,} features {how} ({cost.detail}{cost.time_note}): {cost.hint}."
             # (not for a fit in one call, PlattSVM's: it has no steps to show, and the advice was false)
             + (" fit(X, y, progress=True) shows a progress bar." if getattr(estimator, "_stepwise", True)
                else ""),

@@ -112,7 +112,13 @@ def to_datatree(posterior: dict, sample_stats: dict | None = None, observed_data
     attrs = {"inference_library": "bsvm", "inference_library_version": __version__, **(attrs or {})}
     # arviz-base takes attrs per group ("/" = the tree's root); a flat dict was dropped with a warning
     per_group = {group: dict(attrs) for group in ("/", *data)}
-    return from_dict(data, dims=dims or {}, coords=coords or {}, attrs=per_group)
+    import warnings
+
+    with warnings.catch_warnings():
+        # our arrays' leading axes are (chain, draw) by construction: arviz-base's guess that they are
+        # swapped when a run kept fewer draws than chains (n_samples=1) was eight warnings (a review)
+        warnings.filterwarnings("ignore", message="Found chain dimension to be longer than draw dimension")
+        return from_dict(data, dims=dims or {}, coords=coords or {}, attrs=per_group)
 
 
 def proba_draws_chunked(per_draw, flat_draws: np.ndarray, n_chains: int, n_rows: int, n_classes: int,

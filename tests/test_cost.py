@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from bsvm import MSBPM, SBSVM, GibbsSVM, PlattSVM, SeegerARD, SubgradientHMC
 from bsvm.cost import Cost, CostError, CostWarning, limits
@@ -81,6 +82,19 @@ def test_long_runs_warn_with_the_estimate():
     with warnings.catch_warnings():
         warnings.simplefilter("error", CostWarning)
         GibbsSVM(n_samples=5, n_burnin=5, n_chains=2, random_state=0).fit(X, y)
+
+
+def test_a_time_budget_caps_the_warning():
+    """max_time caps the run: no warning when the budget is under the threshold (GibbsSVM(max_time=1)
+    warned "roughly 8 minutes", then stopped after 1 s, a review); a long budget is named in it."""
+    X, y = make_ripley(60, random_state=0)
+    est = GibbsSVM(n_samples=5, n_burnin=5, n_chains=2, random_state=0)
+    whole = est.estimate_cost(60, 2, 2).seconds
+    with limits(warn_seconds=whole / 4), warnings.catch_warnings():
+        warnings.simplefilter("error", CostWarning)
+        clone(est).set_params(max_time=whole / 8).fit(X, y)
+    with limits(warn_seconds=whole / 4), pytest.warns(CostWarning, match=r"will run until its max_time="):
+        clone(est).set_params(max_time=whole / 2).fit(X, y)
 
 
 @pytest.mark.parametrize("est", [PlattSVM(), SBSVM(), SBSVM(variant="linear"), MSBPM(), SeegerARD(),

@@ -247,3 +247,40 @@ def test_one_fixed_length_chain_that_met_the_ess_targets_is_not_told_to_raise_th
     with pytest.warns(ConvergenceWarning, match="R-hat is undefined with n_chains=1") as seen:
         est.fit(X, y)
     assert not any("raise the budget" in str(w.message) for w in seen)
+
+
+@pytest.mark.parametrize(("kw", "said"), [
+    ({"preconditioner": "adagrad"}, "ignores preconditioner='adagrad'"),
+    ({"batch_size": 50, "step_decay": 0.5}, "ignores batch_size=50, step_decay=0.5"),
+    ({"sampler": "sgld", "n_leapfrog": 5}, "ignores n_leapfrog=5"),
+    ({"sampler": "sgld", "diffusion": 2.0}, "ignores diffusion=2.0"),
+])
+def test_options_the_chosen_sampler_ignores_are_named(kw, said):
+    """hmc silently used the identity metric for preconditioner="adagrad" and ignored the minibatch
+    options (a review); the sampler now says which of the options given it does not read. Options it
+    reads, at their defaults or not, say nothing."""
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(80, random_state=0)
+    with pytest.warns(UserWarning, match=said):
+        SubgradientHMC(n_samples=20, random_state=0, **kw).fit(X, y)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        SubgradientHMC("sgnht", diffusion=2.0, batch_size=40, n_samples=20, random_state=0).fit(X, y)
+    assert not any("ignores" in str(w.message) for w in seen)
+
+
+def test_a_run_with_fewer_draws_than_chains_converts_without_arviz_warnings():
+    """n_samples=1 (4 chains, 1 draw): arviz-base guessed the axes swapped and warned eight times; the
+    tree's leading axes are (chain, draw) by construction."""
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(80, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SubgradientHMC(n_samples=1, random_state=0).fit(X, y)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        tree = est.to_arviz()
+    assert tree["posterior"]["w"].shape[:2] == (4, 1)
+    assert not [str(w.message) for w in seen]

@@ -937,7 +937,33 @@ class SubgradientHMC(_HingeSampler):
         _check_pos("diffusion", self.diffusion)
         if self.batch_size is not None:
             _check_int("batch_size", self.batch_size, 1)
+        self._warn_unused_options()
         return n if self.sampler == "hmc" else min(n, self.batch_size or 1000)
+
+    #: options only the minibatch samplers read, and only hmc reads
+    _SG_OPTIONS = ("batch_size", "step_decay", "step_decay_b", "diffusion", "control_variates")
+    _HMC_OPTIONS = ("n_leapfrog", "target_accept")
+
+    def _warn_unused_options(self) -> None:
+        """Say when options away from their defaults are ones this sampler ignores (hmc ignored
+        preconditioner="adagrad" and the minibatch options silently, a review; MSBPM says the same of
+        its line options). diffusion is sgnht's alone."""
+        import inspect
+
+        defaults = inspect.signature(type(self).__init__).parameters
+        hmc = self.sampler == "hmc"
+        names = self._SG_OPTIONS if hmc else self._HMC_OPTIONS
+        if self.sampler == "sgld":
+            names = (*names, "diffusion")
+        unused = [f"{k}={getattr(self, k)!r}" for k in names if getattr(self, k) != defaults[k].default]
+        if hmc and self.preconditioner == "adagrad":
+            unused.append("preconditioner='adagrad' (hmc then uses the identity metric)")
+        if unused:
+            warn_user(f"{type(self).__name__}: sampler={self.sampler!r} ignores {', '.join(unused)}: "
+                      f"{'these are' if len(unused) > 1 else 'it is'} for "
+                      f"{'sgld/sgnht' if hmc else 'hmc'}"
+                      + (" (diffusion: sgnht)" if not hmc and any(u.startswith("diffusion") for u in unused)
+                         else "") + ".", UserWarning)
 
     @staticmethod
     def _default_sg_step(sampler, whitened_noise):

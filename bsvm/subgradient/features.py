@@ -26,6 +26,14 @@ def fit_feature_map(features, X: np.ndarray, n_components: int, gamma, random_st
     if not (isinstance(n_components, int | np.integer) and n_components >= 1):
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}")
     if features == "nystroem":
+        if n_components > X.shape[0]:
+            # a Nystroem map has at most one component per training row: say so (the fit had 101
+            # parameters for n_components=500 on 100 rows, silently, a review)
+            from .._userwarn import warn_user
+
+            warn_user(f"features='nystroem' has at most one component per training row: n_components="
+                      f"{n_components} becomes {X.shape[0]} on these {X.shape[0]} rows (so "
+                      f"{X.shape[0] + 1} parameters with the bias).", UserWarning)
         fmap = Nystroem(kernel="rbf", gamma=gamma, n_components=int(min(n_components, X.shape[0])),
                         random_state=random_state)
     else:
