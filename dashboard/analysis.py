@@ -249,7 +249,11 @@ def stratified_split(y: np.ndarray, n_test: int, seed: int) -> tuple[np.ndarray,
     A few lines of NumPy instead of scikit-learn's ``train_test_split``: this runs when the Data page first
     opens, and importing scikit-learn would dominate the time until the page is usable.
     """
-    rng = np.random.default_rng(seed)
+    # one random key per row, drawn in row order (a generator's first n draws do not depend on how many
+    # follow), and each class's test rows are those with the smallest keys: a row added at the end (a
+    # playground click) moves at most a row or two, where a permutation of each class reshuffled it (9 of
+    # 60 test rows moved for one click, so the refit's change was not the click's alone, a teacher's crawl)
+    keys = np.random.default_rng(seed).random(len(y))
     classes, y_idx, counts = np.unique(y, return_inverse=True, return_counts=True)
     share = n_test * counts / counts.sum()
     take = np.floor(share).astype(int)
@@ -257,8 +261,8 @@ def stratified_split(y: np.ndarray, n_test: int, seed: int) -> tuple[np.ndarray,
     # at least one test row per class, but never fewer than two training rows: a two-row class (which
     # prepare accepts, and says so) gets no test row
     take = np.minimum(np.maximum(take, 1), counts - 2)
-    test = np.concatenate([rng.permutation(np.flatnonzero(y_idx == k))[:take[k]]
-                           for k in range(len(classes))])
+    test = np.concatenate([rows[np.argsort(keys[rows], kind="stable")[:take[k]]]
+                           for k, rows in enumerate(np.flatnonzero(y_idx == k) for k in range(len(classes)))])
     test = np.sort(test)
     return np.setdiff1d(np.arange(len(y)), test), test
 

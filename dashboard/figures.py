@@ -129,10 +129,20 @@ def is_placeholder(fig) -> bool:
     return getattr(getattr(fig, "layout", None), "meta", None) == PLACEHOLDER
 
 
+#: the uirevision of a placeholder chart (:func:`empty_figure`), of a chart whose y range the server sets
+#: (``metric_curves``' y_range), and of every other chart ("keep": a user's zoom survives the redraws)
+PLACEHOLDER_REVISION = "placeholder"
+RANGED_REVISION = "keep-ranged"
+
+
 def empty_figure(message: str, height: int = 260, width: int = MESSAGE_WIDTH) -> go.Figure:
     """A chart that only says ``message`` (wrapped at ``width`` characters: a narrow column needs fewer,
     or its lines are cut at the chart's edge)."""
+    # its own uirevision: Plotly keeps an axis's state across redraws of one uirevision, and the empty
+    # axes' autorange ([-1, 4]) was kept into the next run's learning curve, which then showed no curve
+    # (a teacher's crawl: most runs after a tab's first)
     return _fast_figure([], "", height, meta=PLACEHOLDER, xaxis={"visible": False}, yaxis={"visible": False},
+                        uirevision=PLACEHOLDER_REVISION,
                         margin={"l": 20, "r": 20, "t": 45, "b": 40},  # the message centred in the chart
                         annotations=[{"text": _wrapped(message, width), "showarrow": False, "x": 0.5,
                                       "y": 0.5, "xref": "paper", "yref": "paper",
@@ -336,17 +346,23 @@ def _feature_position(name: str) -> int | None:
     return None if m is None else int(m.group(1) if m.group(1) is not None else m.group(2))
 
 
+#: the colours of a chart's series that are not about one input (S-BSVM's "variance", "bias variance"),
+#: in their order: none of the inputs' colours, and the same whether or not inputs are drawn
+OTHER_COLOURS = ["#000000", "#A6761D", "#6A3D9A", "#01665E", "#C51B7D", "#666600"]
+
+
 def _colour_by_input(traces: list[dict], positions: list) -> None:
     """Colour the traces of one input each by the input's position (:data:`SERIES_COLOURS`), the others
-    with the colours no input of this chart uses; nothing when no trace is about an input."""
-    if all(p is None for p in positions):
+    by their order (:data:`OTHER_COLOURS`), so a series keeps its colour when per-input series come or go
+    during a run: the others took the colours the inputs left free, and "variance" went from light blue
+    to red when S-BSVM's second candidate brought its per-feature length scales (a teacher's crawl). A
+    chart of one series keeps the default colour."""
+    if len(traces) < 2 and all(p is None for p in positions):
         return
-    used = {p % len(SERIES_COLOURS) for p in positions if p is not None}
-    free = [c for i, c in enumerate(SERIES_COLOURS) if i not in used] or SERIES_COLOURS
     k = 0
     for tr, pos in zip(traces, positions):
         if pos is None:
-            colour, k = free[k % len(free)], k + 1
+            colour, k = OTHER_COLOURS[k % len(OTHER_COLOURS)], k + 1
         else:
             colour = SERIES_COLOURS[pos % len(SERIES_COLOURS)]
         tr["line"] = {**tr.get("line", {}), "color": colour}
@@ -441,6 +457,10 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
                             showlegend=False, **{"margin": SUBTITLE_MARGIN, **extra})
     _group_inputs(traces, [_feature_position(name) for name in names])
     yaxis = {**(_LOG_AXIS if log_y else {}), **({"range": list(y_range)} if y_range is not None else {})}
+    if y_range is not None:
+        # a range the server sets, and autoranged ones, under different uirevisions: a switch between the
+        # two (the outlier cut coming or going) then draws the figure as given, not the other's axis
+        extra = {"uirevision": RANGED_REVISION, **extra}
     return _fast_figure(traces, title, height, xaxis=_iteration_axis(history), yaxis=yaxis,
                         legend=LEGEND_BELOW, **extra)
 
@@ -765,11 +785,16 @@ def stage_changes(history, stages=None) -> list[tuple[float, str, str]]:
             continue
         if prev is not None and k != prev:
             k = int(k)
-            if names and k == len(names):  # past the last fit: not one more fit (the progress said
-                # "5 fits" and the marks went to 6), the candidates' stacking
+            # past the last fit: not one more fit (the progress said "5 fits" and the marks went to 6),
+            # the candidates' stacking. The records' own plan says which stage that is: during a run
+            # ``stages_`` holds only the fits already finished, so "stage == len(stages_)" called every
+            # new fit "stack" (a teacher's crawl)
+            planned = rec.metrics.get("stages_planned")
+            last = int(planned) if planned is not None and np.isfinite(planned) else (len(names) or None)
+            if last is not None and k == last:
                 out.append((float(rec.iteration), " stack", "the candidates stacked"))
             else:
-                full = names[k] if k < len(names) else f"stage {k + 1}"
+                full = names[k] if k < len(names) else "a candidate fit (named when it ends)"
                 out.append((float(rec.iteration), f" {k + 1}", f"{k + 1}: {full}"))
         prev = k
     return out
@@ -997,8 +1022,9 @@ MAX_OVERLAY = 300
 
 
 def _overlay_trace(overlay, overlay_name: str) -> dict:
-    """Inducing points as black crosses; support vectors, which are training points, as rings around
-    them (crosses hid the class markers under them: a crawl)."""
+    """Inducing points as open black triangles (crosses looked like the second class's red crosses, and
+    hid a point a teacher added under them: a crawl); support vectors, which are training points, as
+    rings around them (crosses hid the class markers under them: a crawl)."""
     if "support" in overlay_name.lower():
         # hundreds of support vectors (twonorm) drawn as heavy rings buried the map under a black blob;
         # thousands (7,871 of 20,000 churn rows, a crawl) still did: at most MAX_OVERLAY, evenly spaced,
@@ -1010,7 +1036,7 @@ def _overlay_trace(overlay, overlay_name: str) -> dict:
         marker = {"symbol": "circle-open", "size": 10 if many else 13, "color": "black",
                   "line": {"width": 0.8 if many else 1.5}, "opacity": 0.45 if many else 1.0}
     else:
-        marker = {"symbol": "x-thin", "size": 9, "line": {"width": 2, "color": "black"}}
+        marker = {"symbol": "triangle-up-open", "size": 9, "color": "black", "line": {"width": 1.5}}
     return {"type": "scatter", "x": overlay[:, 0], "y": overlay[:, 1], "mode": "markers",
             "name": overlay_name, "marker": marker}
 

@@ -206,7 +206,7 @@ METHODS: dict[str, Method] = {m.key: m for m in [
     Method(
         "sbsvm", "S-BSVM (stochastic variational)", "bsvm.sbsvm", "SBSVM", "variational",
         "A Bayesian SVM fitted by stochastic variational inference (Wenzel et al. 2017). A small set of "
-        "inducing points (black crosses on the map) summarises the data; each step uses a minibatch and "
+        "inducing points (black triangles on the map) summarises the data; each step uses a minibatch and "
         "moves q(u) along the natural gradient, and every few steps the kernel's length scale and variance "
         "climb the ELBO (the evidence lower bound: how well the approximate posterior explains the data, "
         "less how far it strays from the prior). The bias variance is the prior variance of a constant "

@@ -1342,7 +1342,7 @@ def test_the_playground_refit_is_a_registry_job_and_draws_its_map():
     _ok(at)
     assert [t for t in at.get("plotly_chart") if getattr(t, "key", None) == "pg_map"] == []
     assert any("Under the points, the refitted model" in c.value for c in at.caption)
-    # S-BSVM's black crosses named in the caption too (their legend row is below a projector's fold)
+    # S-BSVM's black triangles named in the caption too (their legend row is below a projector's fold)
     assert any("Black marks: the model's inducing points, not data points." in c.value for c in at.caption)
     assert _canvas_heat(at)["opacity"] == 1.0
     # an edit: its refit starts in this script run, and meanwhile the last map is drawn faded, so the

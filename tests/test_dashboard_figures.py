@@ -1579,6 +1579,15 @@ def test_an_input_has_one_colour_in_every_chart_of_a_fit():
     traces = [{"name": f"w[x{i}]"} for i in range(11)] + [{"name": "C"}]
     figures._colour_by_input(traces, [*range(11), None])
     assert len({t["line"]["color"] for t in traces}) == 12
+    assert not set(figures.OTHER_COLOURS) & set(figures.SERIES_COLOURS)
+    # the other curves keep their colours when per-input curves come (S-BSVM's second candidate brings
+    # its per-feature length scales: "variance" went from light blue to red mid-run, a teacher's crawl)
+    before = [{"name": n} for n in ("length scale", "variance", "bias variance")]
+    after = [{"name": n} for n in ("length scale", "variance", "bias variance", "length scale[x1]",
+                                   "length scale[x2]")]
+    figures._colour_by_input(before, [None] * 3)
+    figures._colour_by_input(after, [None] * 3 + [0, 1])
+    assert [t["line"]["color"] for t in before] == [t["line"]["color"] for t in after[:3]]
 
 
 def test_one_step_gives_whole_iteration_ticks():
@@ -2042,6 +2051,64 @@ def test_sbsvm_traces_say_how_many_inducing_points_and_mark_each_candidate_fit()
     assert f"at 5 of its {m} inducing points" in fig.layout.title.text
     assert "dotted: next candidate fit" in fig.layout.title.text
     assert len(fig.layout.shapes) == len(figures.stage_changes(hist, est.stages_)) > 0
+
+
+def test_a_row_added_at_the_end_moves_at_most_two_rows_of_the_split():
+    """The playground's click adds a row at the end: a per-class permutation reshuffled the split (9 of
+    60 test rows moved, a teacher's crawl), so the refit's change was not the click's alone. Now only
+    the new row and the rows that the classes' test quotas (one more test row in all) move change sides,
+    at most four; the split stays stratified and seeded."""
+    from dashboard.analysis import stratified_split
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 200)
+    train, test = stratified_split(y, 60, 0)
+    assert len(test) == 60 and len(np.intersect1d(train, test)) == 0 and len(train) + len(test) == 200
+    for label in (0, 1):
+        y2 = np.append(y, label)
+        _, test2 = stratified_split(y2, 61, 0)
+        assert len(set(test) ^ set(test2)) <= 4
+    np.testing.assert_array_equal(stratified_split(y, 60, 0)[1], test)
+    assert not np.array_equal(stratified_split(y, 60, 1)[1], test)
+    share = np.bincount(y[test]) / 60
+    np.testing.assert_allclose(share, np.bincount(y) / 200, atol=1 / 60)
+
+
+def test_placeholders_and_server_ranged_curves_do_not_share_a_uirevision_with_autoranged_ones():
+    """Plotly keeps an axis's state across redraws of one uirevision: the placeholder's empty axes
+    ([-1, 4], autorange off) were kept into a later run's learning curve, which showed no curve (a
+    teacher's crawl; in chromium: 2 of 6 three-run sequences before, none of 6 after). The placeholder,
+    a curve whose y range the server cuts, and an autoranged curve each have their own uirevision."""
+    hist = [Progress(i, 0.01 * i, {"elbo": -500.0 + 40 * np.sqrt(i)}, {}) for i in range(1, 60)]
+    spiky = [Progress(i, 0.01 * i, {"elbo": (-5000.0 if i < 3 else -100.0 + np.sqrt(i))}, {})
+             for i in range(1, 60)]
+    auto, ranged = figures.objective_curve(hist), figures.objective_curve(spiky)
+    empty = figures.objective_curve([])
+    assert auto.layout.yaxis.range is None and ranged.layout.yaxis.range is not None
+    revisions = {auto.layout.uirevision, ranged.layout.uirevision, empty.layout.uirevision}
+    assert len(revisions) == 3
+
+
+def test_candidate_marks_mid_run_do_not_call_a_new_fit_the_stack():
+    """During a run ``stages_`` holds only the fits already finished: the mark of each new fit read
+    "stack" (a teacher's crawl). The records' ``stages_planned`` says which stage is the stacking; the
+    marks of the finished run are unchanged."""
+    import warnings
+
+    from bsvm import SBSVM
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(175, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = SBSVM(random_state=0).fit(X, y)
+    hist = est.history_
+    whole = figures.stage_changes(hist, est.stages_)
+    assert [m[1] for m in whole][-1] == " stack" and sum(m[1] == " stack" for m in whole) == 1
+    cut = next(i for i, r in enumerate(hist) if r.metrics.get("stage") == 2) + 3
+    mid = figures.stage_changes(hist[:cut], est.stages_[:2])  # as the live view sees it in fit 3
+    assert [m[1] for m in mid] == [" 2", " 3"]
+    assert mid[0][2] == whole[0][2]  # a finished fit keeps its name
 
 
 def test_a_halted_jobs_toast_reads_as_a_sentence():
