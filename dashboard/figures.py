@@ -327,7 +327,11 @@ def _line_mode(n_points: int) -> str:
 #: ten by their first digit alone, so 0.5 read "5" between "1" and "2". At most 3 ticks' worth of spacing
 #: (plotly then labels 1-2-5 per decade, or powers of ten only, on 0.9+ decades): on a 300 px chart it
 #: labelled every digit, and "0.3 0.4 ... 0.9 1" overlapped below 1 (a crawl's S-BSVM hyperparameters)
-_LOG_AXIS = {"type": "log", "tickformat": "~g", "nticks": 3}
+#: a log axis; its stacked panels (metric_curves' separate_axes, ~110 px each) also set nticks 3. A
+#: single panel's range is often under a decade (SeegerARD's hyperparameters, 0.6-1.7), where nticks 3
+#: left one tick, "1", and the values could not be read (a teacher's crawl)
+_LOG_AXIS = {"type": "log", "tickformat": "~g"}
+_PANEL_LOG_AXIS = {**_LOG_AXIS, "nticks": 3}
 
 
 #: colours of curves that belong to one input each (an ARD weight, a length scale): the input's position
@@ -435,7 +439,8 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
             # a long title on two lines: "training error (best chain)" is longer than its 110 px panel
             # and ran into the title of the panel above (MS-BPM on 3 classes, a crawl); automargin makes
             # room at the left for the second line
-            axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - share), top], **(_LOG_AXIS if log_y else {}),
+            axes[f"yaxis{ax}"] = {"domain": [max(0.0, top - share), top],
+                                  **(_PANEL_LOG_AXIS if log_y else {}),
                                   "title": {"text": _wrapped(shown, PANEL_TITLE_CHARS), "font": {"size": 11}},
                                   "automargin": True}
             axes[f"yaxis{ax}"].update(_floor_at_zero(v, log_y))
@@ -446,9 +451,18 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
                             xaxis={**_iteration_axis(history), "anchor": f"y{n}"}, showlegend=False,
                             **{**axes, **extra})
     if separate_axes and n == 1:  # one panel: its axis says what it is (no legend for one line)
-        extra = {"yaxis": {**(_LOG_AXIS if log_y else {}), "title": {"text": traces[0]["name"]},
+        extra = {"yaxis": {**(_log_axis_for(traces) if log_y else {}), "title": {"text": traces[0]["name"]},
                            **_floor_at_zero(traces[0]["y"], log_y)}, **extra}
         return _fast_figure(traces, title, height, xaxis=_iteration_axis(history), showlegend=False, **extra)
+    positions = [_feature_position(name) for name in names]
+    per_input = sum(p is not None for p in positions)
+    if n > MAX_LEGEND_ENTRIES and per_input >= 3 and n - per_input + 1 <= MAX_LEGEND_ENTRIES:
+        # the per-feature curves under one legend entry (_group_inputs), the others by name: SeegerARD
+        # on twonorm showed "22 curves: hover to name one", so C and v had no name on the page (a
+        # teacher's crawl)
+        _group_inputs(traces, positions, force=True)
+        return _fast_figure(traces, title, height, xaxis=_iteration_axis(history),
+                            yaxis=_log_axis_for(traces) if log_y else {}, legend=LEGEND_BELOW, **extra)
     if n > MAX_LEGEND_ENTRIES:
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;
         # hovering a line names it
@@ -456,7 +470,8 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
                             xaxis=_iteration_axis(history), yaxis=_LOG_AXIS if log_y else {},
                             showlegend=False, **{"margin": SUBTITLE_MARGIN, **extra})
     _group_inputs(traces, [_feature_position(name) for name in names])
-    yaxis = {**(_LOG_AXIS if log_y else {}), **({"range": list(y_range)} if y_range is not None else {})}
+    yaxis = {**(_log_axis_for(traces) if log_y else {}),
+             **({"range": list(y_range)} if y_range is not None else {})}
     if y_range is not None:
         # a range the server sets, and autoranged ones, under different uirevisions: a switch between the
         # two (the outlier cut coming or going) then draws the figure as given, not the other's axis
@@ -469,13 +484,13 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
 GROUP_INPUTS_OVER = 6
 
 
-def _group_inputs(traces: list[dict], positions: list) -> None:
+def _group_inputs(traces: list[dict], positions: list, force: bool = False) -> None:
     """Past :data:`GROUP_INPUTS_OVER` curves, the curves of one input each (an ARD fit's length scale per
     feature) share one legend entry, "length scale per feature (8: hover)", and keep their own names on
     hover: S-BSVM on 8 features had 11 legend rows below a plot 60 px high (40 in presentation mode, a
     crawl)."""
     per_input = [k for k, p in enumerate(positions) if p is not None]
-    if len(traces) <= GROUP_INPUTS_OVER or len(per_input) < 3:
+    if (len(traces) <= GROUP_INPUTS_OVER and not force) or len(per_input) < 3:
         return
     base = re.sub(r"\[.*\]$", "", str(traces[per_input[0]]["name"])).strip() or "series"
     for i, k in enumerate(per_input):
@@ -593,9 +608,29 @@ def _log_ticks(values, most: int = 4) -> dict:
     else:
         kept = [t for t in ticks if mantissa(t) == 1]
         kept = kept[::-(-len(kept) // most)] if len(kept) > most else []
+    if len(kept) < 2 and hi - lo < 1.0:
+        # within a decade, 1-2-5 may hold one value: SeegerARD's C and v (0.6-1.7) had the single tick
+        # "1" and could not be read (a teacher's crawl); finer steps, thinned until their labels keep apart
+        fine = [round(m * 10.0 ** k, 12) for k in range(int(np.floor(lo)) - 1, int(np.ceil(hi)) + 1)
+                for m in (1, 1.2, 1.5, 2, 3, 4, 5, 7)]
+        fine = [t for t in fine if lo - 1e-9 <= np.log10(t) <= hi + 1e-9]
+        for step in (1, 2, 3, 4):
+            kept = fine[::step]
+            if 2 <= len(kept) <= most and _log_labels_apart(kept, lo, hi):
+                break
+        else:
+            kept = []
     if len(kept) < 2:
         return {}
     return {"tickvals": kept, "ticktext": [f"{t:g}" for t in kept]}
+
+
+def _log_axis_for(traces: list[dict]) -> dict:
+    """A single panel's log axis: :func:`_log_ticks` over the traces' values, else three of Plotly's
+    ticks (unlimited, Plotly labelled every digit, "0.3 0.4 ... 0.9 1", overlapping: a crawl)."""
+    values = np.concatenate([np.asarray(t.get("y", []), dtype=float).ravel() for t in traces] or [[]])
+    ticks = _log_ticks(values)
+    return {**_LOG_AXIS, **ticks} if ticks else dict(_PANEL_LOG_AXIS)
 
 
 #: the longest parameter name the weights chart shows whole
@@ -1232,7 +1267,9 @@ CURVE_LABELS = {"rhat": "R-hat", "ess_bulk": "bulk ESS", "ess_tail": "tail ESS",
                 "train_error_min": "training error (best chain)", "elbo": "ELBO",
                 "free_energy": "free energy",
                 "potential": "potential U", "ads_fraction": "ADS moves", "bias_variance": "bias variance",
-                "lengthscale": "length scale", "xi": "thermostat xi"}
+                "lengthscale": "length scale", "xi": "thermostat xi",
+                # SeegerARD's eq. 8 kernel, C (exp(...) + v): named, "C" and "v" were unexplained (a crawl)
+                "C": "C (kernel amplitude)", "v": "v (kernel offset)"}
 
 METRIC_LABELS = {"error": "error", "brier": "Brier", "log_loss": "log loss", "ece": "ECE", "auc": "AUC",
                  "mad_true": "mean |p - p_true|"}

@@ -31,6 +31,8 @@ class Option:
     choices: tuple = ()
     min: float | None = None
     max: float | None = None
+    #: shown only for data of three or more classes (an option of a sampler that two classes do not use)
+    multiclass_only: bool = False
 
     def parse(self, text: str):
         """Read a value back from the URL query string; None when it does not fit."""
@@ -293,12 +295,12 @@ METHODS: dict[str, Method] = {m.key: m for m in [
                    "hit-and-run); hit_and_run: random directions; gibbs: one coordinate at a time. Line "
                    "moves only: with three or more classes (two classes are sampled by an HMC move, "
                    "where this option changes nothing).",
-                   ("ads", "hit_and_run", "gibbs")),
+                   ("ads", "hit_and_run", "gibbs"), multiclass_only=True),
             Option("block_update", "Block step", "bool", True, "After each sweep of line moves, draw all "
                    "feature-space coordinates at once given the latent scores (exact; needs a nugget). "
                    "Switch it off to watch the paper's line moves alone mix slowly: R-hat stays far above "
                    "1 on Diagnostics. Line moves only: with three or more classes (two classes are "
-                   "sampled by an HMC move, where this option changes nothing)."),
+                   "sampled by an HMC move, where this option changes nothing).", multiclass_only=True),
             Option("nugget", "Nugget", "float", 0.3, "Soft-margin kernel K + nugget I (Herbrich et al.), "
                    "relative to the kernel's variance. It makes the votes smooth probabilities instead of "
                    "0/1; 0 gives the noise-free feature-space prior.", min=0.0, max=10.0),

@@ -22,10 +22,15 @@ if TYPE_CHECKING:  # analysis and figures import pandas (~0.3 s): app.py's sideb
 NONE = "none"
 
 
-def option_widgets(method: Method, disabled: bool = False) -> dict:
-    """One widget per option the method accepts, bound to the settings dict (and so to the URL)."""
+def option_widgets(method: Method, disabled: bool = False, n_classes: int | None = None) -> dict:
+    """One widget per option the method accepts, bound to the settings dict (and so to the URL). With
+    ``n_classes`` = 2 the options only a multi-class sampler reads are left out (their values kept): MS-BPM
+    showed its line moves' "Directions" and "Block step" on two-class data, where they change nothing
+    (a teacher's crawl)."""
     opts = state.method_options(method.key)
     for o in method.visible_options():
+        if o.multiclass_only and n_classes == 2:
+            continue
         kw = {"help": o.help, "disabled": disabled}
         scope = f"opt:{method.key}"
         if o.kind == "select" and None in o.choices:
@@ -206,6 +211,12 @@ def presentation_toggle() -> None:
                 # the Train page's six run controls share one row: at 20 px their labels ran past the
                 # page's edge at 1280 px ("Reset" cut off)
                 "[data-testid='stButton'] button p {font-size: 16px !important;}"
+                # a metric's value is a markdown paragraph too: the rule above made "175" smaller than
+                # its label "training rows" (a teacher's crawl)
+                "[data-testid='stMetricValue'] p, [data-testid='stMetricValue'] div "
+                "{font-size: 2.1rem !important; line-height: 1.2;}"
+                # the Data page's SVG charts (dashboard/quickplot.py) write their text at fixed sizes
+                ".bsvm-svg text {font-size: 17px !important;}"
                 "</style>")
 
 

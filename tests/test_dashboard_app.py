@@ -2241,3 +2241,15 @@ def test_a_shipped_sample_opens_with_its_label_column_without_a_guess_note():
     _ok(at)
     assert not any("guessed" in i.value for i in at.info), [i.value for i in at.info]
     assert at.session_state["cfg"]["label"] == "label"
+
+
+def test_msbpm_shows_its_line_options_only_for_three_or_more_classes():
+    """Two classes are sampled by MS-BPM's HMC move: its line moves' "Directions" and "Block step" were
+    shown there, where they change nothing (a teacher's crawl). They appear for three classes."""
+    for sample, shown in (("ripley.csv", False), ("iris.csv", True)):
+        at = _app(sample=sample, method="msbpm")
+        at.switch_page("views/train.py").run()
+        _ok(at)
+        labels = [w.label for w in at.selectbox] + [w.label for w in at.checkbox]
+        assert ("Directions" in labels) is shown and ("Block step" in labels) is shown, (sample, labels)
+        assert "Nugget" in [w.label for w in at.number_input]

@@ -227,12 +227,25 @@ def test_ard_weights_bars_sorted_largest_on_top_and_many_curves_drop_the_legend(
     assert "iteration 5" in fig.layout.title.text and "10 largest of 30" in fig.layout.title.text
     assert figures.ard_weights(_history(5)) is None and figures.ard_weights([]) is None
     names = [f"w[x{j}]" for j in range(30)]
+    # 30 per-feature curves: one legend entry for them all (hover names each), not a 30-row legend
     crowded = figures.metric_curves(hist, names, "Hyperparameters", log_y=True)
-    assert crowded.layout.showlegend is False and "30 curves" in crowded.layout.title.text
+    shown = [t for t in crowded.data if t.showlegend is not False]
+    assert len(shown) == 1 and "per feature (30: hover)" in shown[0].name
+    # ... and with other curves beside them, those keep their names (SeegerARD's C and v on twonorm
+    # were "22 curves: hover to name one", a teacher's crawl)
+    other = [Progress(r.iteration, r.elapsed, {**r.metrics, "C": 1.2, "v": 0.8}, r.snapshot) for r in hist]
+    beside = figures.metric_curves(other, [*names[:20], "C", "v"], "Hyperparameters", log_y=True)
+    assert {t.name for t in beside.data if t.showlegend is not False} >= {"C (kernel amplitude)",
+                                                                         "v (kernel offset)"}
     few = figures.metric_curves(hist, names[:3], "Hyperparameters", log_y=True)
     assert few.layout.showlegend is not False and len(few.data) == 3
     # few ticks on a log axis: plotly labelled every digit, "0.3 0.4 ... 0.9 1" overlapping under 1
-    assert few.layout.yaxis.type == "log" and few.layout.yaxis.nticks == 3
+    assert few.layout.yaxis.type == "log"
+    assert few.layout.yaxis.nticks == 3 or 2 <= len(few.layout.yaxis.tickvals) <= 4
+    # within a decade, two ticks at least (SeegerARD's C and v, 0.6-1.7, had the one tick "1")
+    narrow = [Progress(i, 0.1, {"C": 0.6 + 0.02 * i, "v": 1.7 - 0.01 * i}, {}) for i in range(1, 40)]
+    ticks = figures.metric_curves(narrow, ["C", "v"], "H", log_y=True).layout.yaxis.tickvals
+    assert ticks is not None and 2 <= len(ticks) <= 4 and all(0.6 <= t <= 1.7 for t in ticks)
 
 
 def test_posterior_weights_show_mean_and_interval_and_mark_those_clear_of_zero():

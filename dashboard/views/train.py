@@ -132,7 +132,7 @@ with left:
         st.markdown(method.summary)
         st.markdown(f"**What good looks like:** {method.good}")
     st.subheader("Options")
-    opts = ui.option_widgets(method, disabled=locked)
+    opts = ui.option_widgets(method, disabled=locked, n_classes=len(data.classes))
     st.caption("Changed options take effect at the next **Start**.")
     st.caption(SEED_HELP)
 
