@@ -1246,6 +1246,19 @@ def model_colours(names) -> dict:
             for name in names}
 
 
+def outline_after_first(fig: go.Figure) -> go.Figure:
+    """Overlaid histograms: the first filled, the others drawn as outlines in their colours. Two filled
+    translucent histograms blend to a third colour where they overlap (green over purple showed grey,
+    which the two-entry legend did not explain: a teacher's crawl)."""
+    for k, tr in enumerate(fig.data):
+        if k == 0:
+            tr.update(opacity=0.5)
+        else:
+            colour = tr.marker.color
+            tr.update(opacity=1.0, marker={"color": "rgba(0,0,0,0)", "line": {"color": colour, "width": 2}})
+    return fig
+
+
 def proba_histograms(probas: dict, title="Predicted probabilities (test set)", height: int = 320,
                      xlabel: str = "predicted probability"):
     fig = go.Figure()
@@ -1254,6 +1267,7 @@ def proba_histograms(probas: dict, title="Predicted probabilities (test set)", h
         fig.add_trace(go.Histogram(x=np.asarray(p), name=name, xbins=dict(start=0, end=1, size=0.05),
                                    opacity=0.6, marker_color=colours[name]))
     fig.update_layout(barmode="overlay")
+    outline_after_first(fig)
     fig.update_xaxes(title=xlabel, range=[0, 1])
     fig.update_yaxes(title="count")
     return _layout(fig, title, height, legend=LEGEND_BELOW)
@@ -1481,6 +1495,7 @@ def draws_overlay(approx, exact, param: int, names=("approximate", "exact GibbsS
         fig.add_trace(go.Histogram(x=v, name=label, histnorm="probability density", opacity=0.55, nbinsx=50,
                                    marker_color=CLASS_COLOURS[k + 2]))
     fig.update_layout(barmode="overlay")
+    outline_after_first(fig)
     return _layout(fig, f"Posterior draws: {name or f'param {param}'}", height,
                    legend=LEGEND_BELOW)
 

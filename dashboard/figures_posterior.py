@@ -24,6 +24,7 @@ from .figures import (
     _map_axes,
     _point_traces,
     _subtitled,
+    outline_after_first,
 )
 
 CHAIN_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
@@ -131,6 +132,7 @@ def energy_plot(energy: np.ndarray, bfmi: np.ndarray, *, height: int = 340):
                                histnorm="probability density", opacity=0.55, nbinsx=50,
                                marker_color=CLASS_COLOURS[1]))
     fig.update_layout(barmode="overlay")
+    outline_after_first(fig)
     fig.update_xaxes(title="energy")
     low = [c for c, b in enumerate(bfmi) if b < BFMI_MIN]
     flag = f" - low in chain(s) {low}" if low else ""

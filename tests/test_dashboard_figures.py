@@ -473,7 +473,9 @@ def test_the_baseline_keeps_its_colour_whatever_it_is_shown_with():
     assert colour(both, "PlattSVM") == figures.BASELINE_COLOUR
     assert colour(both, "MS-BPM") != figures.BASELINE_COLOUR
     hist = figures.proba_histograms({"MS-BPM": p, "PlattSVM": p})
-    assert [t.marker.color for t in hist.data] == [colour(both, "MS-BPM"), figures.BASELINE_COLOUR]
+    # (the first filled, the second an outline in its colour: outline_after_first)
+    assert [hist.data[0].marker.color, hist.data[1].marker.line.color] == [colour(both, "MS-BPM"),
+                                                                            figures.BASELINE_COLOUR]
 
 
 def test_metrics_table_has_one_row_per_model():
@@ -2262,3 +2264,21 @@ def test_many_hyperparameter_curves_share_one_legend_entry_per_input_and_sizes_a
     size = float(re.search(r"~([\d.]+) MB", said).group(1)) * 1e6
     assert 0.8 < size / len(A.draws_csv(S, [f"q{j}" for j in range(151)])) < 1.25
     assert A.download_size(S[:, :10], "csv") == ""
+
+
+def test_overlaid_histograms_draw_the_second_as_an_outline():
+    """Two filled translucent histograms blend to a third colour where they overlap (grey from green
+    over purple, which the legend did not explain: a teacher's crawl): the first is filled, the others are
+    outlines in their own colours, in every overlaid histogram of the dashboard."""
+    from dashboard import figures_posterior as figp
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(2, 200, 3)), rng.normal(0.3, 1, size=(2, 200, 3))
+    E = rng.normal(size=(2, 200)).cumsum(axis=1)
+    for fig in (figures.draws_overlay(a, b, 0), figures.proba_histograms({"A": rng.random(50),
+                                                                           "B": rng.random(50)}),
+                figp.energy_plot(E, np.array([0.8, 0.9]))):
+        first, second = fig.data[0], fig.data[1]
+        assert first.marker.color != "rgba(0,0,0,0)" and first.opacity < 1
+        assert second.marker.color == "rgba(0,0,0,0)" and second.marker.line.width >= 1.5
+        assert second.marker.line.color not in (None, "rgba(0,0,0,0)")
