@@ -299,6 +299,10 @@ def _kaleido_server() -> bool:
     return True
 
 
+#: the PNG downloads' pixels per figure pixel
+PNG_SCALE = 2
+
+
 def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
     """The figure as PNG through kaleido (needs a Chrome/Chromium), drawn with plotly_white in Streamlit's
     colours (livechart's template): inside the server Plotly's default template is Streamlit's, whose
@@ -311,7 +315,8 @@ def png_bytes(fig, width: int = 1200, height: int | None = None) -> bytes:
         # plotly passes its kaleido options to the long-lived server too, which ignores them and warned
         # "The kopts argument is ignored if using a server" into the server's log at every PNG
         warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
-        return fig.to_image(format="png", width=export_width(fig, h, width), height=h, scale=1)
+        # twice the pixels: at 1x a map came out 380 x 440 px, blocky on a slide (a teacher's crawl)
+        return fig.to_image(format="png", width=export_width(fig, h, width), height=h, scale=PNG_SCALE)
 
 
 def _square_map(fig) -> bool:
