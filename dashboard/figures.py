@@ -312,11 +312,23 @@ def sampler_statistics(history, height: int = 300, panel: int = 110):
     return metric_curves(history, shown, title, separate_axes=True, height=height, panel=panel, **extra)
 
 
+#: records' metrics drawn as their negatives, under another name: the potential U as the log posterior
+#: -U (the traces, the diagnostics table and the NetCDF's lp call it so; the learning curve above them
+#: said "U = -log posterior" at +49 over a trace of the log posterior at -50, a teacher's crawl)
+NEGATED = {"potential": "log_posterior", "U": "log_posterior"}
+
+
 def _series(history, name: str, idx: np.ndarray):
     it = np.array([history[i].iteration for i in idx], dtype=float)
     v = np.array([history[i].metrics.get(name, np.nan) for i in idx], dtype=float)
     v = np.where(np.isfinite(v), v, np.nan)
     return it, v
+
+
+def _objective_series(history, name: str, idx: np.ndarray):
+    """:func:`_series` of an objective, a potential drawn as the log posterior (:data:`NEGATED`)."""
+    it, v = _series(history, name, idx)
+    return (it, -v) if name in NEGATED else (it, v)
 
 
 def _line_mode(n_points: int) -> str:
@@ -406,7 +418,7 @@ PANEL_TITLE_CHARS = 15
 
 def metric_curves(history, names, title: str, log_y: bool = False, height: int = 300,
                   separate_axes: bool = False, feature_names=None, panel: int = 110, breaks=(),
-                  y_range=None, **extra):
+                  y_range=None, negate: bool = False, **extra):
     """Scalar metrics over iterations, one line each (at most MAX_CURVE_POINTS points per line).
     ``extra``: more layout (shapes, annotations, margin), set as the figure is made (go.Figure's setters
     validate: eight times the cost of the whole figure, on every live redraw).
@@ -416,6 +428,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     feature_names: the data's columns, put in place of positional names (``w[x0]`` -> ``w[radius]``).
     breaks: iterations where the curves are not joined (a new candidate fit starts there).
     y_range: (low, high) of a single panel's y axis, instead of Plotly's autorange.
+    negate: draw the values' negatives (a potential U as the log posterior, :data:`NEGATED`).
     """
     if not history or not names:
         return empty_figure(f"{title}: nothing recorded yet", height)
@@ -426,7 +439,8 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     n, gap = len(names), 0.1
     share = (1.0 - gap * (n - 1)) / n  # each panel's fraction of the plot's height
     for k, name in enumerate(names):
-        it, v = _gapped(*_series(history, name, idx), breaks)
+        it, v = _series(history, name, idx)
+        it, v = _gapped(it, -v if negate else v, breaks)
         shown = CURVE_LABELS.get(name) or feature_label(name, feature_names)
         # markers where a series has few values among many records: a fixed-length run's R-hat, checked
         # once at its end, was a lone point drawn as a line of one point, i.e. nothing (a crawl)
@@ -696,12 +710,12 @@ def objective_curve(history, height: int = 300, stages=None):
               "log_joint": "log joint density (higher is better)",
               "potential": "U = -log posterior (mean over chains; levels off once mixed)",
               "U": "U = -log posterior (mean over chains; levels off once mixed)"}
-    label = labels.get(name, name)
+    label = labels.get(NEGATED.get(name, name), name)
     marks = stage_changes(history, stages) + [(it, f" {rows:,} rows", f"from here on all {rows:,} rows")
                                               for it, rows in row_changes(history)]
     numbered = any(text.strip().isdigit() for _, text, _ in marks)
     # (over the points drawn, as metric_curves thins them: not a pass over every record at each redraw)
-    values = [history[i].metrics.get(name, np.nan) for i in thin_index(len(history), MAX_CURVE_POINTS)]
+    values = list(_objective_series(history, name, thin_index(len(history), MAX_CURVE_POINTS))[1])
     focus = focus_range(values)
     sub = []
     if len(label) > 32 and label.endswith(")") and " (" in label:
@@ -751,7 +765,7 @@ def objective_curve(history, height: int = 300, stages=None):
         extra.update(shapes=shapes, annotations=notes)
     # (each candidate's ELBO is its own objective: joined, the five fits read as one climbing run, a crawl)
     return metric_curves(history, [name], label, height=height, breaks=[m[0] for m in marks],
-                         y_range=focus[0] if focus else None, **extra)
+                         y_range=focus[0] if focus else None, negate=name in NEGATED, **extra)
 
 
 #: px of the top margin for each further line of a title's notes (12 px type under a 15 px title)

@@ -437,6 +437,20 @@ def test_objective_titles_say_which_way_is_better(metric, words):
     assert words in title and len(title.split("<br>")[0]) <= 32
 
 
+def test_a_samplers_potential_is_drawn_as_the_log_posterior():
+    """The learning curve of a sampler recording its potential U said "U = -log posterior" at +49 above a
+    trace of the log posterior at -50 (a teacher's crawl): it is drawn as the log posterior -U, the name
+    the traces, the diagnostics table and the NetCDF use; the outlier cut works on the drawn values."""
+    hist = [Progress(i, 0.1 * i, {"potential": 49.0 + (300.0 if i < 2 else np.sin(i))}, {}) for i in range(60)]
+    fig = figures.objective_curve(hist)
+    title = fig.layout.title.text
+    assert title.startswith("log posterior") and "U" not in title.split("<br>")[0]
+    y = np.asarray(fig.data[0].y, dtype=float)
+    assert np.nanmax(y) < -47 and np.nanmin(y) < -300
+    lo, hi = fig.layout.yaxis.range  # the start's outliers cut off the axis, around -49
+    assert -52 < lo < hi < -46
+
+
 def test_reliability_figure_shows_the_bins_and_their_counts():
     rng = np.random.default_rng(0)
     p = rng.uniform(size=400)
