@@ -148,14 +148,19 @@ class Method:
         self.load()
         return _ERRORS.get((self.module, self.cls))
 
-    def make(self, options: dict | None = None, seed: int | None = 0, fast: bool = False):
-        """An estimator with the given options (unknown names dropped) and random_state = seed."""
+    def make(self, options: dict | None = None, seed: int | None = 0, fast: bool = False,
+             n_classes: int | None = None):
+        """An estimator with the given options (unknown names dropped) and random_state = seed. With
+        ``n_classes`` = 2 the options a multi-class sampler alone reads (``Option.multiclass_only``, not
+        shown for two classes) keep the library's defaults: a value set on three-class data would
+        otherwise reach the fit with a warning about an option the page does not show."""
         cls = self.load()
         if cls is None:
             raise ValueError(f"{self.label} is not available in this installation ({self.module}).")
         ok = self.accepted()
         params = {**self.defaults(), **(options or {}), **(self.fast if fast else {})}
-        params = {k: v for k, v in params.items() if k in ok}
+        hidden = {o.name for o in self.options if o.multiclass_only} if n_classes == 2 else set()
+        params = {k: v for k, v in params.items() if k in ok and k not in hidden}
         lib = self.library_defaults()
         for k, v in params.items():  # an empty box means the library's own rule (e.g. "auto")
             if v is None and isinstance(lib.get(k), str):

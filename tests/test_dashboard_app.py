@@ -2253,3 +2253,10 @@ def test_msbpm_shows_its_line_options_only_for_three_or_more_classes():
         labels = [w.label for w in at.selectbox] + [w.label for w in at.checkbox]
         assert ("Directions" in labels) is shown and ("Block step" in labels) is shown, (sample, labels)
         assert "Nugget" in [w.label for w in at.number_input]
+    # a value set on three classes does not reach a two-class fit, where the page does not show it
+    from dashboard.methods import METHODS
+
+    msbpm = METHODS["msbpm"]
+    default = msbpm.library_defaults()["direction"]
+    assert msbpm.make({"direction": "gibbs"}, 0, n_classes=2).direction == default != "gibbs"
+    assert msbpm.make({"direction": "gibbs"}, 0, n_classes=3).direction == "gibbs"

@@ -441,7 +441,8 @@ def test_a_samplers_potential_is_drawn_as_the_log_posterior():
     """The learning curve of a sampler recording its potential U said "U = -log posterior" at +49 above a
     trace of the log posterior at -50 (a teacher's crawl): it is drawn as the log posterior -U, the name
     the traces, the diagnostics table and the NetCDF use; the outlier cut works on the drawn values."""
-    hist = [Progress(i, 0.1 * i, {"potential": 49.0 + (300.0 if i < 2 else np.sin(i))}, {}) for i in range(60)]
+    hist = [Progress(i, 0.1 * i, {"potential": 49.0 + (300.0 if i < 2 else np.sin(i))}, {})
+            for i in range(60)]
     fig = figures.objective_curve(hist)
     title = fig.layout.title.text
     assert title.startswith("log posterior") and "U" not in title.split("<br>")[0]

@@ -52,7 +52,7 @@ def _estimated_seconds(methods, data, seed: int) -> tuple[float, float, float, d
     each = {}
     for m in methods:
         try:
-            est = m.make(dict(state.method_options(m.key)), seed)
+            est = m.make(dict(state.method_options(m.key)), seed, n_classes=k)
             if hasattr(est, "estimate_cost"):
                 cost = est.estimate_cost(n, d, k)
                 a, b = cost_range(cost)
@@ -126,7 +126,7 @@ def compare_job(token, methods, options, data, seed, capped=frozenset(), grid=No
         # ran under the previous method's "its map and notes" (a crawl)
         token.progress(k / len(methods), f"{name} ({k + 1}/{len(methods)}): fitting")
         try:
-            est = m.make(dict(opts), seed, fast=fast)
+            est = m.make(dict(opts), seed, fast=fast, n_classes=len(data.classes))
             cap = m.cap({**opts, **(m.fast if fast else {})})
             # the fit's scale warning went to the server's log only, and the page said "It found no
             # pattern" beside a chance-level fit on unstandardised columns (a crawl)

@@ -195,7 +195,7 @@ def _safe(fn):
 
 def _new_run() -> Run | None:
     try:
-        est = method.make(dict(opts), int(c["seed"]))
+        est = method.make(dict(opts), int(c["seed"]), n_classes=len(data.classes))
     except Exception as exc:  # noqa: BLE001
         st.session_state["train_msg"] = f"Setting up {method.label} failed: {exc}"
         return None
