@@ -94,8 +94,10 @@ def _shots(pg, name: str) -> None:
 
 # at least one chart, every chart drawn (``every`` of no chart was true: a screenshot of the stopped
 # Train page at 1280 x 720 was taken while its charts were being remounted, and showed none)
+# (the Data page's charts are SVG of its own, dashboard/quickplot.py: those count as charts there)
 DRAWN = """() => { const ps = Array.from(document.querySelectorAll('.js-plotly-plot'));
-                   return ps.length > 0 && ps.every(p => p.querySelector('.main-svg')); }"""
+                   if (!ps.length) return !!document.querySelector('.bsvm-svg');
+                   return ps.every(p => p.querySelector('.main-svg')); }"""
 STEPPED = r"""(before) => { const p = document.querySelector('[data-testid="stProgress"]');
                              const m = p && p.innerText.match(/iteration (\d+)/);
                              return m && Number(m[1]) > before; }"""
