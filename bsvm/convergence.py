@@ -268,10 +268,13 @@ def warn_single_chain(estimator_name: str, rule: StoppingRule = StoppingRule(), 
               f"cannot be checked; {how}. Use n_chains >= 2 to check it.", ConvergenceWarning)
 
 
-def ess_targets_met(status: ConvergenceStatus | None) -> bool:
-    """Whether a check met its ESS targets and had draws enough (what is left unmet is R-hat, or
-    nothing)."""
-    return status is not None and not any("ESS" in f or "draws" in f for f in status.failed)
+def ess_targets_met(status: ConvergenceStatus | None, rule: StoppingRule = StoppingRule()) -> bool:
+    """Whether a check met its ESS targets on finite draws (what is left unmet is R-hat, or nothing):
+    read off the worst bulk and tail ESS, which are NaN when no ESS could be computed (too few draws,
+    non-finite draws)."""
+    return (status is not None and status.draws >= MIN_DRAWS and bool(np.isfinite(status.ess_bulk))
+            and bool(np.isfinite(status.ess_tail)) and status.ess_bulk >= rule.ess_bulk
+            and status.ess_tail >= rule.ess_tail and not any("non-finite" in f for f in status.failed))
 
 
 def warn_not_converged(estimator_name: str, status: ConvergenceStatus | None, budget: str,

@@ -162,3 +162,19 @@ def test_a_failure_names_its_worst_quantity():
     assert any(f.startswith("R-hat") and f.endswith("(worst: c)") for f in st.failed), st.failed
     stuck = ConvergenceStatus(300, 4, np.inf, 500.0, 500.0, failed=("R-hat inf > 1.01",))
     assert combine([assess(x[..., :2], names=["a", "b"]), stuck]).failed == ("R-hat inf > 1.01",)
+
+
+def test_ess_targets_met_reads_the_numbers_not_the_words():
+    """One chain with ESS met: True (R-hat is what is missing); too few draws, non-finite or constant
+    draws, or an ESS short of its target: False."""
+    from bsvm.convergence import ess_targets_met
+
+    rng = np.random.default_rng(0)
+    assert ess_targets_met(assess(rng.normal(size=(1, 2000, 2))))
+    assert not ess_targets_met(assess(rng.normal(size=(1, 100, 2))))  # ESS ~100 < 400
+    assert not ess_targets_met(assess(rng.normal(size=(1, 5, 2))))  # too few draws
+    bad = rng.normal(size=(2, 2000, 2))
+    bad[0, 10, 0] = np.nan
+    assert not ess_targets_met(assess(bad))
+    assert not ess_targets_met(assess(np.ones((2, 500, 2))))
+    assert not ess_targets_met(None)
