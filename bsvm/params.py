@@ -51,9 +51,6 @@ __all__ = [
     "non_negative_int", "validate_params",
 ]
 
-#: ``random_state``: None, a seed in [0, 2**32 - 1], a ``RandomState`` or a ``numpy.random.Generator``
-RANDOM_STATE = ["random_state", np.random.Generator]
-
 
 def positive():
     """A finite number > 0."""
@@ -75,6 +72,13 @@ class IntInterval(Interval):
 
     def is_satisfied_by(self, val):
         return not isinstance(val, bool | np.bool_) and super().is_satisfied_by(val)
+
+
+#: ``random_state``: None, a seed in [0, 2**32 - 1] (not a boolean: scikit-learn's "random_state"
+#: constraint took True, which then failed after the data check, a review), a ``RandomState`` or a
+#: ``numpy.random.Generator``
+RANDOM_STATE = [None, IntInterval(0, 2 ** 32 - 1, closed="both"), np.random.RandomState,
+                np.random.Generator]
 
 
 def positive_int():

@@ -376,9 +376,14 @@ def _colour_by_input(traces: list[dict], positions: list) -> None:
     if len(traces) < 2 and all(p is None for p in positions):
         return
     k = 0
+    inputs = any(p is not None for p in positions)
     for tr, pos in zip(traces, positions):
         if pos is None:
             colour, k = OTHER_COLOURS[k % len(OTHER_COLOURS)], k + 1
+            if inputs:
+                # dashed beside the per-input curves: past ten inputs their colours come near these
+                # (black beside the near-black w[x10], a review)
+                tr["line"] = {**tr.get("line", {}), "dash": "dash"}
         else:
             colour = SERIES_COLOURS[pos % len(SERIES_COLOURS)]
         tr["line"] = {**tr.get("line", {}), "color": colour}
@@ -441,7 +446,8 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
     for k, name in enumerate(names):
         it, v = _series(history, name, idx)
         it, v = _gapped(it, -v if negate else v, breaks)
-        shown = CURVE_LABELS.get(name) or feature_label(name, feature_names)
+        shown = CURVE_LABELS.get(NEGATED.get(name, name) if negate else name) or feature_label(name,
+                                                                                                   feature_names)
         # markers where a series has few values among many records: a fixed-length run's R-hat, checked
         # once at its end, was a lone point drawn as a line of one point, i.e. nothing (a crawl)
         tr = {"type": "scatter", "x": it, "y": v, "mode": _line_mode(int(np.isfinite(v).sum())),
@@ -481,7 +487,7 @@ def metric_curves(history, names, title: str, log_y: bool = False, height: int =
         # a 30-feature ARD fit has 32 curves: a legend that size squeezed the plot to a sliver;
         # hovering a line names it
         return _fast_figure(traces, _subtitled(title, f"{n} curves: hover to name one"), height,
-                            xaxis=_iteration_axis(history), yaxis=_LOG_AXIS if log_y else {},
+                            xaxis=_iteration_axis(history), yaxis=_log_axis_for(traces) if log_y else {},
                             showlegend=False, **{"margin": SUBTITLE_MARGIN, **extra})
     _group_inputs(traces, [_feature_position(name) for name in names])
     yaxis = {**(_log_axis_for(traces) if log_y else {}),

@@ -393,33 +393,44 @@ def test_parallel_hmc_prepares_the_workers_files_while_the_pilot_runs(monkeypatc
     kw = dict(n_samples=10, n_burnin=20, n_chains=4, random_state=1)
     before = _chain_dirs()
     ref = SubgradientHMC("hmc", **kw).fit(X, y)
+    copies = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         with parallel_threshold(0):
-            est = SubgradientHMC("hmc", n_jobs=2, **kw).fit(X, y)
+            est = SubgradientHMC("hmc", n_jobs=2, **kw)
+            for _ in est.fit_iter(X, y):  # mid-run, after the workers' first segment: the copies on disk
+                import glob
+
+                copies = copies or [f for d in _chain_dirs() - before for f in glob.glob(f"{d}/*.f32-*")]
     assert est.n_jobs_ == 2 and est.parallel_start_ == 0
     assert len(written) == 1 and written[0][0] is not None
+    # one float32 copy, the main process's: a worker that made its own would add a file (for another
+    # column count) or rewrite this one after the main process's write
+    assert [os.path.basename(f) for f in copies] == [os.path.basename(written[0][0])]
     np.testing.assert_array_equal(est.samples_, ref.samples_)
     np.testing.assert_array_equal(est.potential_, ref.potential_)
     assert _chain_dirs() == before  # the maps and the copy are gone with the fit
 
 
-def test_a_fit_that_fails_in_its_pilot_leaves_no_prepared_files(monkeypatch):
-    """The maps made for the workers before the pilot go when the fit fails there (the pool is dropped
-    without its context's exit): no directory of them is left."""
-    import gc
-
+@pytest.mark.parametrize("where", ["pilot", "after the pilot"])
+def test_a_fit_that_fails_before_its_chains_leaves_no_prepared_files(monkeypatch, where):
+    """The maps made for the workers before the pilot go at once when the fit fails there or before its
+    chains start (e.g. an interrupt while the run is set up), even while the exception, and so the
+    pool, is still held (a REPL keeps the last traceback): no directory of them is left."""
     from bsvm.subgradient import estimator as E
 
     def broken(*a, **k):
-        raise RuntimeError("pilot failed")
+        raise RuntimeError("set-up failed")
 
-    monkeypatch.setattr(E, "laplace_pilot", broken)
+    if where == "pilot":
+        monkeypatch.setattr(E, "laplace_pilot", broken)
+    else:
+        monkeypatch.setattr(E.S, "WindowAdaptation", broken)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(6_000, 30))  # 1.4 MB of features: mapped for the workers (>= 1 MB)
     y = (X[:, 0] > 0).astype(int)
     before = _chain_dirs()
-    with parallel_threshold(0), pytest.raises(RuntimeError, match="pilot failed"):
+    with parallel_threshold(0), pytest.raises(RuntimeError, match="set-up failed") as held:
         SubgradientHMC("hmc", n_jobs=2, n_chains=4, n_samples=10, random_state=0).fit(X, y)
-    gc.collect()
+    assert held.value is not None  # (the traceback, with the fit's frames, is still held here)
     assert _chain_dirs() == before

@@ -178,3 +178,9 @@ def test_ess_targets_met_reads_the_numbers_not_the_words():
     assert not ess_targets_met(assess(bad))
     assert not ess_targets_met(assess(np.ones((2, 500, 2))))
     assert not ess_targets_met(None)
+    # a combined check whose first part had too few draws to assess: its failure counts (the numbers
+    # are the other part's, which met the targets, a review)
+    from bsvm.convergence import combine
+
+    both = combine([assess(rng.normal(size=(1, 5, 4))), assess(rng.normal(size=(1, 2000, 3)))])
+    assert both.failed and not ess_targets_met(both)

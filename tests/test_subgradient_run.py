@@ -227,6 +227,12 @@ def test_a_stuck_hmc_run_says_why_and_no_numpy_warning_leaks():
     assert len(texts) == 1 and "A larger budget would not help" in texts[0]
     assert "step_size=5 is used as given" in texts[0] and "raise the budget" not in texts[0]
     assert not [w for w in seen if issubclass(w.category, RuntimeWarning)]
+    # no burn-in: the step was never adapted, and the advice says so (it blamed c and the features)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        SubgradientHMC(c=1e4, preconditioner=None, n_burnin=0, n_samples=300, random_state=0).fit(X, y)
+    texts = [str(w.message) for w in seen if issubclass(w.category, ConvergenceWarning)]
+    assert any("with n_burnin=0 the step size was never adapted" in t for t in texts), texts
     # an adapted run on the same data says nothing of the kind
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
@@ -251,9 +257,11 @@ def test_one_fixed_length_chain_that_met_the_ess_targets_is_not_told_to_raise_th
 
 @pytest.mark.parametrize(("kw", "said"), [
     ({"preconditioner": "adagrad"}, "ignores preconditioner='adagrad'"),
-    ({"batch_size": 50, "step_decay": 0.5}, "ignores batch_size=50, step_decay=0.5"),
+    ({"batch_size": 50, "step_decay": 0.5},
+     r"ignores batch_size=50 \(read by sgld/sgnht\), step_decay=0.5 \(read by sgld/sgnht\)"),
     ({"sampler": "sgld", "n_leapfrog": 5}, "ignores n_leapfrog=5"),
-    ({"sampler": "sgld", "diffusion": 2.0}, "ignores diffusion=2.0"),
+    ({"sampler": "sgld", "diffusion": 2.0}, r"ignores diffusion=2.0 \(read by sgnht\)"),
+    ({"diffusion": 2.0}, r"ignores diffusion=2.0 \(read by sgnht\)"),
 ])
 def test_options_the_chosen_sampler_ignores_are_named(kw, said):
     """hmc silently used the identity metric for preconditioner="adagrad" and ignored the minibatch
@@ -284,3 +292,19 @@ def test_a_run_with_fewer_draws_than_chains_converts_without_arviz_warnings():
         tree = est.to_arviz()
     assert tree["posterior"]["w"].shape[:2] == (4, 1)
     assert not [str(w.message) for w in seen]
+
+
+def test_nystroem_says_when_it_caps_the_components_the_user_chose():
+    """n_components=500 on 100 rows became 100 silently (a review); at the default, fewer rows than
+    components is the normal small-data case and says nothing (the dashboard's small playgrounds showed
+    the warning about an option the page does not show, a review)."""
+    from bsvm.datasets import make_ripley
+
+    X, y = make_ripley(70, random_state=0)
+    with pytest.warns(UserWarning, match="n_components=500 becomes 70"):
+        SubgradientHMC(features="nystroem", n_components=500, n_samples=20, random_state=0).fit(X, y)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est = SubgradientHMC(features="nystroem", n_samples=20, random_state=0).fit(X, y)
+    assert not any("n_components" in str(w.message) for w in seen)
+    assert est.samples_.shape[-1] == 71

@@ -55,8 +55,8 @@ class PreparedDesign:
     (``ChainPool.prepare``), and the design's float32 copy (``potential.write_twin``), which each worker
     would otherwise make for itself at its first gradient (at 100,000 x 50 ~0.13 s, the same work in
     both). Only files are made, from the same arrays, so no draw changes. :meth:`design` waits for the
-    thread and re-raises its error, if any; :meth:`discard` removes the files of a fit that failed
-    before its chains ran (the pool's finaliser would, but only once the pool is collected)."""
+    thread and re-raises its error, if any; :meth:`discard` removes the files of a fit that ended by an
+    exception (the pool's finaliser would, but only once the pool is collected)."""
 
     def __init__(self, pool, kind: str, Phi: np.ndarray, y: np.ndarray, p: int):
         self._Z = signed_design(Phi, y, order=design_order(kind, Phi.shape))
@@ -73,8 +73,9 @@ class PreparedDesign:
         self._thread.start()
 
     def discard(self) -> None:
-        """The fit ends before its chains ran (its pilot failed): the files go now (``ChainPool``'s
-        exit), not when the pool is collected."""
+        """The fit ended by an exception (its pilot failed, an interrupt, a closed ``fit_iter``): the
+        files go now (``ChainPool``'s exit, which may already have run), not when the pool is
+        collected."""
         self._thread.join()
         self._pool.__exit__(None, None, None)
 

@@ -202,8 +202,12 @@ class _HingeSampler(BayesianClassifier):
             raise ValueError(f"n_jobs must be None, a positive integer or -1 (all cores), got {nj!r}")
 
     def _setup(self, X, y_index, shared_rng):
+        import inspect
+
+        default = inspect.signature(type(self).__init__).parameters["n_components"].default
         self.feature_map_ = fit_feature_map(self.features, X, self.n_components, self.gamma,
-                                            int(shared_rng.integers(2 ** 31)))
+                                            int(shared_rng.integers(2 ** 31)),
+                                            chosen=self.n_components != default)
         Phi = transform(self.feature_map_, X)
         self.model_ = HingeModel(self._c, float(self.l), len(self.classes_), Phi.shape[1])
         y = self._encode_binary(y_index) if len(self.classes_) == 2 else y_index
@@ -518,6 +522,11 @@ class _HingeSampler(BayesianClassifier):
         if self.step_size is not None:
             return (f"{seen}: step_size={self.step_size:g} is used as given (it is adapted only when None) "
                     f"and is too large for this posterior; lower it or leave step_size=None")
+        if self._n_burnin == 0:
+            # (no burn-in: the step was never adapted, and "too curved for the adapted step" sent the user
+            # to c and the features, a review; with a burn-in the same c = 1e4 ran at acceptance 0.2-0.3)
+            return (f"{seen}: with n_burnin=0 the step size was never adapted; give the run a burn-in "
+                    "(n_burnin=None, the default, adapts it)")
         return (f"{seen}: the posterior is too sharply curved for the adapted step (c={self.c:g} is "
                 "large for this data, or the features are far from unit scale); standardise the features or "
                 "lower c")
@@ -940,9 +949,10 @@ class SubgradientHMC(_HingeSampler):
         self._warn_unused_options()
         return n if self.sampler == "hmc" else min(n, self.batch_size or 1000)
 
-    #: options only the minibatch samplers read, and only hmc reads
-    _SG_OPTIONS = ("batch_size", "step_decay", "step_decay_b", "diffusion", "control_variates")
-    _HMC_OPTIONS = ("n_leapfrog", "target_accept")
+    #: which samplers read each sampler-specific option
+    _READ_BY = {"batch_size": "sgld/sgnht", "step_decay": "sgld/sgnht", "step_decay_b": "sgld/sgnht",
+                "control_variates": "sgld/sgnht", "diffusion": "sgnht", "n_leapfrog": "hmc",
+                "target_accept": "hmc"}
 
     def _warn_unused_options(self) -> None:
         """Say when options away from their defaults are ones this sampler ignores (hmc ignored
@@ -951,19 +961,13 @@ class SubgradientHMC(_HingeSampler):
         import inspect
 
         defaults = inspect.signature(type(self).__init__).parameters
-        hmc = self.sampler == "hmc"
-        names = self._SG_OPTIONS if hmc else self._HMC_OPTIONS
-        if self.sampler == "sgld":
-            names = (*names, "diffusion")
-        unused = [f"{k}={getattr(self, k)!r}" for k in names if getattr(self, k) != defaults[k].default]
-        if hmc and self.preconditioner == "adagrad":
-            unused.append("preconditioner='adagrad' (hmc then uses the identity metric)")
+        unused = [f"{k}={getattr(self, k)!r} (read by {who})" for k, who in self._READ_BY.items()
+                  if self.sampler not in who.split("/") and getattr(self, k) != defaults[k].default]
+        if self.sampler == "hmc" and self.preconditioner == "adagrad":
+            unused.append("preconditioner='adagrad' (read by sgld/sgnht; hmc then uses the identity metric)")
         if unused:
-            warn_user(f"{type(self).__name__}: sampler={self.sampler!r} ignores {', '.join(unused)}: "
-                      f"{'these are' if len(unused) > 1 else 'it is'} for "
-                      f"{'sgld/sgnht' if hmc else 'hmc'}"
-                      + (" (diffusion: sgnht)" if not hmc and any(u.startswith("diffusion") for u in unused)
-                         else "") + ".", UserWarning)
+            warn_user(f"{type(self).__name__}: sampler={self.sampler!r} ignores {', '.join(unused)}.",
+                      UserWarning)
 
     @staticmethod
     def _default_sg_step(sampler, whitened_noise):
@@ -1018,101 +1022,104 @@ class SubgradientHMC(_HingeSampler):
         # ... and meanwhile make what the workers will read of the design (driver.PreparedDesign)
         prepared = PreparedDesign(pool, sampler, Phi, y, P) if early and not sg and model.n_classes == 2 \
             else None
-
-        L, mode = None, None
-        if self.preconditioner == "laplace":
-            try:
-                pilot = laplace_pilot(model, Phi, y, rng=rng)
-            except BaseException:  # (an interrupt too) the files made for the workers go now
-                if prepared is not None:
-                    prepared.discard()
-                raise
-            L, mode = pilot.factor, pilot.mode
-
-            def start(crng):
-                return mode + 2.0 * S.apply_factor(L, crng.standard_normal((C, P)))
-        else:
-            def start(crng):  # the prior: dispersed relative to the posterior
-                return crng.standard_normal((C, P))
-        use_cv = sg and bool(self.control_variates) and m < n
-        if use_cv and mode is None:
-            mode = find_mode(model, Phi, y)
-        if mode is not None:
-            self.mode_ = mode
-        adagrad = self.preconditioner == "adagrad"
-        factor = L
-        if adagrad:
-            factor = S.Diagonal(np.ones((C, P))) if sg else None
-
-        def noise_level(L_, probe, reference):
-            """Minibatch noise variance per whitened coordinate at typical posterior points ``probe``
-            (0 when the batch is the whole data set: the engines then use the exact full sum)."""
-            if m >= n:
-                return 0.0
-            ref = reference if use_cv else None
-            return per_datum_noise(model, Phi, y, L_, probe, ref, rng=rng) * n * n / m
-
-        cv = control_variate(model, mode, Phi, y) if use_cv else None
-        if sg:
-            V = None
+        try:
+            L, mode = None, None
             if self.preconditioner == "laplace":
-                V = noise_level(L, mode + S.apply_factor(L, rng.standard_normal((4, P))), mode)
-            fallback = 0.3 if adagrad else 0.01
-            h0 = self.step_size or (self._default_sg_step(sampler, V) if V is not None else fallback)
-        else:
-            h0 = self.step_size or (0.5 if L is not None else 0.05)
-        # hmc: the metric's centre is the reference point of the screened hinge activity (potential.Screen)
-        tuning0 = S.Tuning(np.full(C, float(h0)), factor, cv, centre=None if sg else mode)
-        windows = self._adaptation_windows() if self.preconditioner == "laplace" else []
-        adaptation = S.WindowAdaptation(self._n_burnin, float(self.target_accept),
-                                        adapt_step=(not sg and self.step_size is None),
-                                        adagrad=adagrad and sg, windows=windows)
-        n_leap = None if self.n_leapfrog is None else int(self.n_leapfrog)
-        spec = EngineSpec(sampler, model, m if sg else None, n_leap, float(self.diffusion))
-        # sgld/sgnht: the monitored log posterior needs a full-data pass; computing it at every k-th kept
-        # draw with k = ceil(n / (2.5 m)) keeps that to about a quarter of the fit's CPU (100,000 x 50,
-        # m = 1,000: k = 40; with n / (5 m) it was a third once the minibatch gather got faster). The
-        # parameters are checked at every kept draw (_assess_all), so k thins only the log posterior and
-        # p(y|x), whose count at the first check is then ConvergenceMonitor's (100 per chain for 4 chains)
-        monitor_every = max(1, math.ceil(n / (2.5 * m))) if sg else 1
+                pilot = laplace_pilot(model, Phi, y, rng=rng)
+                L, mode = pilot.factor, pilot.mode
 
-        def window_hook(t, carries, groups, Phi_, y_, share):
-            W = [np.stack(c.astate.window) for c in carries if c.astate.window]
-            if not W or len(W) != len(carries) or any(len(w) != len(W[0]) for w in W):
-                return carries
-            # in chain order: the pooled metric's sums then run as in one process, whatever the grouping
-            draws = in_chain_order(W, groups, axis=1)  # (W, C, p)
-            old = carries[0].tuning.factor
-            L_new, centre = S.WindowAdaptation.pool(draws, old, _window_ess)
-            new_cv = None
-            if use_cv:
-                new_cv = control_variate(model, centre, Phi_, y_)
-                new_cv = new_cv._replace(loss=share(new_cv.loss), G=share(new_cv.G),
-                                          active=None if new_cv.active is None else share(new_cv.active))
-            theta = in_chain_order([c.state.theta for c in carries], groups)
-            h_new = None
-            if sg and self.step_size is None:
-                h_new = self._default_sg_step(sampler, noise_level(L_new, theta, centre))
-            out = []
-            for c in carries:
-                tun = c.tuning._replace(factor=L_new, cv=new_cv if use_cv else c.tuning.cv,
-                                        centre=None if sg else centre, screen=None)
-                if h_new is not None:
-                    tun = tun._replace(step_size=np.full(len(c.rng), h_new))
-                state = c.state
-                if sampler == "sgnht":  # momenta live in z-space, which just changed
-                    state = state._replace(r=c.rng.standard_normal(state.r.shape))
-                out.append(c._replace(state=state, tuning=tun,
-                                      astate=adaptation.restart_step(c.astate, tun)))
-            return out
+                def start(crng):
+                    return mode + 2.0 * S.apply_factor(L, crng.standard_normal((C, P)))
+            else:
+                def start(crng):  # the prior: dispersed relative to the posterior
+                    return crng.standard_normal((C, P))
+            use_cv = sg and bool(self.control_variates) and m < n
+            if use_cv and mode is None:
+                mode = find_mode(model, Phi, y)
+            if mode is not None:
+                self.mode_ = mode
+            adagrad = self.preconditioner == "adagrad"
+            factor = L
+            if adagrad:
+                factor = S.Diagonal(np.ones((C, P))) if sg else None
 
-        # binary minibatches come from the signed design with its rows in a random order, as m consecutive
-        # rows from a random start (samplers.Potential): drawn here, after the pilot's and the step size's
-        # draws of the shared generator, so those did not move (the metric windows' noise estimates draw
-        # after it)
-        row_order = rng.permutation(n) if sg and m < n and model.n_classes == 2 else None
-        yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, monitor_every,
-                               window_hook if windows else None, pool, row_order, prepared)
+            def noise_level(L_, probe, reference):
+                """Minibatch noise variance per whitened coordinate at typical posterior points ``probe``
+                (0 when the batch is the whole data set: the engines then use the exact full sum)."""
+                if m >= n:
+                    return 0.0
+                ref = reference if use_cv else None
+                return per_datum_noise(model, Phi, y, L_, probe, ref, rng=rng) * n * n / m
+
+            cv = control_variate(model, mode, Phi, y) if use_cv else None
+            if sg:
+                V = None
+                if self.preconditioner == "laplace":
+                    V = noise_level(L, mode + S.apply_factor(L, rng.standard_normal((4, P))), mode)
+                fallback = 0.3 if adagrad else 0.01
+                h0 = self.step_size or (self._default_sg_step(sampler, V) if V is not None else fallback)
+            else:
+                h0 = self.step_size or (0.5 if L is not None else 0.05)
+            # hmc: the metric's centre is the reference point of the screened hinge activity
+            # (potential.Screen)
+            tuning0 = S.Tuning(np.full(C, float(h0)), factor, cv, centre=None if sg else mode)
+            windows = self._adaptation_windows() if self.preconditioner == "laplace" else []
+            adaptation = S.WindowAdaptation(self._n_burnin, float(self.target_accept),
+                                            adapt_step=(not sg and self.step_size is None),
+                                            adagrad=adagrad and sg, windows=windows)
+            n_leap = None if self.n_leapfrog is None else int(self.n_leapfrog)
+            spec = EngineSpec(sampler, model, m if sg else None, n_leap, float(self.diffusion))
+            # sgld/sgnht: the monitored log posterior needs a full-data pass; computing it at every k-th kept
+            # draw with k = ceil(n / (2.5 m)) keeps that to about a quarter of the fit's CPU (100,000 x 50,
+            # m = 1,000: k = 40; with n / (5 m) it was a third once the minibatch gather got faster). The
+            # parameters are checked at every kept draw (_assess_all), so k thins only the log posterior and
+            # p(y|x), whose count at the first check is then ConvergenceMonitor's (100 per chain for 4 chains)
+            monitor_every = max(1, math.ceil(n / (2.5 * m))) if sg else 1
+
+            def window_hook(t, carries, groups, Phi_, y_, share):
+                W = [np.stack(c.astate.window) for c in carries if c.astate.window]
+                if not W or len(W) != len(carries) or any(len(w) != len(W[0]) for w in W):
+                    return carries
+                # in chain order: the pooled metric's sums then run as in one process, whatever the grouping
+                draws = in_chain_order(W, groups, axis=1)  # (W, C, p)
+                old = carries[0].tuning.factor
+                L_new, centre = S.WindowAdaptation.pool(draws, old, _window_ess)
+                new_cv = None
+                if use_cv:
+                    new_cv = control_variate(model, centre, Phi_, y_)
+                    new_cv = new_cv._replace(loss=share(new_cv.loss), G=share(new_cv.G),
+                                              active=None if new_cv.active is None else share(new_cv.active))
+                theta = in_chain_order([c.state.theta for c in carries], groups)
+                h_new = None
+                if sg and self.step_size is None:
+                    h_new = self._default_sg_step(sampler, noise_level(L_new, theta, centre))
+                out = []
+                for c in carries:
+                    tun = c.tuning._replace(factor=L_new, cv=new_cv if use_cv else c.tuning.cv,
+                                            centre=None if sg else centre, screen=None)
+                    if h_new is not None:
+                        tun = tun._replace(step_size=np.full(len(c.rng), h_new))
+                    state = c.state
+                    if sampler == "sgnht":  # momenta live in z-space, which just changed
+                        state = state._replace(r=c.rng.standard_normal(state.r.shape))
+                    out.append(c._replace(state=state, tuning=tun,
+                                          astate=adaptation.restart_step(c.astate, tun)))
+                return out
+
+            # binary minibatches come from the signed design with its rows in a random order, as m consecutive
+            # rows from a random start (samplers.Potential): drawn here, after the pilot's and the step size's
+            # draws of the shared generator, so those did not move (the metric windows' noise estimates draw
+            # after it)
+            row_order = rng.permutation(n) if sg and m < n and model.n_classes == 2 else None
+            yield from self._drive(spec, Phi, y, y_index, seeds, start, tuning0, adaptation, monitor_every,
+                                   window_hook if windows else None, pool, row_order, prepared)
+        except BaseException:
+            # the files made for the workers go now, whatever ended the fit before its pool's context did
+            # (the pilot, an interrupt, a consumer closing fit_iter): held by a traceback (a REPL's
+            # sys.last_traceback) the pool, and its /dev/shm files, outlived the fit (a review)
+            if prepared is not None:
+                prepared.discard()
+            raise
 
 
 class GibbsSVM(_HingeSampler):

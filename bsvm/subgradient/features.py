@@ -13,9 +13,10 @@ from sklearn.kernel_approximation import Nystroem, RBFSampler
 FEATURE_MAPS = (None, "nystroem", "rff")
 
 
-def fit_feature_map(features, X: np.ndarray, n_components: int, gamma, random_state):
+def fit_feature_map(features, X: np.ndarray, n_components: int, gamma, random_state, chosen: bool = True):
     """A fitted transformer for ``features`` (or None for raw inputs). ``gamma=None`` means
-    1 / (d Var(X)), scikit-learn's ``gamma="scale"``."""
+    1 / (d Var(X)), scikit-learn's ``gamma="scale"``. ``chosen``: ``n_components`` was set by the user
+    (not the estimator's default), so a Nystroem map capped at the row count says so."""
     if features is None:
         return None
     if features not in FEATURE_MAPS:
@@ -26,7 +27,9 @@ def fit_feature_map(features, X: np.ndarray, n_components: int, gamma, random_st
     if not (isinstance(n_components, int | np.integer) and n_components >= 1):
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}")
     if features == "nystroem":
-        if n_components > X.shape[0]:
+        if n_components > X.shape[0] and chosen:
+            # (at the default, fewer rows than components is the normal small-data case: the dashboard's
+            # playground said so under every refit of a small canvas, about an option it does not show)
             # a Nystroem map has at most one component per training row: say so (the fit had 101
             # parameters for n_components=500 on 100 rows, silently, a review)
             from .._userwarn import warn_user

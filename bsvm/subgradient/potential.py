@@ -281,7 +281,7 @@ def write_twin(Z: np.ndarray, p: int) -> str | None:
     :func:`_twin` looks for it (unless there already; returns its path; None for a design that has no
     twin). The workers of a parallel fit would otherwise each make it at their first gradient (0.13 s
     each at 100,000 x 51, the same work twice); made once in the main process, e.g. in a thread while
-    the pilot runs (``driver.prepare_design``), they only map it."""
+    the pilot runs (``driver.PreparedDesign``), they only map it."""
     import os
 
     filename = getattr(Z, "filename", None)
