@@ -248,6 +248,14 @@ class BayesianClassifier(ClassifierMixin, BaseEstimator):
         override this)."""
         return self._input_scale
 
+    def _changed_params(self, names) -> list[str]:
+        """``name=value`` for each of ``names`` away from its default (read off ``__init__``'s signature,
+        not restated): options a run ignores are named with these."""
+        import inspect
+
+        defaults = inspect.signature(type(self).__init__).parameters
+        return [f"{k}={getattr(self, k)!r}" for k in names if getattr(self, k) != defaults[k].default]
+
     # -- roll-back -----------------------------------------------------------------------------------------
     def _fitted_state(self, deep=False) -> dict:
         """Everything but the constructor parameters (fitted attributes and private working state)."""

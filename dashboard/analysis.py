@@ -261,8 +261,9 @@ def stratified_split(y: np.ndarray, n_test: int, seed: int) -> tuple[np.ndarray,
     # at least one test row per class, but never fewer than two training rows: a two-row class (which
     # prepare accepts, and says so) gets no test row
     take = np.minimum(np.maximum(take, 1), counts - 2)
-    test = np.concatenate([rows[np.argsort(keys[rows], kind="stable")[:take[k]]]
-                           for k, rows in enumerate(np.flatnonzero(y_idx == k) for k in range(len(classes)))])
+    per_class = [np.flatnonzero(y_idx == k) for k in range(len(classes))]
+    test = np.concatenate([rows[np.argsort(keys[rows], kind="stable")[:n]]
+                           for rows, n in zip(per_class, take, strict=True)])
     test = np.sort(test)
     return np.setdiff1d(np.arange(len(y)), test), test
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 
@@ -734,9 +733,7 @@ class MSBPM(BayesianClassifier):
         self.sampler_ = sampler
         hmc_run = sampler == "hmc"
         # the line moves' options away from their defaults (read off the signature, not restated)
-        defaults = inspect.signature(type(self).__init__).parameters
-        unused = [f"{k}={getattr(self, k)!r}" for k in ("direction", "ads_prob", "block_update", "line_every")
-                  if getattr(self, k) != defaults[k].default]
+        unused = self._changed_params(("direction", "ads_prob", "block_update", "line_every"))
         if hmc_run and unused:
             # (on two classes the default sampler is "hmc": MSBPM(direction="gibbs") gave the default's
             # draws bit for bit, with no word, a newcomer's review)

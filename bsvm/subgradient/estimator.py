@@ -202,12 +202,9 @@ class _HingeSampler(BayesianClassifier):
             raise ValueError(f"n_jobs must be None, a positive integer or -1 (all cores), got {nj!r}")
 
     def _setup(self, X, y_index, shared_rng):
-        import inspect
-
-        default = inspect.signature(type(self).__init__).parameters["n_components"].default
         self.feature_map_ = fit_feature_map(self.features, X, self.n_components, self.gamma,
                                             int(shared_rng.integers(2 ** 31)),
-                                            chosen=self.n_components != default)
+                                            chosen=bool(self._changed_params(("n_components",))))
         Phi = transform(self.feature_map_, X)
         self.model_ = HingeModel(self._c, float(self.l), len(self.classes_), Phi.shape[1])
         y = self._encode_binary(y_index) if len(self.classes_) == 2 else y_index
@@ -958,11 +955,8 @@ class SubgradientHMC(_HingeSampler):
         """Say when options away from their defaults are ones this sampler ignores (hmc ignored
         preconditioner="adagrad" and the minibatch options silently, a review; MSBPM says the same of
         its line options). diffusion is sgnht's alone."""
-        import inspect
-
-        defaults = inspect.signature(type(self).__init__).parameters
-        unused = [f"{k}={getattr(self, k)!r} (read by {who})" for k, who in self._READ_BY.items()
-                  if self.sampler not in who.split("/") and getattr(self, k) != defaults[k].default]
+        unused = [f"{changed} (read by {who})" for k, who in self._READ_BY.items()
+                  if self.sampler not in who.split("/") for changed in self._changed_params((k,))]
         if self.sampler == "hmc" and self.preconditioner == "adagrad":
             unused.append("preconditioner='adagrad' (read by sgld/sgnht; hmc then uses the identity metric)")
         if unused:
